@@ -1,0 +1,74 @@
+package payhook
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+)
+
+// Handler applies one event. It runs inside tx, the transaction that then
+// marks the event processed: its writes and the mark commit together or not
+// at all. A returned error rolls everything back and the event is retried.
+// Handlers must be idempotent, since an event may be replayed on purpose,
+// and must not use the database outside tx (on SQLite that deadlocks).
+type Handler interface {
+	Handle(ctx context.Context, tx *sql.Tx, ev *Event) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, tx *sql.Tx, ev *Event) error
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, tx *sql.Tx, ev *Event) error {
+	return f(ctx, tx, ev)
+}
+
+// Mux routes events to handlers by event type. "*" matches every type that
+// has no handler of its own. The zero value is ready to use and safe for
+// concurrent use.
+type Mux struct {
+	mu       sync.RWMutex
+	handlers map[string][]Handler
+}
+
+// Handle registers h for eventType; several handlers of one type run in
+// registration order in the same transaction.
+func (m *Mux) Handle(eventType string, h Handler) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.handlers == nil {
+		m.handlers = make(map[string][]Handler)
+	}
+	m.handlers[eventType] = append(m.handlers[eventType], h)
+}
+
+// HandleFunc registers f for eventType.
+func (m *Mux) HandleFunc(eventType string, f func(ctx context.Context, tx *sql.Tx, ev *Event) error) {
+	m.Handle(eventType, HandlerFunc(f))
+}
+
+// Handles reports whether some handler takes events of eventType.
+func (m *Mux) Handles(eventType string) bool {
+	return len(m.lookup(eventType)) > 0
+}
+
+func (m *Mux) lookup(eventType string) []Handler {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if hs := m.handlers[eventType]; len(hs) > 0 {
+		return hs
+	}
+	return m.handlers["*"]
+}
+
+// Dispatch runs the handlers for ev.Type in order, stopping at the first
+// error, which it returns wrapped with the event's type and id.
+func (m *Mux) Dispatch(ctx context.Context, tx *sql.Tx, ev *Event) error {
+	for _, h := range m.lookup(ev.Type) {
+		if err := h.Handle(ctx, tx, ev); err != nil {
+			return fmt.Errorf("handle %s event %s: %w", ev.Type, ev.EventID, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/payhook/payhook"
+)
+
+const eventColumns = `id, source, event_id, type, environment, occurred_at, received_at,
+	payload, secret_id, status, attempts, last_error, processed_at`
+
+func scanEvent(row interface{ Scan(...any) error }) (*payhook.Event, error) {
+	var ev payhook.Event
+	var status string
+	err := row.Scan(&ev.ID, &ev.Source, &ev.EventID, &ev.Type, &ev.Environment,
+		nullTime{&ev.OccurredAt}, nullTime{&ev.ReceivedAt}, &ev.Payload, &ev.SecretID,
+		&status, &ev.Attempts, &ev.LastError, nullTime{&ev.ProcessedAt})
+	if err != nil {
+		return nil, err
+	}
+	ev.Status = payhook.Status(status)
+	return &ev, nil
+}
+
+// InsertEventsTx inserts each event unless an event with the same
+// (Source, EventID) exists, and reports which ones it inserted. The unique
+// index decides, so concurrent deliveries of one event insert one row. For
+// each inserted event it sets ID. ReceivedAt must be set; Status defaults to
+// received.
+func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
+	inserted := make([]bool, len(evs))
+	for i, ev := range evs {
+		if ev.Status == "" {
+			ev.Status = payhook.StatusReceived
+		}
+		err := tx.QueryRowContext(ctx, `INSERT INTO payhook_events
+			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (source, event_id) DO NOTHING
+			RETURNING id`,
+			ev.Source, ev.EventID, ev.Type, ev.Environment, db.ts(ev.OccurredAt), db.ts(ev.ReceivedAt),
+			ev.Payload, ev.SecretID, string(ev.Status)).Scan(&ev.ID)
+		switch {
+		case err == nil:
+			inserted[i] = true
+		case errors.Is(err, sql.ErrNoRows):
+		default:
+			return nil, fmt.Errorf("insert event %s/%s: %w", ev.Source, ev.EventID, err)
+		}
+	}
+	return inserted, nil
+}
+
+// ClaimEventTx claims the event for processing: if it is still received it
+// counts one more attempt and returns it, locked until tx ends (a row lock
+// on PostgreSQL, the write lock on SQLite). It returns nil and no error when
+// the event is no longer waiting (processed, ignored or failed), so a job
+// that runs twice does nothing the second time.
+func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.Event, error) {
+	ev, err := scanEvent(tx.QueryRowContext(ctx, `UPDATE payhook_events
+		SET attempts = attempts + 1
+		WHERE id = $1 AND status = 'received'
+		RETURNING `+eventColumns, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim event %d: %w", id, err)
+	}
+	return ev, nil
+}
+
+// FinishEventTx moves a claimed event to its final status: processed (with
+// processed_at = at) or ignored.
+func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status payhook.Status, at time.Time) error {
+	var processedAt any
+	if status == payhook.StatusProcessed {
+		processedAt = db.ts(at)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
+		SET status = $2, processed_at = $3, last_error = ''
+		WHERE id = $1 AND status = 'received'`, id, string(status), processedAt)
+	if err != nil {
+		return fmt.Errorf("mark event %d %s: %w", id, status, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("mark event %d %s: event is not waiting to be processed", id, status)
+	}
+	return nil
+}
+
+// RecordFailure counts a failed attempt of a waiting event and keeps its
+// error, outside the rolled-back processing transaction. When final is true
+// the event becomes failed. An event no longer waiting is left alone.
+func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final bool) error {
+	status := payhook.StatusReceived
+	if final {
+		status = payhook.StatusFailed
+	}
+	_, err := db.SQL.ExecContext(ctx, `UPDATE payhook_events
+		SET attempts = attempts + 1, last_error = $2, status = $3
+		WHERE id = $1 AND status = 'received'`, id, cause, string(status))
+	if err != nil {
+		return fmt.Errorf("record failure of event %d: %w", id, err)
+	}
+	return nil
+}
+
+// ResetEventTx puts an event back to received so that it is processed again
+// (a replay). It returns payhook.ErrNotFound if there is no such event.
+func (db *DB) ResetEventTx(ctx context.Context, tx *sql.Tx, id int64) error {
+	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
+		SET status = 'received', processed_at = NULL, last_error = ''
+		WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("reset event %d: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("reset event %d: %w", id, payhook.ErrNotFound)
+	}
+	return nil
+}
+
+// Event returns the event with payhook's row id, or an error wrapping
+// payhook.ErrNotFound.
+func (db *DB) Event(ctx context.Context, id int64) (*payhook.Event, error) {
+	ev, err := scanEvent(db.SQL.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM payhook_events WHERE id = $1`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("event %d: %w", id, payhook.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get event %d: %w", id, err)
+	}
+	return ev, nil
+}
+
+// Filter selects events for ListEvents. Zero fields match everything.
+type Filter struct {
+	Source  string
+	Status  payhook.Status
+	EventID string
+	// Before, if set, returns only events with a smaller row id (paging).
+	Before int64
+	// Limit caps the result; 0 means 100.
+	Limit int
+}
+
+// ListEvents returns matching events, newest first.
+func (db *DB) ListEvents(ctx context.Context, f Filter) ([]*payhook.Event, error) {
+	var where []string
+	var args []any
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Source != "" {
+		add("source = $%d", f.Source)
+	}
+	if f.Status != "" {
+		add("status = $%d", string(f.Status))
+	}
+	if f.EventID != "" {
+		add("event_id = $%d", f.EventID)
+	}
+	if f.Before > 0 {
+		add("id < $%d", f.Before)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT ` + eventColumns + ` FROM payhook_events`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += fmt.Sprintf(` ORDER BY id DESC LIMIT %d`, f.Limit)
+	rows, err := db.SQL.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	defer rows.Close()
+	var evs []*payhook.Event
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+		evs = append(evs, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	return evs, nil
+}
+
+// WaitingSince returns the ids of events still received that arrived before
+// t, oldest first, at most limit of them: the events the sweep re-enqueues.
+func (db *DB) WaitingSince(ctx context.Context, t time.Time, limit int) ([]int64, error) {
+	rows, err := db.SQL.QueryContext(ctx, `SELECT id FROM payhook_events
+		WHERE status = 'received' AND received_at < $1
+		ORDER BY received_at LIMIT $2`, db.ts(t), limit)
+	if err != nil {
+		return nil, fmt.Errorf("list waiting events: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list waiting events: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// CountByStatus returns how many events each status holds.
+func (db *DB) CountByStatus(ctx context.Context) (map[payhook.Status]int, error) {
+	rows, err := db.SQL.QueryContext(ctx, `SELECT status, COUNT(*) FROM payhook_events GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("count events: %w", err)
+	}
+	defer rows.Close()
+	counts := map[payhook.Status]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, fmt.Errorf("count events: %w", err)
+		}
+		counts[payhook.Status(s)] = n
+	}
+	return counts, rows.Err()
+}

@@ -1,0 +1,178 @@
+// Package store keeps payhook's events in SQLite or PostgreSQL behind one
+// schema and one set of queries. SQLite is the embedded default (one file,
+// WAL, synchronous=FULL, one connection); PostgreSQL serves several payhook
+// instances sharing one database (synchronous_commit=on).
+//
+// Both engines are reached through database/sql, so a transaction is a
+// *sql.Tx on either: the job queue enqueues inside the same transaction that
+// stores an event, and handlers write inside the one that marks it processed.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// Engine names a database engine.
+type Engine string
+
+// The supported engines.
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+)
+
+// DefaultURL is the database used when none is given: a SQLite file in the
+// working directory.
+const DefaultURL = "sqlite://payhook.db"
+
+// DB is an open payhook database. It is safe for concurrent use.
+type DB struct {
+	// SQL is the connection pool. On SQLite it holds one connection, so
+	// code holding a transaction must never use SQL until it commits.
+	SQL *sql.DB
+	// Engine is the engine behind SQL.
+	Engine Engine
+	// URL is the database URL, with any password removed.
+	URL string
+}
+
+// Open opens the database at rawURL: "sqlite:///abs/file.db",
+// "sqlite://relative.db", a bare file path (SQLite), or
+// "postgres://user:pass@host:port/db". An empty rawURL means DefaultURL.
+// Open checks the connection; it does not migrate (see Migrate).
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
+	engine, target, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{Engine: engine, URL: redact(rawURL)}
+	switch engine {
+	case SQLite:
+		db.SQL, err = sql.Open("sqlite", sqliteDSN(target))
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", target, err)
+		}
+		// One connection: SQLite has one writer, and River's SQLite driver
+		// deadlocks or fails with SQLITE_BUSY when several compete.
+		db.SQL.SetMaxOpenConns(1)
+		db.SQL.SetConnMaxIdleTime(0)
+		db.SQL.SetConnMaxLifetime(0)
+	case Postgres:
+		cfg, err := pgx.ParseConfig(target)
+		if err != nil {
+			return nil, fmt.Errorf("parse postgres url %s: %w", db.URL, err)
+		}
+		// An acknowledged event must survive a crash of the server.
+		cfg.RuntimeParams["synchronous_commit"] = "on"
+		cfg.RuntimeParams["timezone"] = "UTC"
+		db.SQL = stdlib.OpenDB(*cfg)
+		db.SQL.SetMaxOpenConns(40)
+		db.SQL.SetMaxIdleConns(40)
+		db.SQL.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	if err := db.SQL.PingContext(ctx); err != nil {
+		db.SQL.Close()
+		return nil, fmt.Errorf("connect to %s: %w", db.URL, err)
+	}
+	return db, nil
+}
+
+// Close closes the pool.
+func (db *DB) Close() error { return db.SQL.Close() }
+
+func parseURL(raw string) (Engine, string, error) {
+	switch {
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		return Postgres, raw, nil
+	case strings.HasPrefix(raw, "sqlite://"):
+		path := strings.TrimPrefix(raw, "sqlite://")
+		if path == "" {
+			return "", "", fmt.Errorf("database url %q: no file path", raw)
+		}
+		return SQLite, path, nil
+	case strings.Contains(raw, "://"):
+		return "", "", fmt.Errorf("database url %q: unsupported scheme (want sqlite:// or postgres://)", raw)
+	default:
+		return SQLite, raw, nil
+	}
+}
+
+func sqliteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	// FULL: an event acknowledged with 2xx survives power loss.
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// Writers take the lock at BEGIN, so a transaction never fails midway
+	// upgrading a read lock.
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// tsLayout is how SQLite stores times: fixed width, UTC, so that text
+// comparison orders them like time.
+const tsLayout = "2006-01-02T15:04:05.000000Z"
+
+// ts converts t into the engine's column value; the zero time is NULL.
+func (db *DB) ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+	if db.Engine == SQLite {
+		return t.Format(tsLayout)
+	}
+	return t
+}
+
+// nullTime scans a timestamp column of either engine; NULL is the zero time.
+type nullTime struct{ t *time.Time }
+
+func (n nullTime) Scan(v any) error {
+	switch v := v.(type) {
+	case nil:
+		*n.t = time.Time{}
+	case time.Time:
+		*n.t = v.UTC()
+	case string:
+		return n.parse(v)
+	case []byte:
+		return n.parse(string(v))
+	default:
+		return fmt.Errorf("scan time: unexpected %T", v)
+	}
+	return nil
+}
+
+func (n nullTime) parse(s string) error {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return fmt.Errorf("scan time %q: %w", s, err)
+	}
+	*n.t = t.UTC()
+	return nil
+}

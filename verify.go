@@ -1,0 +1,53 @@
+package payhook
+
+import (
+	"net/http"
+	"time"
+)
+
+// Delivery is one webhook request as received: its headers and raw body.
+type Delivery struct {
+	Header http.Header
+	// Body is the raw body; verifiers sign and parse these exact bytes.
+	Body []byte
+	// ReceivedAt is the arrival time, used for the timestamp tolerance.
+	ReceivedAt time.Time
+}
+
+// Envelope is what payhook reads of a verified delivery.
+type Envelope struct {
+	// EventID is the provider's unique id of the event (required).
+	EventID string
+	// Type is the provider's event type (may be empty for some providers).
+	Type string
+	// Environment is "test" or "live" when the payload says; else "".
+	Environment string
+	// OccurredAt is when the provider says the event happened, or zero.
+	OccurredAt time.Time
+	// SecretID is the fingerprint of the secret that matched.
+	SecretID string
+}
+
+// Verifier authenticates deliveries of one provider and reads their
+// envelope. Implementations are safe for concurrent use.
+type Verifier interface {
+	// Verify checks the signature over d.Body with every configured secret
+	// and, when one matches, parses the envelope. It returns an error
+	// wrapping ErrSignature when no secret matches or the timestamp is
+	// outside the tolerance, and ErrMalformed when the signed body is not a
+	// JSON object or carries no event id.
+	Verify(d Delivery) (Envelope, error)
+}
+
+// Source is a configured way in: the {source} of POST /webhooks/{source}.
+type Source struct {
+	// Name is the URL segment identifying the source.
+	Name string
+	// Provider names the adapter, e.g. "stripe".
+	Provider string
+	// Environment, if set, is the only environment processed; events that
+	// say another one are stored as ignored.
+	Environment string
+	// Verifier checks deliveries to this source.
+	Verifier Verifier
+}
