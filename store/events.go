@@ -31,7 +31,7 @@ func scanEvent(row interface{ Scan(...any) error }) (*payhook.Event, error) {
 // (Source, EventID) exists, and reports which ones it inserted. The unique
 // index decides, so concurrent deliveries of one event insert one row. For
 // each inserted event it sets ID. ReceivedAt must be set; Status defaults to
-// received.
+// received. An event stored as ignored keeps LastError as the reason.
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
 	inserted := make([]bool, len(evs))
 	for i, ev := range evs {
@@ -39,12 +39,12 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 			ev.Status = payhook.StatusReceived
 		}
 		err := tx.QueryRowContext(ctx, `INSERT INTO payhook_events
-			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 			ON CONFLICT (source, event_id) DO NOTHING
 			RETURNING id`,
 			ev.Source, ev.EventID, ev.Type, ev.Environment, db.ts(ev.OccurredAt), db.ts(ev.ReceivedAt),
-			ev.Payload, ev.SecretID, string(ev.Status)).Scan(&ev.ID)
+			ev.Payload, ev.SecretID, string(ev.Status), ev.LastError).Scan(&ev.ID)
 		switch {
 		case err == nil:
 			inserted[i] = true
@@ -76,15 +76,15 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 }
 
 // FinishEventTx moves a claimed event to its final status: processed (with
-// processed_at = at) or ignored.
-func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status payhook.Status, at time.Time) error {
+// processed_at = at) or ignored, with note as the reason kept in last_error.
+func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status payhook.Status, at time.Time, note string) error {
 	var processedAt any
 	if status == payhook.StatusProcessed {
 		processedAt = db.ts(at)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
-		SET status = $2, processed_at = $3, last_error = ''
-		WHERE id = $1 AND status = 'received'`, id, string(status), processedAt)
+		SET status = $2, processed_at = $3, last_error = $4
+		WHERE id = $1 AND status = 'received'`, id, string(status), processedAt, note)
 	if err != nil {
 		return fmt.Errorf("mark event %d %s: %w", id, status, err)
 	}

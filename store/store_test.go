@@ -134,7 +134,7 @@ func TestClaimFinishFail(t *testing.T) {
 		if err != nil || claimed == nil || claimed.Attempts != 2 || claimed.LastError != "boom" {
 			t.Fatalf("ClaimEventTx = %+v, %v; want attempts 2 with the last error", claimed, err)
 		}
-		if err := db.FinishEventTx(ctx, tx, ev.ID, payhook.StatusProcessed, t0); err != nil {
+		if err := db.FinishEventTx(ctx, tx, ev.ID, payhook.StatusProcessed, t0, ""); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {

@@ -1,0 +1,52 @@
+# payhook — run `make help` for the list of targets.
+SHELL := /usr/bin/env bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+FUZZ ?=
+FUZZPKG ?= .
+FUZZTIME ?= 30s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help test race vet fmt lint build run bench fuzz pg-start pg-stop demo
+
+help: ## show this help
+	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+
+test: ## run all tests (race detector, throwaway PostgreSQL) via scripts/test.sh
+	scripts/test.sh
+
+race: ## same as test (tests always run with -race)
+	scripts/test.sh
+
+vet: ## go vet ./...
+	go vet ./...
+
+fmt: ## format all Go files (gofmt -w)
+	gofmt -w .
+
+lint: vet ## go vet + gofmt check (fails listing unformatted files)
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+build: ## build bin/payhook
+	go build -o bin/payhook ./cmd/payhook
+
+run: ## run the server (go run ./cmd/payhook serve)
+	go run ./cmd/payhook serve
+
+bench: ## run benchmarks (no tests) with a throwaway PostgreSQL
+	scripts/test.sh -run '^$$' -bench . ./...
+
+fuzz: ## fuzz one target: make fuzz FUZZ=FuzzVerify FUZZPKG=./some/pkg FUZZTIME=1m
+	@if [ -z "$(FUZZ)" ]; then echo "usage: make fuzz FUZZ=FuzzName [FUZZPKG=./pkg] [FUZZTIME=30s]"; exit 2; fi
+	go test -run '^$$' -fuzz '^$(FUZZ)$$' -fuzztime $(FUZZTIME) $(FUZZPKG)
+
+pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
+	scripts/pg.sh start
+
+pg-stop: ## stop it and delete its files
+	scripts/pg.sh stop
+
+demo: ## run the demo (go run ./cmd/payhook demo)
+	go run ./cmd/payhook demo

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# scripts/test.sh — THE test command of payhook (CI runs exactly this).
+#
+#   scripts/test.sh                         go test -race -count=1 ./...
+#   scripts/test.sh -run Foo ./store/...    go test -race -count=1 -run Foo ./store/...
+#
+# With arguments, they replace the default `./...` entirely, so give the
+# package list yourself. Starts a throwaway PostgreSQL cluster (scripts/pg.sh)
+# private to this run, exports its DSN as PAYHOOK_TEST_POSTGRES, and stops and
+# deletes the cluster on exit (success, failure, Ctrl-C). Exits with go test's status.
+#
+# Environment:
+#   PAYHOOK_NEED_CHROMIUM=1   install Debian's chromium first (browser tests)
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO_ROOT"
+export PATH="/usr/local/go/bin:$PATH"
+
+log() { printf 'test.sh: %s\n' "$*" >&2; }
+
+# --- ensure_chromium -------------------------------------------------------
+# Installs Debian's chromium (/usr/bin/chromium) if missing. Only called when
+# PAYHOOK_NEED_CHROMIUM=1. Tests should launch it with at least:
+#   --headless --no-sandbox --disable-gpu --no-first-run
+#   --disable-background-networking --disable-component-update --disable-sync
+ensure_chromium() {
+	if [[ -x /usr/bin/chromium ]]; then
+		return 0
+	fi
+	[[ "$(id -u)" == 0 ]] || { log "chromium missing and not root: apt-get install chromium"; return 1; }
+	log "installing chromium with apt-get..."
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 </dev/null
+	[[ -x /usr/bin/chromium ]] || { log "chromium install failed"; return 1; }
+}
+# ---------------------------------------------------------------------------
+
+if [[ "${PAYHOOK_NEED_CHROMIUM:-0}" == 1 ]]; then
+	ensure_chromium
+fi
+
+# A private state file so concurrent test runs (and a manual `pg.sh start`)
+# each get their own cluster and never stop each other's.
+PG_STATE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/payhook-test.XXXXXX")"
+export PAYHOOK_PG_STATE="$PG_STATE_DIR/state"
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	"$REPO_ROOT/scripts/pg.sh" stop || log "warning: pg.sh stop failed"
+	rm -rf -- "$PG_STATE_DIR"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+PAYHOOK_TEST_POSTGRES="$("$REPO_ROOT/scripts/pg.sh" start)"
+export PAYHOOK_TEST_POSTGRES
+log "PAYHOOK_TEST_POSTGRES=$PAYHOOK_TEST_POSTGRES"
+
+if (($# > 0)); then
+	args=("$@")
+else
+	args=(./...)
+fi
+
+log "go test -race -count=1 ${args[*]}"
+status=0
+go test -race -count=1 "${args[@]}" || status=$?
+exit "$status"
