@@ -112,16 +112,17 @@ func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final b
 }
 
 // ResetEventTx puts an event back to received so that it is processed again
-// (a replay). It returns payhook.ErrNotFound if there is no such event.
+// (a replay). Ignored events stay ignored. It returns an error wrapping
+// payhook.ErrNotFound if there is no such event that is not ignored.
 func (db *DB) ResetEventTx(ctx context.Context, tx *sql.Tx, id int64) error {
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
 		SET status = 'received', processed_at = NULL, last_error = ''
-		WHERE id = $1`, id)
+		WHERE id = $1 AND status <> 'ignored'`, id)
 	if err != nil {
 		return fmt.Errorf("reset event %d: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("reset event %d: %w", id, payhook.ErrNotFound)
+		return fmt.Errorf("reset event %d: no such event that is not ignored: %w", id, payhook.ErrNotFound)
 	}
 	return nil
 }

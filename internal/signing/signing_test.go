@@ -1,0 +1,240 @@
+package signing_test
+
+import (
+	"encoding/hex"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/signing"
+)
+
+// Known answers computed with Python:
+//
+//	"sha256:" + hashlib.sha256(b"whsec_abc").hexdigest()[:12]
+//	hmac.new(b"key", b"The quick brown fox jumps over the lazy dog", hashlib.sha256).hexdigest()
+func TestKnownAnswers(t *testing.T) {
+	t.Parallel()
+	if got, want := signing.Fingerprint("whsec_abc"), "sha256:e1ac16da4cac"; got != want {
+		t.Errorf("Fingerprint = %q; want %q", got, want)
+	}
+	mac := signing.HMACSHA256([]byte("key"), []byte("The quick brown "), []byte("fox jumps over the lazy dog"))
+	if got, want := hex.EncodeToString(mac), "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8"; got != want {
+		t.Errorf("HMACSHA256 = %s; want %s", got, want)
+	}
+}
+
+func TestParseSecrets(t *testing.T) {
+	t.Parallel()
+	got, err := signing.ParseSecrets([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []signing.Secret{{ID: signing.Fingerprint("a"), Key: []byte("a")}, {ID: signing.Fingerprint("b"), Key: []byte("b")}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseSecrets = %v; want %v", got, want)
+	}
+	for _, raw := range [][]string{nil, {}, {""}, {"a", ""}} {
+		if _, err := signing.ParseSecrets(raw); !errors.Is(err, payhook.ErrConfig) {
+			t.Errorf("ParseSecrets(%q) = %v; want ErrConfig", raw, err)
+		}
+	}
+}
+
+func TestMatchHMAC(t *testing.T) {
+	t.Parallel()
+	secrets, _ := signing.ParseSecrets([]string{"old", "new"})
+	msg := []byte("msg")
+	sigNew := signing.HMACSHA256([]byte("new"), msg)
+	other := signing.HMACSHA256([]byte("other"), msg)
+	tests := []struct {
+		name       string
+		candidates [][]byte
+		wantID     string
+		wantOK     bool
+	}{
+		{"new", [][]byte{sigNew}, signing.Fingerprint("new"), true},
+		{"among others", [][]byte{other, sigNew}, signing.Fingerprint("new"), true},
+		{"truncated", [][]byte{sigNew[:16]}, "", false},
+		{"none", [][]byte{other}, "", false},
+		{"empty", nil, "", false},
+	}
+	for _, tc := range tests {
+		s, ok := signing.MatchHMAC(secrets, msg, tc.candidates)
+		if ok != tc.wantOK || s.ID != tc.wantID {
+			t.Errorf("MatchHMAC(%s) = %q, %v; want %q, %v", tc.name, s.ID, ok, tc.wantID, tc.wantOK)
+		}
+	}
+}
+
+func TestDecode(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		decode  func(string) ([]byte, error)
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{"hex", signing.DecodeHex, "00ff", "\x00\xff", false},
+		{"hex upper", signing.DecodeHex, "00FF", "\x00\xff", false},
+		{"hex odd", signing.DecodeHex, "0ff", "", true},
+		{"hex junk", signing.DecodeHex, "zz", "", true},
+		{"hex empty", signing.DecodeHex, "", "", true},
+		{"base64", signing.DecodeBase64, "AP8=", "\x00\xff", false},
+		{"base64 unpadded", signing.DecodeBase64, "AP8", "\x00\xff", false},
+		{"base64 url alphabet", signing.DecodeBase64, "_-8=", "", true},
+		{"base64 junk", signing.DecodeBase64, "!!", "", true},
+		{"base64 empty", signing.DecodeBase64, "", "", true},
+	}
+	for _, tc := range tests {
+		got, err := tc.decode(tc.in)
+		if tc.wantErr {
+			if !errors.Is(err, payhook.ErrSignature) {
+				t.Errorf("%s(%q) = %v; want ErrSignature", tc.name, tc.in, err)
+			}
+			continue
+		}
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s(%q) = %x, %v; want %x", tc.name, tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestCheckTimestamp(t *testing.T) {
+	t.Parallel()
+	ts := time.Unix(1700000000, 0)
+	tests := []struct {
+		name     string
+		received time.Time
+		tol      time.Duration
+		want     string
+	}{
+		{"same", ts, 5 * time.Minute, ""},
+		{"at the edge", ts.Add(5 * time.Minute), 5 * time.Minute, ""},
+		{"at the future edge", ts.Add(-5 * time.Minute), 5 * time.Minute, ""},
+		{"old", ts.Add(12 * time.Minute), 5 * time.Minute, "timestamp 1700000000 is 12m0s old, beyond the 5m0s tolerance: invalid signature"},
+		{"future", ts.Add(-12 * time.Minute), 5 * time.Minute, "timestamp 1700000000 is 12m0s in the future, beyond the 5m0s tolerance: invalid signature"},
+		{"wide tolerance", ts.Add(12 * time.Minute), time.Hour, ""},
+		{"no receive time", time.Time{}, time.Hour, "delivery has no receive time to check timestamp 1700000000 against: invalid signature"},
+	}
+	for _, tc := range tests {
+		err := signing.CheckTimestamp(ts, tc.received, tc.tol)
+		got := ""
+		if err != nil {
+			got = err.Error()
+			if !errors.Is(err, payhook.ErrSignature) {
+				t.Errorf("CheckTimestamp(%s) = %v; does not wrap ErrSignature", tc.name, err)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("CheckTimestamp(%s) = %q; want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTolerance(t *testing.T) {
+	t.Parallel()
+	if got, err := signing.Tolerance(0); got != 5*time.Minute || err != nil {
+		t.Errorf("Tolerance(0) = %v, %v; want 5m0s", got, err)
+	}
+	if got, err := signing.Tolerance(time.Second); got != time.Second || err != nil {
+		t.Errorf("Tolerance(1s) = %v, %v; want 1s", got, err)
+	}
+	if _, err := signing.Tolerance(-time.Second); !errors.Is(err, payhook.ErrConfig) {
+		t.Errorf("Tolerance(-1s) = %v; want ErrConfig", err)
+	}
+}
+
+func TestParseUnix(t *testing.T) {
+	t.Parallel()
+	if got, err := signing.ParseUnix(" 1700000000"); err != nil || !got.Equal(time.Unix(1700000000, 0)) {
+		t.Errorf("ParseUnix = %v, %v", got, err)
+	}
+	for _, in := range []string{"", "1.5", "2023-11-14T22:13:20Z", "1e9"} {
+		if _, err := signing.ParseUnix(in); !errors.Is(err, payhook.ErrSignature) {
+			t.Errorf("ParseUnix(%q) = %v; want ErrSignature", in, err)
+		}
+	}
+}
+
+func TestParams(t *testing.T) {
+	t.Parallel()
+	got, err := signing.Params("t=1, v1=a,v1=b,,v0=c", ",")
+	want := map[string][]string{"t": {"1"}, "v1": {"a", "b"}, "v0": {"c"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Params = %v, %v; want %v", got, err, want)
+	}
+	for _, in := range []string{"", "  ", "t=1,v1"} {
+		if _, err := signing.Params(in, ","); !errors.Is(err, payhook.ErrSignature) {
+			t.Errorf("Params(%q) = %v; want ErrSignature", in, err)
+		}
+	}
+}
+
+func TestObject(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{"", "[]", `"x"`, "null", "1", "{", `{"a":1} x`} {
+		if _, err := signing.ParseObject([]byte(body)); !errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("ParseObject(%q) = %v; want ErrMalformed", body, err)
+		}
+	}
+	o, err := signing.ParseObject([]byte(` {"s":"x","e":"","n":42,"f":1.5,"b":true,"z":null,"u":1700000000,"r":"2023-11-14T22:13:20+01:00"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, got, want any, err error, wantErr bool) {
+		t.Helper()
+		if wantErr {
+			if !errors.Is(err, payhook.ErrMalformed) {
+				t.Errorf("%s: err = %v; want ErrMalformed", name, err)
+			}
+			return
+		}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	s, err := o.String("s")
+	check(`String("s")`, s, "x", err, false)
+	s, err = o.String("missing")
+	check(`String("missing")`, s, "", err, false)
+	_, err = o.String("n")
+	check(`String("n")`, nil, nil, err, true)
+	_, err = o.RequiredString("e")
+	check(`RequiredString("e")`, nil, nil, err, true)
+	_, err = o.RequiredString("z")
+	check(`RequiredString("z")`, nil, nil, err, true)
+	s, err = o.ID("n")
+	check(`ID("n")`, s, "42", err, false)
+	s, err = o.ID("s")
+	check(`ID("s")`, s, "x", err, false)
+	_, err = o.ID("f")
+	check(`ID("f")`, nil, nil, err, true)
+	_, err = o.ID("b")
+	check(`ID("b")`, nil, nil, err, true)
+	_, err = o.ID("missing")
+	check(`ID("missing")`, nil, nil, err, true)
+	b, ok, err := o.Bool("b")
+	check(`Bool("b")`, []bool{b, ok}, []bool{true, true}, err, false)
+	b, ok, err = o.Bool("missing")
+	check(`Bool("missing")`, []bool{b, ok}, []bool{false, false}, err, false)
+	_, _, err = o.Bool("s")
+	check(`Bool("s")`, nil, nil, err, true)
+	tm, err := o.UnixTime("u")
+	check(`UnixTime("u")`, tm, time.Unix(1700000000, 0).UTC(), err, false)
+	_, err = o.UnixTime("r")
+	check(`UnixTime("r")`, nil, nil, err, true)
+	tm, err = o.RFC3339Time("r")
+	check(`RFC3339Time("r")`, tm, time.Date(2023, 11, 14, 21, 13, 20, 0, time.UTC), err, false)
+	_, err = o.RFC3339Time("s")
+	check(`RFC3339Time("s")`, nil, nil, err, true)
+	tm, err = o.Time("u")
+	check(`Time("u")`, tm, time.Unix(1700000000, 0).UTC(), err, false)
+	tm, err = o.Time("r")
+	check(`Time("r")`, tm, time.Date(2023, 11, 14, 21, 13, 20, 0, time.UTC), err, false)
+	tm, err = o.Time("z")
+	check(`Time("z")`, tm, time.Time{}, err, false)
+}

@@ -1,0 +1,376 @@
+// Package jobs is payhook's job queue, built on River. It is the only
+// package that imports River.
+//
+// A Queue stores verified events and enqueues their processing job in one
+// transaction (Ingest), runs the workers that apply each event's handlers
+// inside the transaction that marks it processed (Process), re-enqueues on
+// purpose (Replay), and sweeps events left waiting without a job, so that
+// the events table, not the queue, is the truth about what is processed.
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
+)
+
+// Config configures a Queue. Zero fields take the documented defaults.
+type Config struct {
+	// Handlers routes events to their handlers. Events whose type no
+	// handler takes are marked ignored. If nil, every event is ignored.
+	Handlers *payhook.Mux
+	// Workers is how many events are processed at once. Default 20.
+	Workers int
+	// MaxAttempts is how many times an event is tried before it is marked
+	// failed. Default 25 (River's default; about three weeks of retries).
+	MaxAttempts int
+	// Backoff gives the delay before retry n (1 for the first retry).
+	// Default: River's policy, attempt^4 seconds with jitter.
+	Backoff func(attempt int) time.Duration
+	// PollInterval is how often idle workers look for new jobs. payhook
+	// enqueues through database/sql, which has no LISTEN, so this bounds
+	// the pickup latency of a job inserted by another process. Default
+	// 100ms.
+	PollInterval time.Duration
+	// FetchCooldown is the least time between two fetches. Default 5ms.
+	FetchCooldown time.Duration
+	// SweepInterval is how often events left waiting are re-enqueued.
+	// Default 1 minute.
+	SweepInterval time.Duration
+	// SweepAge is how long an event must have waited before the sweep
+	// re-enqueues it. Default 5 minutes.
+	SweepAge time.Duration
+	// JobTimeout bounds one processing attempt. Default 1 minute.
+	JobTimeout time.Duration
+	// Logger receives the queue's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Handlers == nil {
+		c.Handlers = &payhook.Mux{}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 20
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 25
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 100 * time.Millisecond
+	}
+	if c.FetchCooldown <= 0 {
+		c.FetchCooldown = 5 * time.Millisecond
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = time.Minute
+	}
+	if c.SweepAge <= 0 {
+		c.SweepAge = 5 * time.Minute
+	}
+	if c.JobTimeout <= 0 {
+		c.JobTimeout = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Queue stores events once with their job and processes them.
+type Queue struct {
+	db     *store.DB
+	cfg    Config
+	client *river.Client[*sql.Tx]
+}
+
+// processArgs is the job of one event: payhook's row id of the event.
+// Replay sets Replay so that its job is not taken for a duplicate of the
+// previous one, which River may not have marked completed yet.
+type processArgs struct {
+	EventID int64 `json:"event_id" river:"unique"`
+	Replay  int64 `json:"replay,omitempty" river:"unique"`
+}
+
+func (processArgs) Kind() string { return "payhook_process_event" }
+
+// liveStates are the job states in which an event's job is still going to
+// run: a second job for the event is not inserted while one of them exists.
+var liveStates = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}
+
+func (processArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+}
+
+// sweepArgs is the periodic job that re-enqueues waiting events.
+type sweepArgs struct{}
+
+func (sweepArgs) Kind() string { return "payhook_sweep" }
+
+// driver returns River's driver for the engine; both take a *sql.Tx, so one
+// Queue serves both engines.
+func driver(db *store.DB) riverdriver.Driver[*sql.Tx] {
+	if db.Engine == store.SQLite {
+		return riversqlite.New(db.SQL)
+	}
+	return riverdatabasesql.New(db.SQL)
+}
+
+// Migrate applies River's migrations to db, one transaction per version.
+func Migrate(ctx context.Context, db *store.DB) error {
+	m, err := rivermigrate.New(driver(db), &rivermigrate.Config{Logger: quiet(slog.Default())})
+	if err != nil {
+		return fmt.Errorf("river migrator: %w", err)
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("migrate river tables: %w", err)
+	}
+	return nil
+}
+
+// quiet keeps River's own logs to warnings and errors.
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(levelHandler{slog.LevelWarn, l.Handler()})
+}
+
+type levelHandler struct {
+	min slog.Level
+	slog.Handler
+}
+
+func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+// New returns a Queue over db, whose schema (store and River) must be
+// migrated. Call Start to process events; a Queue that is never started
+// still ingests and replays (the CLI does that).
+func New(db *store.DB, cfg Config) (*Queue, error) {
+	cfg = cfg.withDefaults()
+	q := &Queue{db: db, cfg: cfg}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[processArgs]) error {
+		return q.process(ctx, job.Args.EventID, job.Attempt >= job.MaxAttempts)
+	}))
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[sweepArgs]) error {
+		_, err := q.Sweep(ctx)
+		return err
+	}))
+	rc := &river.Config{
+		Logger:        quiet(cfg.Logger),
+		Workers:       workers,
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		MaxAttempts:   cfg.MaxAttempts,
+		FetchCooldown: cfg.FetchCooldown,
+		// FetchPollInterval may not be below FetchCooldown.
+		FetchPollInterval: max(cfg.PollInterval, cfg.FetchCooldown),
+		JobTimeout:        cfg.JobTimeout,
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(
+			river.PeriodicInterval(cfg.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "payhook_sweep"},
+		)},
+	}
+	if cfg.Backoff != nil {
+		rc.RetryPolicy = backoffPolicy{cfg.Backoff, cfg.Now}
+	}
+	client, err := river.NewClient(driver(db), rc)
+	if err != nil {
+		return nil, fmt.Errorf("river client: %w", err)
+	}
+	q.client = client
+	return q, nil
+}
+
+type backoffPolicy struct {
+	backoff func(int) time.Duration
+	now     func() time.Time
+}
+
+func (p backoffPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return p.now().Add(p.backoff(job.Attempt))
+}
+
+// Start starts the workers and the sweep. It returns once they run.
+func (q *Queue) Start(ctx context.Context) error {
+	if err := q.client.Start(ctx); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	return nil
+}
+
+// Stop stops fetching new jobs and waits for the running ones to finish,
+// or for ctx to end.
+func (q *Queue) Stop(ctx context.Context) error {
+	if err := q.client.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("stop job queue: %w", err)
+	}
+	return nil
+}
+
+// Ingest stores the events and enqueues a processing job for each one it
+// inserted with status received, all in one transaction, and returns only
+// after the commit. It reports which events were new; a duplicate is
+// neither stored nor enqueued again. Any failure to store or commit wraps
+// payhook.ErrUnavailable, and then nothing of the batch was written.
+func (q *Queue) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: begin: %w", payhook.ErrUnavailable, err)
+	}
+	defer tx.Rollback()
+	inserted, err := q.db.InsertEventsTx(ctx, tx, evs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+	}
+	var jobs []river.InsertManyParams
+	for i, ev := range evs {
+		if inserted[i] && ev.Status == payhook.StatusReceived {
+			jobs = append(jobs, river.InsertManyParams{Args: processArgs{EventID: ev.ID}})
+		}
+	}
+	if len(jobs) > 0 {
+		if _, err := q.client.InsertManyTx(ctx, tx, jobs); err != nil {
+			return nil, fmt.Errorf("%w: enqueue: %w", payhook.ErrUnavailable, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("%w: commit: %w", payhook.ErrUnavailable, err)
+	}
+	return inserted, nil
+}
+
+// Process runs one processing attempt of the event with row id id: it
+// claims the event, runs its handlers and marks it processed, all in one
+// transaction. An event no longer waiting (processed, ignored, failed) is
+// left alone, so running the job again changes nothing. A handler error
+// rolls back, is recorded on the event and returned.
+func (q *Queue) Process(ctx context.Context, id int64) error {
+	return q.process(ctx, id, false)
+}
+
+// process is Process; final marks the last attempt, whose failure leaves
+// the event failed.
+func (q *Queue) process(ctx context.Context, id int64, final bool) error {
+	err := q.apply(ctx, id)
+	if err == nil {
+		return nil
+	}
+	// The attempt is counted and its error kept outside the rolled-back
+	// transaction, which is closed by now (SQLite has one connection).
+	if rerr := q.db.RecordFailure(context.WithoutCancel(ctx), id, err.Error(), final); rerr != nil {
+		q.cfg.Logger.Error("record processing failure", "event", id, "err", rerr)
+	}
+	level := slog.LevelWarn
+	if final {
+		level = slog.LevelError
+	}
+	q.cfg.Logger.Log(ctx, level, "event processing failed", "event", id, "final", final, "err", err)
+	return err
+}
+
+func (q *Queue) apply(ctx context.Context, id int64) error {
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin processing of event %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	ev, err := q.db.ClaimEventTx(ctx, tx, id)
+	if err != nil || ev == nil {
+		return err
+	}
+	status, note := payhook.StatusProcessed, ""
+	if q.cfg.Handlers.Handles(ev.Type) {
+		if err := q.cfg.Handlers.Dispatch(ctx, tx, ev); err != nil {
+			return err
+		}
+	} else {
+		status, note = payhook.StatusIgnored, fmt.Sprintf("no handler for event type %q", ev.Type)
+	}
+	if err := q.db.FinishEventTx(ctx, tx, id, status, q.cfg.Now(), note); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit processing of event %d: %w", id, err)
+	}
+	return nil
+}
+
+// Replay processes an event again on purpose: it puts it back to received
+// and enqueues its job in one transaction. Handlers must be idempotent. It
+// refuses an ignored event (it was ignored for a reason, kept in its
+// LastError) and returns an error wrapping payhook.ErrNotFound for an
+// unknown id.
+func (q *Queue) Replay(ctx context.Context, id int64) error {
+	ev, err := q.db.Event(ctx, id)
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if ev.Status == payhook.StatusIgnored {
+		return fmt.Errorf("replay event %d: it was ignored (%s)", id, ev.LastError)
+	}
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("replay event %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	if err := q.db.ResetEventTx(ctx, tx, id); err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	if _, err := q.client.InsertTx(ctx, tx, processArgs{EventID: id, Replay: q.cfg.Now().UnixNano()}, nil); err != nil {
+		return fmt.Errorf("replay event %d: enqueue: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("replay event %d: commit: %w", id, err)
+	}
+	return nil
+}
+
+// Sweep enqueues a job for each event that has waited longer than
+// SweepAge; events whose job is still pending are skipped by the job's
+// uniqueness. It returns how many jobs it inserted.
+func (q *Queue) Sweep(ctx context.Context) (int, error) {
+	ids, err := q.db.WaitingSince(ctx, q.cfg.Now().Add(-q.cfg.SweepAge), 1000)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		params[i] = river.InsertManyParams{Args: processArgs{EventID: id}}
+	}
+	res, err := q.client.InsertMany(ctx, params)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: enqueue %d waiting events: %w", len(ids), err)
+	}
+	n := 0
+	for _, r := range res {
+		if !r.UniqueSkippedAsDuplicate {
+			n++
+		}
+	}
+	if n > 0 {
+		q.cfg.Logger.Warn("sweep re-enqueued waiting events", "count", n)
+	}
+	return n, nil
+}

@@ -1,0 +1,298 @@
+package jobs_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/store"
+)
+
+// setup opens and migrates a database with an effects table that test
+// handlers write to, and returns a queue over it (not started).
+func setup(t *testing.T, dbURL string, cfg jobs.Config) (*store.DB, *jobs.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SQL.Exec(`CREATE TABLE effects (event_id TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PollInterval = 10 * time.Millisecond
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
+	}
+	q, err := jobs.New(db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, q
+}
+
+func start(t *testing.T, q *jobs.Queue) {
+	t.Helper()
+	if err := q.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		q.Stop(ctx)
+	})
+}
+
+// effect is a handler that records one row per application.
+func effect(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO effects (event_id) VALUES ($1)`, ev.EventID)
+	return err
+}
+
+func effects(t *testing.T, db *store.DB, eventID string) int {
+	t.Helper()
+	var n int
+	if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM effects WHERE event_id = $1`, eventID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func jobCount(t *testing.T, db *store.DB) int {
+	t.Helper()
+	var n int
+	if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func event(id string) *payhook.Event {
+	return &payhook.Event{Source: "src", EventID: id, Type: "payment.succeeded",
+		ReceivedAt: time.Now(), Payload: []byte(`{}`)}
+}
+
+// waitDone waits until the event has left the received status.
+func waitDone(t *testing.T, db *store.DB, id int64) *payhook.Event {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ev, err := db.Event(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Status != payhook.StatusReceived {
+			return ev
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event %d still %s after 20s (attempts %d, error %q)", id, ev.Status, ev.Attempts, ev.LastError)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func ingest(t *testing.T, q *jobs.Queue, ev *payhook.Event) bool {
+	t.Helper()
+	ins, err := q.Ingest(context.Background(), []*payhook.Event{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ins[0]
+}
+
+func TestConcurrentDeliveriesOneJobOneEffect(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		var wg sync.WaitGroup
+		var inserted atomic.Int32
+		var first atomic.Pointer[payhook.Event]
+		for range 50 {
+			wg.Go(func() {
+				ev := event("evt_once")
+				if ingest(t, q, ev) {
+					inserted.Add(1)
+					first.Store(ev)
+				}
+			})
+		}
+		wg.Wait()
+		if inserted.Load() != 1 || jobCount(t, db) != 1 {
+			t.Fatalf("50 deliveries: %d inserted, %d jobs; want 1 and 1", inserted.Load(), jobCount(t, db))
+		}
+		start(t, q)
+		ev := waitDone(t, db, first.Load().ID)
+		if ev.Status != payhook.StatusProcessed || ev.Attempts != 1 || ev.ProcessedAt.IsZero() {
+			t.Fatalf("event = %s, %d attempts, processed at %v; want processed once", ev.Status, ev.Attempts, ev.ProcessedAt)
+		}
+		if n := effects(t, db, "evt_once"); n != 1 {
+			t.Fatalf("effect applied %d times, want 1", n)
+		}
+	})
+}
+
+func TestFailTwiceThenSucceed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var calls atomic.Int32
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			// The effect is written before failing: the rollback must undo it.
+			if err := effect(ctx, tx, ev); err != nil {
+				return err
+			}
+			if calls.Add(1) <= 2 {
+				return errors.New("provider API timed out")
+			}
+			return nil
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		ev := event("evt_flaky")
+		ingest(t, q, ev)
+		start(t, q)
+		got := waitDone(t, db, ev.ID)
+		if got.Status != payhook.StatusProcessed || got.Attempts != 3 {
+			t.Fatalf("event = %s after %d attempts, want processed after 3", got.Status, got.Attempts)
+		}
+		if n := effects(t, db, ev.EventID); n != 1 {
+			t.Fatalf("effect applied %d times, want 1", n)
+		}
+	})
+}
+
+func TestLastAttemptFails(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error {
+			return errors.New("order 42 not found")
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 3})
+		ev := event("evt_doomed")
+		ingest(t, q, ev)
+		start(t, q)
+		got := waitDone(t, db, ev.ID)
+		if got.Status != payhook.StatusFailed || got.Attempts != 3 || got.LastError == "" {
+			t.Fatalf("event = %s after %d attempts (%q), want failed after 3 with its error", got.Status, got.Attempts, got.LastError)
+		}
+	})
+}
+
+func TestJobRunTwiceEffectOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		ctx := context.Background()
+		ev := event("evt_twice")
+		ingest(t, q, ev)
+		// Sequentially, as after a crash between commit and acknowledgement…
+		for range 2 {
+			if err := q.Process(ctx, ev.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// …and two workers at the same moment.
+		ev2 := event("evt_race")
+		ingest(t, q, ev2)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				if err := q.Process(ctx, ev2.ID); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range []string{"evt_twice", "evt_race"} {
+			if n := effects(t, db, id); n != 1 {
+				t.Errorf("%s: effect applied %d times, want 1", id, n)
+			}
+		}
+	})
+}
+
+func TestUnhandledTypeIgnored(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db, q := setup(t, dbURL, jobs.Config{})
+		ev := event("evt_unknown")
+		ingest(t, q, ev)
+		if err := q.Process(context.Background(), ev.ID); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := db.Event(context.Background(), ev.ID)
+		if got.Status != payhook.StatusIgnored || got.LastError == "" {
+			t.Fatalf("event = %s (%q), want ignored with a reason", got.Status, got.LastError)
+		}
+		if err := q.Replay(context.Background(), ev.ID); err == nil {
+			t.Fatal("Replay of an ignored event succeeded, want an error")
+		}
+	})
+}
+
+func TestReplay(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		ctx := context.Background()
+		ev := event("evt_replay")
+		ingest(t, q, ev)
+		start(t, q)
+		waitDone(t, db, ev.ID)
+		if err := q.Replay(ctx, ev.ID); err != nil {
+			t.Fatal(err)
+		}
+		got := waitDone(t, db, ev.ID)
+		if got.Status != payhook.StatusProcessed || got.Attempts != 2 || effects(t, db, ev.EventID) != 2 {
+			t.Fatalf("after replay: %s, %d attempts, %d effects; want processed, 2, 2 (replay runs handlers again)",
+				got.Status, got.Attempts, effects(t, db, ev.EventID))
+		}
+		if err := q.Replay(ctx, 424242); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("Replay(unknown) = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestSweepReenqueuesWaitingEvents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		now := time.Now()
+		db, q := setup(t, dbURL, jobs.Config{SweepAge: time.Minute, Now: func() time.Time { return now }})
+		ctx := context.Background()
+		// An event stored without its job, as if the queue had been replaced.
+		ev := event("evt_orphan")
+		ev.ReceivedAt = now.Add(-2 * time.Minute)
+		tx, _ := db.SQL.Begin()
+		if _, err := db.InsertEventsTx(ctx, tx, []*payhook.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		tx.Commit()
+		recent := event("evt_recent")
+		ingest(t, q, recent)
+		for i, want := range []int{1, 0} {
+			n, err := q.Sweep(ctx)
+			if err != nil || n != want {
+				t.Fatalf("sweep %d = %d, %v; want %d", i+1, n, err, want)
+			}
+		}
+		start(t, q)
+		if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusIgnored {
+			t.Fatalf("orphan event = %s, want handled (ignored: no handlers)", got.Status)
+		}
+	})
+}

@@ -1,0 +1,9 @@
+// Package paddle verifies Paddle Billing webhook deliveries.
+//
+// Paddle signs each delivery with the header
+//
+//	Paddle-Signature: ts=<unix seconds>;h1=<hex>[;h1=<hex>...]
+//
+// where each h1 is the HMAC-SHA256 of "<ts>:<raw body>" keyed by the bytes
+// of the notification destination's secret key. Any matching h1 passes.
+package paddle

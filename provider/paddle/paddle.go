@@ -1,0 +1,116 @@
+package paddle
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/signing"
+)
+
+// Header is the name of the header that carries Paddle's signature.
+const Header = "Paddle-Signature"
+
+// Config configures a Verifier.
+type Config struct {
+	// Secrets are the notification destination secret keys. Several may
+	// be given while a secret is rotated; at least one is required.
+	Secrets []string
+	// Tolerance is how far the signed timestamp may be from the receipt
+	// time, in either direction. If zero, defaults to 5 minutes.
+	Tolerance time.Duration
+}
+
+// Verifier verifies Paddle deliveries. It is safe for concurrent use.
+type Verifier struct {
+	secrets   []signing.Secret
+	tolerance time.Duration
+}
+
+var _ payhook.Verifier = (*Verifier)(nil)
+
+// New returns a Verifier for cfg. It returns an error wrapping
+// payhook.ErrConfig when no secret is given, a secret is empty or the
+// tolerance is negative.
+func New(cfg Config) (*Verifier, error) {
+	secrets, err := signing.ParseSecrets(cfg.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("paddle: %w", err)
+	}
+	tol, err := signing.Tolerance(cfg.Tolerance)
+	if err != nil {
+		return nil, fmt.Errorf("paddle: %w", err)
+	}
+	return &Verifier{secrets: secrets, tolerance: tol}, nil
+}
+
+// Verify checks the Paddle-Signature header over the raw body and, when a
+// secret matches and the timestamp is within the tolerance of
+// d.ReceivedAt, reads event_id, event_type and occurred_at. Paddle events
+// do not say their environment, so Environment is "". It returns an error
+// wrapping payhook.ErrSignature when the header is missing or malformed,
+// no h1 matches or the timestamp is out of tolerance, and
+// payhook.ErrMalformed when the signed body is not a JSON object or lacks
+// event_id or event_type.
+func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
+	header := d.Header.Get(Header)
+	if header == "" {
+		return payhook.Envelope{}, fmt.Errorf("paddle: missing %s header: %w", Header, payhook.ErrSignature)
+	}
+	params, err := signing.Params(header, ";")
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("paddle: malformed %s header: %w", Header, err)
+	}
+	if len(params["ts"]) != 1 {
+		return payhook.Envelope{}, fmt.Errorf("paddle: %s header needs exactly one ts=: %w", Header, payhook.ErrSignature)
+	}
+	ts, err := signing.ParseUnix(params["ts"][0])
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
+	}
+	if len(params["h1"]) == 0 {
+		return payhook.Envelope{}, fmt.Errorf("paddle: %s header has no h1 signature: %w", Header, payhook.ErrSignature)
+	}
+	candidates := make([][]byte, 0, len(params["h1"]))
+	for _, s := range params["h1"] {
+		b, err := signing.DecodeHex(s)
+		if err != nil {
+			return payhook.Envelope{}, fmt.Errorf("paddle: h1: %w", err)
+		}
+		candidates = append(candidates, b)
+	}
+	msg := make([]byte, 0, len(params["ts"][0])+1+len(d.Body))
+	msg = append(append(append(msg, params["ts"][0]...), ':'), d.Body...)
+	secret, ok := signing.MatchHMAC(v.secrets, msg, candidates)
+	if !ok {
+		return payhook.Envelope{}, fmt.Errorf("paddle: no h1 signature matches: %w", payhook.ErrSignature)
+	}
+	if err := signing.CheckTimestamp(ts, d.ReceivedAt, v.tolerance); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
+	}
+	env, err := envelope(d.Body)
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
+	}
+	env.SecretID = secret.ID
+	return env, nil
+}
+
+// envelope reads a verified Paddle event.
+func envelope(body []byte) (payhook.Envelope, error) {
+	o, err := signing.ParseObject(body)
+	if err != nil {
+		return payhook.Envelope{}, err
+	}
+	var env payhook.Envelope
+	if env.EventID, err = o.RequiredString("event_id"); err != nil {
+		return payhook.Envelope{}, err
+	}
+	if env.Type, err = o.RequiredString("event_type"); err != nil {
+		return payhook.Envelope{}, err
+	}
+	if env.OccurredAt, err = o.RFC3339Time("occurred_at"); err != nil {
+		return payhook.Envelope{}, err
+	}
+	return env, nil
+}

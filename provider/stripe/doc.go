@@ -1,0 +1,11 @@
+// Package stripe verifies Stripe webhook deliveries.
+//
+// Stripe signs each delivery with the header
+//
+//	Stripe-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>...]
+//
+// where each v1 is the HMAC-SHA256 of "<t>.<raw body>" keyed by the bytes
+// of an endpoint secret (the whole "whsec_..." string). While a secret is
+// being rolled Stripe sends one v1 per active secret; any match passes.
+// Other schemes (v0, test signatures) are ignored.
+package stripe

@@ -1,0 +1,125 @@
+package stripe
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/signing"
+)
+
+// Header is the name of the header that carries Stripe's signature.
+const Header = "Stripe-Signature"
+
+// Config configures a Verifier.
+type Config struct {
+	// Secrets are the endpoint signing secrets ("whsec_..."). Several may
+	// be given while a secret is rotated; at least one is required.
+	Secrets []string
+	// Tolerance is how far the signed timestamp may be from the receipt
+	// time, in either direction. If zero, defaults to 5 minutes.
+	Tolerance time.Duration
+}
+
+// Verifier verifies Stripe deliveries. It is safe for concurrent use.
+type Verifier struct {
+	secrets   []signing.Secret
+	tolerance time.Duration
+}
+
+var _ payhook.Verifier = (*Verifier)(nil)
+
+// New returns a Verifier for cfg. It returns an error wrapping
+// payhook.ErrConfig when no secret is given, a secret is empty or the
+// tolerance is negative.
+func New(cfg Config) (*Verifier, error) {
+	secrets, err := signing.ParseSecrets(cfg.Secrets)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: %w", err)
+	}
+	tol, err := signing.Tolerance(cfg.Tolerance)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: %w", err)
+	}
+	return &Verifier{secrets: secrets, tolerance: tol}, nil
+}
+
+// Verify checks the Stripe-Signature header over the raw body and, when a
+// secret matches and the timestamp is within the tolerance of
+// d.ReceivedAt, reads the event's id, type, created time and livemode.
+// It returns an error wrapping payhook.ErrSignature when the header is
+// missing or malformed, no v1 signature matches or the timestamp is out of
+// tolerance, and payhook.ErrMalformed when the signed body is not a JSON
+// object or lacks an id or type.
+func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
+	header := d.Header.Get(Header)
+	if header == "" {
+		return payhook.Envelope{}, fmt.Errorf("stripe: missing %s header: %w", Header, payhook.ErrSignature)
+	}
+	params, err := signing.Params(header, ",")
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("stripe: malformed %s header: %w", Header, err)
+	}
+	if len(params["t"]) != 1 {
+		return payhook.Envelope{}, fmt.Errorf("stripe: %s header needs exactly one t=: %w", Header, payhook.ErrSignature)
+	}
+	ts, err := signing.ParseUnix(params["t"][0])
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
+	}
+	if len(params["v1"]) == 0 {
+		return payhook.Envelope{}, fmt.Errorf("stripe: %s header has no v1 signature: %w", Header, payhook.ErrSignature)
+	}
+	candidates := make([][]byte, 0, len(params["v1"]))
+	for _, s := range params["v1"] {
+		b, err := signing.DecodeHex(s)
+		if err != nil {
+			return payhook.Envelope{}, fmt.Errorf("stripe: v1: %w", err)
+		}
+		candidates = append(candidates, b)
+	}
+	msg := make([]byte, 0, len(params["t"][0])+1+len(d.Body))
+	msg = append(append(append(msg, params["t"][0]...), '.'), d.Body...)
+	secret, ok := signing.MatchHMAC(v.secrets, msg, candidates)
+	if !ok {
+		return payhook.Envelope{}, fmt.Errorf("stripe: no v1 signature matches: %w", payhook.ErrSignature)
+	}
+	if err := signing.CheckTimestamp(ts, d.ReceivedAt, v.tolerance); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
+	}
+	env, err := envelope(d.Body)
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
+	}
+	env.SecretID = secret.ID
+	return env, nil
+}
+
+// envelope reads a verified Stripe event.
+func envelope(body []byte) (payhook.Envelope, error) {
+	o, err := signing.ParseObject(body)
+	if err != nil {
+		return payhook.Envelope{}, err
+	}
+	var env payhook.Envelope
+	if env.EventID, err = o.RequiredString("id"); err != nil {
+		return payhook.Envelope{}, err
+	}
+	if env.Type, err = o.RequiredString("type"); err != nil {
+		return payhook.Envelope{}, err
+	}
+	if env.OccurredAt, err = o.UnixTime("created"); err != nil {
+		return payhook.Envelope{}, err
+	}
+	live, ok, err := o.Bool("livemode")
+	if err != nil {
+		return payhook.Envelope{}, err
+	}
+	if ok {
+		env.Environment = "test"
+		if live {
+			env.Environment = "live"
+		}
+	}
+	return env, nil
+}
