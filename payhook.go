@@ -92,3 +92,21 @@ var (
 	// ErrConfig: a source or component is configured wrongly.
 	ErrConfig = errors.New("invalid configuration")
 )
+
+// HTTPStatus maps an error of payhook to the HTTP status that answers it:
+// the one table shared by the receiver and the API.
+func HTTPStatus(err error) int {
+	switch {
+	case err == nil:
+		return 200
+	case errors.Is(err, ErrNotFound):
+		return 404
+	case errors.Is(err, ErrSignature), errors.Is(err, ErrMalformed):
+		return 400
+	case errors.Is(err, ErrTooLarge):
+		return 413
+	case errors.Is(err, ErrUnavailable):
+		return 503
+	}
+	return 500
+}

@@ -208,3 +208,20 @@ func TestConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestSignVerifies(t *testing.T) {
+	t.Parallel()
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("sign-me"))
+	body := []byte(`{"type":"x.y","timestamp":"2026-01-15T10:00:00Z","data":{}}`)
+	h, err := standard.Sign(secret, "msg_1", providertest.Now, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := standard.New(standard.Config{Secrets: []string{secret}})
+	if env, err := v.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: providertest.Now}); err != nil || env.EventID != "msg_1" {
+		t.Fatalf("Verify(Sign(...)) = %+v, %v; want msg_1", env, err)
+	}
+	if _, err := standard.Sign("not-a-secret", "msg_1", providertest.Now, body); !errors.Is(err, payhook.ErrConfig) {
+		t.Fatalf("Sign with a bad secret: %v, want ErrConfig", err)
+	}
+}

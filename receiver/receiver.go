@@ -1,0 +1,206 @@
+// Package receiver is payhook's webhook endpoint: an http.Handler for
+// POST /webhooks/{source} that verifies each delivery over its raw body,
+// stores the event once and answers 2xx only after the commit.
+//
+//	status  case
+//	200     new event stored (and its job enqueued), or a duplicate, or an
+//	        event of another environment (stored as ignored)
+//	400     missing, malformed, wrong or expired signature; a signed body
+//	        that is not a JSON object or has no event id
+//	404     unknown source
+//	405     a method other than POST
+//	413     body over the limit
+//	503     the database could not store or commit: the provider retries
+//
+// Nothing is written for any status but 200.
+package receiver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"path"
+	"time"
+
+	"github.com/payhook/payhook"
+)
+
+// DefaultMaxBodyBytes is the body limit when Config leaves it zero: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Inbox stores verified events once and schedules their processing. It
+// returns only after the commit holding the events, reporting which ones
+// were new; an error means none of them was stored. *jobs.Queue is one.
+type Inbox interface {
+	Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error)
+}
+
+// Config configures a Receiver.
+type Config struct {
+	// Sources are the configured sources, by unique Name.
+	Sources []payhook.Source
+	// Inbox stores the events (required).
+	Inbox Inbox
+	// MaxBodyBytes bounds a body. If zero, defaults to 1 MiB.
+	MaxBodyBytes int64
+	// Logger receives one line per rejected delivery. Default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Observe, if set, is called once per delivery with the source name
+	// (empty if unknown) and the outcome, for metrics.
+	Observe func(source string, o Outcome)
+}
+
+// Outcome is how a delivery was answered.
+type Outcome string
+
+// The outcomes of a delivery.
+const (
+	Stored      Outcome = "stored"
+	Duplicate   Outcome = "duplicate"
+	Ignored     Outcome = "ignored"
+	Rejected    Outcome = "rejected"
+	Unavailable Outcome = "unavailable"
+)
+
+// Receiver is the webhook http.Handler. It is safe for concurrent use.
+type Receiver struct {
+	cfg     Config
+	sources map[string]payhook.Source
+}
+
+// New returns a Receiver. It returns an error wrapping payhook.ErrConfig
+// when Inbox is nil, or a source has no name, no verifier or a duplicate
+// name.
+func New(cfg Config) (*Receiver, error) {
+	if cfg.Inbox == nil {
+		return nil, fmt.Errorf("receiver: no inbox: %w", payhook.ErrConfig)
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Observe == nil {
+		cfg.Observe = func(string, Outcome) {}
+	}
+	r := &Receiver{cfg: cfg, sources: make(map[string]payhook.Source, len(cfg.Sources))}
+	for _, s := range cfg.Sources {
+		switch {
+		case s.Name == "":
+			return nil, fmt.Errorf("receiver: a source has no name: %w", payhook.ErrConfig)
+		case s.Verifier == nil:
+			return nil, fmt.Errorf("receiver: source %q has no verifier: %w", s.Name, payhook.ErrConfig)
+		}
+		if _, dup := r.sources[s.Name]; dup {
+			return nil, fmt.Errorf("receiver: source %q configured twice: %w", s.Name, payhook.ErrConfig)
+		}
+		r.sources[s.Name] = s
+	}
+	return r, nil
+}
+
+// response is the JSON body of every answer.
+type response struct {
+	Status  Outcome `json:"status,omitempty"`
+	ID      int64   `json:"id,omitempty"`
+	EventID string  `json:"event_id,omitempty"`
+	Reason  string  `json:"reason,omitempty"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// ServeHTTP receives one delivery. The source is the {source} path value
+// when the handler is mounted on a pattern with it, else the last segment
+// of the path.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	name := req.PathValue("source")
+	if name == "" {
+		name = path.Base(req.URL.Path)
+	}
+	if req.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		r.reject(w, name, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; webhooks are POSTed", req.Method))
+		return
+	}
+	src, ok := r.sources[name]
+	if !ok {
+		r.reject(w, "", http.StatusNotFound, fmt.Sprintf("unknown source %q", name))
+		return
+	}
+	now := r.cfg.Now()
+	body, err := r.readBody(w, req)
+	if err != nil {
+		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
+		return
+	}
+	env, err := src.Verifier.Verify(payhook.Delivery{Header: req.Header, Body: body, ReceivedAt: now})
+	if err != nil {
+		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
+		return
+	}
+	ev := &payhook.Event{
+		Source: name, EventID: env.EventID, Type: env.Type, Environment: env.Environment,
+		OccurredAt: env.OccurredAt, ReceivedAt: now, Payload: body, SecretID: env.SecretID,
+		Status: payhook.StatusReceived,
+	}
+	if src.Environment != "" && env.Environment != "" && env.Environment != src.Environment {
+		ev.Status = payhook.StatusIgnored
+		ev.LastError = fmt.Sprintf("event of environment %q on a source of environment %q", env.Environment, src.Environment)
+	}
+	inserted, err := r.cfg.Inbox.Ingest(req.Context(), []*payhook.Event{ev})
+	if err != nil {
+		r.cfg.Logger.Error("webhook not stored", "source", name, "event_id", ev.EventID, "err", err)
+		r.cfg.Observe(name, Unavailable)
+		writeJSON(w, http.StatusServiceUnavailable, response{Error: "could not store the event; retry later"})
+		return
+	}
+	resp := response{Status: Duplicate, EventID: ev.EventID}
+	switch {
+	case !inserted[0]:
+	case ev.Status == payhook.StatusIgnored:
+		resp.Status, resp.ID, resp.Reason = Ignored, ev.ID, ev.LastError
+		r.cfg.Logger.Warn("webhook ignored", "source", name, "event_id", ev.EventID, "reason", ev.LastError)
+	default:
+		resp.Status, resp.ID = Stored, ev.ID
+	}
+	r.cfg.Observe(name, resp.Status)
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// readBody reads the whole body, bounded while it is read.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+	limit := r.cfg.MaxBodyBytes
+	if req.ContentLength > limit {
+		return nil, fmt.Errorf("body of %d bytes is over the %d-byte limit: %w", req.ContentLength, limit, payhook.ErrTooLarge)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, fmt.Errorf("body is over the %d-byte limit: %w", limit, payhook.ErrTooLarge)
+	case err != nil:
+		return nil, fmt.Errorf("read body: %v: %w", err, payhook.ErrMalformed)
+	}
+	return body, nil
+}
+
+func (r *Receiver) reject(w http.ResponseWriter, source string, status int, msg string) {
+	r.cfg.Logger.Info("webhook rejected", "source", source, "status", status, "reason", msg)
+	r.cfg.Observe(source, Rejected)
+	writeJSON(w, status, response{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

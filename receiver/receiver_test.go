@@ -1,0 +1,323 @@
+package receiver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/provider/billete"
+	"github.com/payhook/payhook/provider/standard"
+	"github.com/payhook/payhook/receiver"
+	"github.com/payhook/payhook/store"
+)
+
+var (
+	oldSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("old secret, being retired"))
+	newSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("new secret after rotation"))
+)
+
+type env struct {
+	db  *store.DB
+	url string // the receiver's base URL
+}
+
+// newEnv serves a receiver over loopback HTTP with one billete source of
+// environment test, accepting the given secrets, on a fresh database.
+func newEnv(t *testing.T, dbURL string, secrets ...string) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(db, jobs.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := billete.New(billete.Config{Secrets: secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := receiver.New(receiver.Config{
+		Sources:      []payhook.Source{{Name: "billete-test", Provider: "billete", Environment: "test", Verifier: v}},
+		Inbox:        q,
+		MaxBodyBytes: 4096,
+		Logger:       slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{source}", r)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &env{db: db, url: srv.URL}
+}
+
+func body(id, environment string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"type":"checkout.completed","created_at":"2026-11-30T12:00:00Z","environment":%q,"api_version":"2026-01-01","data":{"id":"chk_1"}}`, id, environment)
+}
+
+// post delivers body to source signed with secret at time at, and returns
+// the status and decoded answer.
+func (e *env) post(t *testing.T, source string, b []byte, secret string, at time.Time) (int, map[string]any) {
+	t.Helper()
+	h := http.Header{}
+	if secret != "" {
+		var id struct{ ID string }
+		json.Unmarshal(b, &id)
+		var err error
+		if h, err = standard.Sign(secret, id.ID, at, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e.do(t, http.MethodPost, "/webhooks/"+source, h, bytes.NewReader(b))
+}
+
+func (e *env) do(t *testing.T, method, path string, h http.Header, body io.Reader) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.url+path, body)
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatalf("%s %s: answer is not JSON: %v", method, path, err)
+	}
+	return resp.StatusCode, answer
+}
+
+// counts returns how many events and processing jobs the database holds.
+func (e *env) counts(t *testing.T) (events, jobs int) {
+	t.Helper()
+	if err := e.db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	return events, jobs
+}
+
+func TestReceiverAnswers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		now := time.Now()
+		garbled := func(b []byte) []byte { c := bytes.Clone(b); c[10] ^= 1; return c }
+		signedWith := func(b []byte, mutate func(http.Header)) http.Header {
+			h, _ := standard.Sign(newSecret, "evt_x", now, b)
+			mutate(h)
+			return h
+		}
+		for _, tc := range []struct {
+			name       string
+			method     string
+			source     string
+			header     http.Header
+			body       []byte
+			wantStatus int
+			wantError  string
+		}{
+			{"missing signature", "POST", "billete-test", http.Header{}, body("evt_x", "test"), 400, "missing"},
+			{"malformed signature", "POST", "billete-test",
+				signedWith(body("evt_x", "test"), func(h http.Header) { h.Set("webhook-signature", "v1,%%%") }), body("evt_x", "test"), 400, "signature"},
+			{"wrong signature", "POST", "billete-test",
+				signedWith(body("evt_x", "test"), func(http.Header) {}), garbled(body("evt_x", "test")), 400, "signature"},
+			{"expired timestamp", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now.Add(-10*time.Minute), body("evt_x", "test")),
+				body("evt_x", "test"), 400, "tolerance"},
+			{"future timestamp", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now.Add(10*time.Minute), body("evt_x", "test")),
+				body("evt_x", "test"), 400, "future"},
+			{"signed but not an object", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, []byte(`["evt_x"]`)),
+				[]byte(`["evt_x"]`), 400, "malformed"},
+			{"signed object without id", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, []byte(`{"type":"a.b"}`)),
+				[]byte(`{"type":"a.b"}`), 400, "malformed"},
+			{"unknown source", "POST", "nope", mustSign(t, newSecret, "evt_x", now, body("evt_x", "test")), body("evt_x", "test"), 404, "unknown source"},
+			{"GET", "GET", "billete-test", http.Header{}, nil, 405, "not allowed"},
+			{"PUT", "PUT", "billete-test", mustSign(t, newSecret, "evt_x", now, body("evt_x", "test")), body("evt_x", "test"), 405, "not allowed"},
+			{"body over the limit", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, big()), big(), 413, "limit"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				status, answer := e.do(t, tc.method, "/webhooks/"+tc.source, tc.header, bytes.NewReader(tc.body))
+				msg, _ := answer["error"].(string)
+				if status != tc.wantStatus || !strings.Contains(msg, tc.wantError) {
+					t.Fatalf("status %d, error %q; want %d and an error mentioning %q", status, msg, tc.wantStatus, tc.wantError)
+				}
+				if ev, jobs := e.counts(t); ev != 0 || jobs != 0 {
+					t.Fatalf("stored %d events and %d jobs, want nothing", ev, jobs)
+				}
+			})
+		}
+		t.Run("chunked body over the limit", func(t *testing.T) {
+			// No Content-Length: the limit must hold while the body is read.
+			status, _ := e.do(t, "POST", "/webhooks/billete-test", mustSign(t, newSecret, "evt_x", now, big()), io.MultiReader(bytes.NewReader(big())))
+			if ev, _ := e.counts(t); status != 413 || ev != 0 {
+				t.Fatalf("status %d with %d events, want 413 and none", status, ev)
+			}
+		})
+	})
+}
+
+
+func mustSign(t *testing.T, secret, id string, at time.Time, b []byte) http.Header {
+	t.Helper()
+	h, err := standard.Sign(secret, id, at, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func big() []byte {
+	return body("evt_big"+strings.Repeat("x", 5000), "test")
+}
+
+func TestNewEventThenDuplicates(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		status, answer := e.post(t, "billete-test", body("evt_1", "test"), newSecret, time.Now())
+		if status != 200 || answer["status"] != "stored" {
+			t.Fatalf("first delivery: %d %v, want 200 stored", status, answer)
+		}
+		if ev, jobs := e.counts(t); ev != 1 || jobs != 1 {
+			t.Fatalf("after first delivery: %d events, %d jobs; want 1, 1", ev, jobs)
+		}
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				// Each redelivery is signed anew, as providers do.
+				status, answer := e.post(t, "billete-test", body("evt_1", "test"), newSecret, time.Now())
+				if status != 200 || answer["status"] != "duplicate" {
+					t.Errorf("redelivery: %d %v, want 200 duplicate", status, answer)
+				}
+			})
+		}
+		wg.Wait()
+		if ev, jobs := e.counts(t); ev != 1 || jobs != 1 {
+			t.Fatalf("after 50 redeliveries: %d events, %d jobs; want 1, 1", ev, jobs)
+		}
+		evs, _ := e.db.ListEvents(context.Background(), store.Filter{})
+		if got := evs[0]; got.EventID != "evt_1" || got.Type != "checkout.completed" || got.Environment != "test" ||
+			!bytes.Equal(got.Payload, body("evt_1", "test")) || got.SecretID == "" || got.Status != payhook.StatusReceived {
+			t.Fatalf("stored event = %+v", got)
+		}
+	})
+}
+
+func TestConcurrentFirstDeliveries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		answers := map[string]int{}
+		for range 50 {
+			wg.Go(func() {
+				status, answer := e.post(t, "billete-test", body("evt_burst", "test"), newSecret, time.Now())
+				mu.Lock()
+				answers[fmt.Sprintf("%d %v", status, answer["status"])]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if answers["200 stored"] != 1 || answers["200 duplicate"] != 49 {
+			t.Fatalf("answers = %v, want one 200 stored and 49 200 duplicate", answers)
+		}
+		if ev, jobs := e.counts(t); ev != 1 || jobs != 1 {
+			t.Fatalf("%d events, %d jobs; want 1, 1", ev, jobs)
+		}
+	})
+}
+
+func TestOtherEnvironmentIgnored(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		status, answer := e.post(t, "billete-test", body("evt_live", "live"), newSecret, time.Now())
+		if status != 200 || answer["status"] != "ignored" {
+			t.Fatalf("live event on a test source: %d %v, want 200 ignored", status, answer)
+		}
+		if ev, jobs := e.counts(t); ev != 1 || jobs != 0 {
+			t.Fatalf("%d events, %d jobs; want the event stored and no job", ev, jobs)
+		}
+		evs, _ := e.db.ListEvents(context.Background(), store.Filter{})
+		if evs[0].Status != payhook.StatusIgnored || !strings.Contains(evs[0].LastError, "environment") {
+			t.Fatalf("event = %s (%q), want ignored with the reason", evs[0].Status, evs[0].LastError)
+		}
+	})
+}
+
+func TestSecretRotation(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, oldSecret, newSecret)
+		for i, secret := range []string{oldSecret, newSecret} {
+			status, answer := e.post(t, "billete-test", body(fmt.Sprint("evt_rot", i), "test"), secret, time.Now())
+			if status != 200 || answer["status"] != "stored" {
+				t.Fatalf("secret %d during rotation: %d %v, want 200 stored", i, status, answer)
+			}
+		}
+		evs, _ := e.db.ListEvents(context.Background(), store.Filter{})
+		if evs[0].SecretID == evs[1].SecretID || strings.Contains(evs[0].SecretID+evs[1].SecretID, "secret") {
+			t.Fatalf("secret ids %q and %q: want two distinct fingerprints, never the secret", evs[0].SecretID, evs[1].SecretID)
+		}
+
+		retired := newEnv(t, dbtest.URL(t, "sqlite"), newSecret)
+		if status, _ := retired.post(t, "billete-test", body("evt_rot_old", "test"), oldSecret, time.Now()); status != 400 {
+			t.Fatalf("removed secret: status %d, want 400", status)
+		}
+		if status, _ := retired.post(t, "billete-test", body("evt_rot_new", "test"), newSecret, time.Now()); status != 200 {
+			t.Fatalf("kept secret: status %d, want 200", status)
+		}
+	})
+}
+
+func TestDatabaseDown(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		// The enqueue fails after the event's insert: the commit must not
+		// happen and nothing may remain of the event.
+		if _, err := e.db.SQL.Exec(`ALTER TABLE river_job RENAME TO river_job_away`); err != nil {
+			t.Fatal(err)
+		}
+		status, answer := e.post(t, "billete-test", body("evt_down", "test"), newSecret, time.Now())
+		if status != 503 || answer["error"] == "" {
+			t.Fatalf("enqueue failing: %d %v, want 503 with an error", status, answer)
+		}
+		if _, err := e.db.SQL.Exec(`ALTER TABLE river_job_away RENAME TO river_job`); err != nil {
+			t.Fatal(err)
+		}
+		if ev, jobs := e.counts(t); ev != 0 || jobs != 0 {
+			t.Fatalf("half-written: %d events, %d jobs", ev, jobs)
+		}
+		// The provider retries once the database is back.
+		if status, _ := e.post(t, "billete-test", body("evt_down", "test"), newSecret, time.Now()); status != 200 {
+			t.Fatalf("retry after recovery: %d, want 200", status)
+		}
+		e.db.SQL.Close()
+		if status, _ := e.post(t, "billete-test", body("evt_down2", "test"), newSecret, time.Now()); status != 503 {
+			t.Fatalf("database closed: %d, want 503", status)
+		}
+	})
+}
