@@ -182,7 +182,6 @@ func TestReceiverAnswers(t *testing.T) {
 	})
 }
 
-
 func mustSign(t *testing.T, secret, id string, at time.Time, b []byte) http.Header {
 	t.Helper()
 	h, err := standard.Sign(secret, id, at, b)
