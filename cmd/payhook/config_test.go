@@ -1,0 +1,379 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/provider"
+	"github.com/payhook/payhook/provider/hmac"
+	"github.com/payhook/payhook/provider/providertest"
+)
+
+// issueExample is the config of the issue.
+const issueExample = `sources:
+  - name: stripe-live          # the {source} in the URL
+    provider: stripe           # stripe | paddle | standard | billete | crypto | hmac
+    secrets: ["${STRIPE_WEBHOOK_SECRET}", "whsec_old"]   # ${VAR} expanded
+    environment: live          # optional; events of another env are ignored
+    tolerance: 5m
+`
+
+// writeConfig writes text to a config file in a temporary directory.
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "payhook.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// env returns a getenv stub reading vars.
+func env(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+func TestConfigLoad(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		text string
+		env  map[string]string
+		want fileConfig
+	}{{
+		name: "issue example",
+		text: issueExample,
+		env:  map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_new"},
+		want: fileConfig{Sources: []sourceConfig{{
+			Name: "stripe-live", Provider: "stripe",
+			Secrets:     []string{"whsec_new", "whsec_old"},
+			Environment: "live", Tolerance: duration(5 * time.Minute), line: 2,
+		}}},
+	}, {
+		name: "YAML-special characters in a variable stay literal",
+		text: issueExample,
+		env:  map[string]string{"STRIPE_WEBHOOK_SECRET": `": [x]`},
+		want: fileConfig{Sources: []sourceConfig{{
+			Name: "stripe-live", Provider: "stripe",
+			Secrets:     []string{`": [x]`, "whsec_old"},
+			Environment: "live", Tolerance: duration(5 * time.Minute), line: 2,
+		}}},
+	}, {
+		name: "expanded values are not expanded again, other $ forms are kept",
+		text: "sources:\n  - name: a\n    provider: crypto\n    secrets: [\"${A}x${B}\", $HOME, 'a$b', \"${B}\"]\n",
+		env:  map[string]string{"A": "${B}", "B": "$$b{}"},
+		want: fileConfig{Sources: []sourceConfig{{
+			Name: "a", Provider: "crypto",
+			Secrets: []string{"${B}x$$b{}", "$HOME", "a$b", "$$b{}"}, line: 2,
+		}}},
+	}, {
+		name: "variables in any value, comments ignored",
+		text: "# ${NOT_SET} in a comment\nsources:\n  - name: ${NAME}\n    provider: ${PROVIDER}\n    secrets:\n      - ${SECRET}\n    environment: ${ENV}\n    tolerance: ${TOL}\n",
+		env:  map[string]string{"NAME": "Shop.1", "PROVIDER": "paddle", "SECRET": "true", "ENV": "test", "TOL": "90s"},
+		want: fileConfig{Sources: []sourceConfig{{
+			Name: "Shop.1", Provider: "paddle", Secrets: []string{"true"},
+			Environment: "test", Tolerance: duration(90 * time.Second), line: 3,
+		}}},
+	}, {
+		name: "hmac source with its options, defaults left to the provider",
+		text: `sources:
+  - name: acme
+    provider: hmac
+    secrets: [k1]
+    header: X-Acme-Signature
+    prefix: "sha256="
+    encoding: base64
+    timestamp_header: X-Acme-Time
+    template: "{timestamp}.{body}"
+    id_field: event_id
+    type_field: kind
+    time_field: at
+  - name: acme-test
+    provider: hmac
+    secrets: [k2]
+    header: X-Sig
+    id_header: X-Id
+    template: "{header:X-Id}:{body}"
+`,
+		want: fileConfig{Sources: []sourceConfig{{
+			Name: "acme", Provider: "hmac", Secrets: []string{"k1"},
+			Header: "X-Acme-Signature", Prefix: "sha256=", Encoding: "base64",
+			TimestampHeader: "X-Acme-Time", Template: "{timestamp}.{body}",
+			IDField: "event_id", TypeField: "kind", TimeField: "at", line: 2,
+		}, {
+			Name: "acme-test", Provider: "hmac", Secrets: []string{"k2"},
+			Header: "X-Sig", IDHeader: "X-Id", Template: "{header:X-Id}:{body}", line: 13,
+		}}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := loadConfig(writeConfig(t, tt.text), env(tt.env))
+			if err != nil {
+				t.Fatalf("loadConfig: %v", err)
+			}
+			if got, want := len(c.Sources), len(tt.want.Sources); got != want {
+				t.Fatalf("got %d sources %+v; want %d", got, c.Sources, want)
+			}
+			for i := range c.Sources {
+				got, want := c.Sources[i], tt.want.Sources[i]
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("source %d = %+v; want %+v", i, got, want)
+				}
+			}
+			if _, err := c.sources(); err != nil {
+				t.Errorf("sources: %v", err)
+			}
+		})
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	// source returns a config of one source with the given extra lines.
+	source := func(lines ...string) string {
+		return "sources:\n  - name: shop\n" + strings.Join(lines, "\n") + "\n"
+	}
+	stripe := "    provider: stripe\n    secrets: [whsec_x]"
+	tests := []struct {
+		name string
+		text string
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{"unset variable", issueExample, nil,
+			[]string{"STRIPE_WEBHOOK_SECRET", "unset or empty", "line 4", `source "stripe-live"`}},
+		{"empty variable", issueExample, map[string]string{"STRIPE_WEBHOOK_SECRET": ""},
+			[]string{"STRIPE_WEBHOOK_SECRET", "line 4"}},
+		{"unclosed reference", source(stripe, "    environment: ${ENV"), nil,
+			[]string{"unclosed ${", "line 5"}},
+		{"unsupported reference form", source(stripe, "    environment: ${ENV:-live}"), nil,
+			[]string{"${ENV:-live}", "only ${NAME}"}},
+		{"unknown top-level key", "sources: []\nlisten: :8080\n", nil,
+			[]string{`unknown key "listen"`, "line 2"}},
+		{"unknown source key", source(stripe, "    secret: whsec_y"), nil,
+			[]string{`unknown key "secret"`, "sources[0]", "line 5"}},
+		{"unknown key is reported before unset variables", source("    provider: ${P}", "    secrets: [x]", "    envirnment: live"), nil,
+			[]string{`unknown key "envirnment"`}},
+		{"empty file", "", nil, []string{"no sources"}},
+		{"no sources", "sources: []\n", nil, []string{"no sources"}},
+		{"not YAML", "sources: [\n", nil, []string{"yaml"}},
+		{"two documents", issueExample + "---\n" + issueExample, map[string]string{"STRIPE_WEBHOOK_SECRET": "s"},
+			[]string{"single YAML document"}},
+		{"duplicate key", source(stripe, "    provider: paddle"), nil, []string{"already defined"}},
+		{"missing name", "sources:\n  - provider: stripe\n    secrets: [x]\n", nil,
+			[]string{"source #1", "name is required"}},
+		{"name not URL-safe", "sources:\n  - name: a/b\n" + stripe + "\n", nil,
+			[]string{`"a/b"`, "name"}},
+		{"name starting with a dot", "sources:\n  - name: .hidden\n" + stripe + "\n", nil,
+			[]string{`".hidden"`, "name"}},
+		{"duplicate names", source(stripe, "  - name: other", stripe, "  - name: Shop", stripe), nil,
+			[]string{`source "Shop" (line 8)`, "already used by source #1"}},
+		{"missing provider", source("    secrets: [x]"), nil, []string{`source "shop"`, "provider is required"}},
+		{"bad provider", source("    provider: strip", "    secrets: [x]"), nil,
+			[]string{`source "shop"`, `provider "strip"`, "stripe"}},
+		{"no secrets", source("    provider: stripe"), nil, []string{`source "shop"`, "secrets"}},
+		{"empty secret list", source("    provider: stripe", "    secrets: []"), nil, []string{`source "shop"`, "secrets"}},
+		{"empty secret", source("    provider: stripe", `    secrets: [whsec_x, ""]`), nil,
+			[]string{`source "shop"`, "secret 2 is empty"}},
+		{"bad environment", source(stripe, "    environment: prod"), nil,
+			[]string{`source "shop"`, `environment "prod"`}},
+		{"bad duration", source(stripe, "    tolerance: 5 minutes"), nil,
+			[]string{"line 5", "invalid duration", "5 minutes"}},
+		{"duration without unit", source(stripe, "    tolerance: 300"), nil, []string{"invalid duration"}},
+		{"negative tolerance", source(stripe, "    tolerance: -1s"), nil,
+			[]string{`source "shop"`, "tolerance -1s is negative"}},
+		{"hmac option on a stripe source", source(stripe, "    header: X-Sig"), nil,
+			[]string{`source "shop"`, "header is only allowed with provider hmac"}},
+		{"hmac option on a crypto source", source("    provider: crypto", "    secrets: [x]", "    id_field: uid"), nil,
+			[]string{"id_field is only allowed with provider hmac"}},
+		{"secrets not a list", source("    provider: stripe", "    secrets: whsec_x"), nil, []string{"cannot unmarshal"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeConfig(t, tt.text)
+			c, err := loadConfig(path, env(tt.env))
+			if err == nil {
+				t.Fatalf("loadConfig = %+v; want an error", c)
+			}
+			if !errors.Is(err, payhook.ErrConfig) {
+				t.Errorf("error %q does not wrap payhook.ErrConfig", err)
+			}
+			for _, want := range append(tt.want, path) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigMissingFile(t *testing.T) {
+	t.Parallel()
+	_, err := loadConfig(filepath.Join(t.TempDir(), "nope.yaml"), env(nil))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("loadConfig(missing) = %v; want os.ErrNotExist", err)
+	}
+}
+
+func TestConfigSources(t *testing.T) {
+	t.Parallel()
+	text := issueExample + `  - name: acme
+    provider: hmac
+    secrets: ["${ACME_SECRET}"]
+    environment: test
+    header: X-Acme-Signature
+    prefix: "sha256="
+  - name: broken-hmac
+    provider: hmac
+    secrets: [k]
+`
+	vars := map[string]string{"STRIPE_WEBHOOK_SECRET": "whsec_new", "ACME_SECRET": "acme$key"}
+	c, err := loadConfig(writeConfig(t, text), env(vars))
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	// Without a header the hmac provider refuses; the error names the source.
+	if _, err := c.sources(); err == nil || !errors.Is(err, payhook.ErrConfig) ||
+		!strings.Contains(err.Error(), `source "broken-hmac"`) {
+		t.Errorf("sources with a header-less hmac source = %v; want ErrConfig naming it", err)
+	}
+	c.Sources = c.Sources[:2]
+	sources, err := c.sources()
+	if err != nil {
+		t.Fatalf("sources: %v", err)
+	}
+	if len(sources) != 2 {
+		t.Fatalf("got %d sources; want 2", len(sources))
+	}
+	for i, want := range []payhook.Source{
+		{Name: "stripe-live", Provider: "stripe", Environment: "live"},
+		{Name: "acme", Provider: "hmac", Environment: "test"},
+	} {
+		got := sources[i]
+		if got.Name != want.Name || got.Provider != want.Provider || got.Environment != want.Environment || got.Verifier == nil {
+			t.Errorf("source %d = %+v; want %+v with a verifier", i, got, want)
+		}
+	}
+
+	now := time.Now()
+	t.Run("stripe verifies with the expanded and the literal secret", func(t *testing.T) {
+		t.Parallel()
+		body := []byte(`{"id":"evt_1","type":"charge.succeeded","created":1700000000,"livemode":true}`)
+		ts := strconv.FormatInt(now.Unix(), 10)
+		for _, secret := range []string{"whsec_new", "whsec_old"} {
+			h := http.Header{}
+			h.Set("Stripe-Signature", "t="+ts+",v1="+providertest.HMACHex([]byte(secret), ts+"."+string(body)))
+			got, err := sources[0].Verifier.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: now})
+			if err != nil {
+				t.Fatalf("Verify with %s: %v", secret, err)
+			}
+			if got.EventID != "evt_1" || got.Environment != "live" {
+				t.Errorf("Verify with %s = %+v", secret, got)
+			}
+		}
+		h := http.Header{}
+		h.Set("Stripe-Signature", "t="+ts+",v1="+providertest.HMACHex([]byte("whsec_other"), ts+"."+string(body)))
+		if _, err := sources[0].Verifier.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: now}); !errors.Is(err, payhook.ErrSignature) {
+			t.Errorf("Verify with another secret = %v; want ErrSignature", err)
+		}
+		// The 5m tolerance is applied.
+		h.Set("Stripe-Signature", "t="+ts+",v1="+providertest.HMACHex([]byte("whsec_new"), ts+"."+string(body)))
+		late := payhook.Delivery{Header: h, Body: body, ReceivedAt: now.Add(6 * time.Minute)}
+		if _, err := sources[0].Verifier.Verify(late); !errors.Is(err, payhook.ErrSignature) {
+			t.Errorf("Verify 6m late = %v; want ErrSignature", err)
+		}
+	})
+	t.Run("hmac uses its options and the secret with a $ literally", func(t *testing.T) {
+		t.Parallel()
+		body := []byte(`{"id":"evt_2","type":"paid"}`)
+		h := http.Header{}
+		h.Set("X-Acme-Signature", "sha256="+providertest.HMACHex([]byte("acme$key"), string(body)))
+		got, err := sources[1].Verifier.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: now})
+		if err != nil {
+			t.Fatalf("Verify: %v", err)
+		}
+		if got.EventID != "evt_2" || got.Type != "paid" {
+			t.Errorf("Verify = %+v", got)
+		}
+	})
+}
+
+func TestConfigSourcesValidates(t *testing.T) {
+	t.Parallel()
+	c := &fileConfig{Sources: []sourceConfig{{Name: "x", Provider: "stripe"}}}
+	if _, err := c.sources(); !errors.Is(err, payhook.ErrConfig) || !strings.Contains(err.Error(), `source "x"`) {
+		t.Errorf("sources without secrets = %v; want ErrConfig naming the source", err)
+	}
+}
+
+func TestConfigOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		src  sourceConfig
+		want provider.Options
+	}{
+		{"tolerance defaults to 5m",
+			sourceConfig{Provider: "stripe", Secrets: []string{"s"}},
+			provider.Options{Provider: "stripe", Secrets: []string{"s"}, Tolerance: 5 * time.Minute}},
+		{"tolerance is kept",
+			sourceConfig{Provider: "paddle", Secrets: []string{"s"}, Tolerance: duration(time.Minute)},
+			provider.Options{Provider: "paddle", Secrets: []string{"s"}, Tolerance: time.Minute}},
+		{"hmac fields are passed on",
+			sourceConfig{Provider: "hmac", Secrets: []string{"s"}, Header: "H", Prefix: "p=", Encoding: "hex",
+				TimestampHeader: "T", Template: "{timestamp}{body}{header:I}", IDField: "i", IDHeader: "I",
+				TypeField: "ty", TimeField: "ti"},
+			provider.Options{Provider: "hmac", Secrets: []string{"s"}, Tolerance: 5 * time.Minute,
+				HMAC: hmac.Config{Header: "H", Prefix: "p=", Encoding: "hex", TimestampHeader: "T",
+					Template: "{timestamp}{body}{header:I}", IDField: "i", IDHeader: "I", TypeField: "ty", TimeField: "ti"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.src.options(); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("options() = %+v; want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConfigAnchors(t *testing.T) {
+	t.Parallel()
+	text := `sources:
+  - &base
+    name: a
+    provider: stripe
+    secrets: ["${S}"]
+  - <<: *base
+    name: b
+    environment: test
+`
+	// The anchor is expanded once: its value is not expanded again.
+	c, err := loadConfig(writeConfig(t, text), env(map[string]string{"S": "${S}"}))
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	if len(c.Sources) != 2 {
+		t.Fatalf("got %d sources; want 2", len(c.Sources))
+	}
+	for i, name := range []string{"a", "b"} {
+		s := c.Sources[i]
+		if s.Name != name || s.Provider != "stripe" || len(s.Secrets) != 1 || s.Secrets[0] != "${S}" {
+			t.Errorf("source %d = %+v", i, s)
+		}
+	}
+	if _, err := loadConfig(writeConfig(t, text+"    bogus: 1\n"), env(map[string]string{"S": "x"})); err == nil ||
+		!strings.Contains(err.Error(), `unknown key "bogus"`) {
+		t.Errorf("unknown key next to a merge = %v; want an error naming it", err)
+	}
+}

@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// run runs payhook with args and returns its exit status and output.
+func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	code := m.Run(context.Background(), args)
+	return code, stdout.String(), stderr.String()
+}
+
+// server is a payhook serve running in-process on a loopback port.
+type server struct {
+	url    string
+	stdout *syncBuffer
+	stop   func() int
+}
+
+func startServer(t *testing.T, env map[string]string, args ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{stdout: &syncBuffer{}}
+	addr := make(chan string, 1)
+	m := &Main{Stdout: s.stdout, Stderr: &syncBuffer{}, Getenv: func(k string) string { return env[k] },
+		OnListen: func(a string) { addr <- a }}
+	done := make(chan int, 1)
+	go func() { done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)) }()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case code := <-done:
+		cancel()
+		t.Fatalf("serve exited with %d before listening: %s", code, m.Stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not listen within 30s")
+	}
+	var once sync.Once
+	code := 0
+	s.stop = func() int {
+		once.Do(func() { cancel(); code = <-done })
+		return code
+	}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "Usage:"},
+		{[]string{"help"}, 0, "payhook serve"},
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"serve", "--help"}, 0, "Examples:"},
+		{[]string{"serve", "--nope"}, 2, "flag provided but not defined"},
+		{[]string{"events"}, 2, "subcommand"},
+		{[]string{"events", "frob"}, 2, "unknown events subcommand"},
+		{[]string{"events", "replay", "evt_x"}, 2, "numeric"},
+		{[]string{"events", "list", "--status", "weird"}, 2, "--status"},
+		{[]string{"send"}, 2, "--secret"},
+		{[]string{"migrate", "--db", "mysql://x"}, 1, "unsupported scheme"},
+	} {
+		code, stdout, stderr := run(t, nil, tc.args...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("payhook %v = %d, %q; want %d and output with %q", tc.args, code, stdout+stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// TestServeEndToEnd drives the binary as a user would: serve with no
+// config, send a signed event twice and a forged one, list, show, replay,
+// and shut down gracefully.
+func TestServeEndToEnd(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		env := map[string]string{"PAYHOOK_DB": dbURL}
+		s := startServer(t, env)
+		secret := regexp.MustCompile(`whsec_\S+`).FindString(s.stdout.String())
+		if secret == "" {
+			t.Fatalf("serve did not print the demo secret:\n%s", s.stdout)
+		}
+		for i, want := range []string{`"status":"stored"`, `"status":"duplicate"`} {
+			code, out, errOut := run(t, env, "send", "--url", s.url+"/webhooks/demo", "--secret", secret, "--id", "evt_e2e")
+			if code != 0 || !strings.Contains(out, want) {
+				t.Fatalf("send %d = %d, %q %q; want %s", i+1, code, out, errOut, want)
+			}
+		}
+		if code, out, _ := run(t, env, "send", "--url", s.url+"/webhooks/demo", "--secret", "whsec_Zm9yZ2Vk", "--id", "evt_forged"); code != 1 || !strings.Contains(out, "400") {
+			t.Fatalf("forged send = %d, %q; want 1 and a 400", code, out)
+		}
+		if resp, err := http.Get(s.url + "/readyz"); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("readyz = %v, %v", resp, err)
+		}
+
+		var ev struct {
+			ID     int64
+			Status string
+		}
+		waitFor(t, func() bool {
+			code, out, _ := run(t, env, "events", "show", "evt_e2e", "--json")
+			return code == 0 && json.Unmarshal([]byte(out), &ev) == nil && ev.Status == "processed"
+		})
+		code, out, _ := run(t, env, "events", "list", "--json")
+		var list []map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {
+			t.Fatalf("events list --json = %d, %s; want one event", code, out)
+		}
+		if code, out, _ := run(t, env, "events", "list", "--status", "processed"); code != 0 || !strings.Contains(out, "evt_e2e") {
+			t.Fatalf("events list = %d, %s", code, out)
+		}
+		if code, out, _ := run(t, env, "events", "replay", fmt.Sprint(ev.ID)); code != 0 || !strings.Contains(out, "re-enqueued") {
+			t.Fatalf("replay = %d, %s", code, out)
+		}
+		var replayed struct{ Attempts int }
+		waitFor(t, func() bool {
+			_, out, _ := run(t, env, "events", "show", fmt.Sprint(ev.ID), "--json")
+			return json.Unmarshal([]byte(out), &replayed) == nil && replayed.Attempts == 2
+		})
+		if code, _, errOut := run(t, env, "events", "show", "evt_missing"); code != 1 || !strings.Contains(errOut, "not found") {
+			t.Fatalf("show missing = %d, %s", code, errOut)
+		}
+		if code := s.stop(); code != 0 {
+			t.Fatalf("serve exited with %d after shutdown, want 0", code)
+		}
+	})
+}
+
+func TestServeWithConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "payhook.yaml")
+	os.WriteFile(cfg, []byte(`sources:
+  - name: billete-test
+    provider: billete
+    secrets: ["${BILLETE_SECRET}"]
+    environment: test
+`), 0o600)
+	env := map[string]string{"PAYHOOK_DB": dbtest.URL(t, "sqlite"), "PAYHOOK_CONFIG": cfg, "BILLETE_SECRET": "whsec_c2VjcmV0LWZyb20tZW52"}
+	s := startServer(t, env)
+	if code, out, _ := run(t, env, "send", "--url", s.url+"/webhooks/billete-test", "--secret", "whsec_c2VjcmV0LWZyb20tZW52", "--environment", "live"); code != 0 || !strings.Contains(out, "ignored") {
+		t.Fatalf("live event on the test source = %d, %s; want 200 ignored", code, out)
+	}
+	delete(env, "BILLETE_SECRET")
+	if code, _, errOut := run(t, env, "serve", "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "BILLETE_SECRET") {
+		t.Fatalf("serve without the secret's variable = %d, %s; want 1 naming it", code, errOut)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/provider/billete"
+	"github.com/payhook/payhook/receiver"
+	"github.com/payhook/payhook/store"
+)
+
+const serveHelp = `Usage: payhook serve [--config FILE] [--db URL] [--addr HOST:PORT]
+
+Receives webhooks on POST /webhooks/{source}, stores each event once and
+processes it in the background. Migrates the database first.
+
+Without a config file it serves one demo source, "demo" (provider billete,
+environment test), with a secret made at start, and prints how to send it
+a signed event.
+
+Examples:
+  payhook serve
+  payhook serve --config payhook.yaml --db postgres://payhook@127.0.0.1/payhook
+  PAYHOOK_DB=sqlite:///var/lib/payhook/payhook.db payhook serve --addr 0.0.0.0:8080`
+
+// Server timeouts: a provider waits about 10 s for an answer.
+const (
+	readHeaderTimeout = 5 * time.Second
+	readTimeout       = 15 * time.Second
+	writeTimeout      = 20 * time.Second
+	idleTimeout       = 2 * time.Minute
+	shutdownTimeout   = 30 * time.Second
+)
+
+func (m *Main) serve(ctx context.Context, args []string) error {
+	fs := m.flags("serve", serveHelp)
+	configPath := fs.String("config", "", "YAML file listing the sources (env PAYHOOK_CONFIG)")
+	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB; default "+store.DefaultURL+")")
+	addr := fs.String("addr", "", "listen address (env PAYHOOK_ADDR; default 127.0.0.1:8080)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	log := m.logger()
+
+	sources, demoSecret, err := m.sources(m.env(*configPath, "PAYHOOK_CONFIG", ""))
+	if err != nil {
+		return err
+	}
+	db, err := m.openDB(ctx, *dbURL, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	queue, err := jobs.New(db, jobs.Config{Handlers: serverHandlers(), Logger: log, Now: m.Now})
+	if err != nil {
+		return err
+	}
+	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: queue, Logger: log, Now: m.Now})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhooks/{source}", recv)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := db.SQL.PingContext(r.Context()); err != nil {
+			http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+	}
+	ln, err := net.Listen("tcp", m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080"))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if err := queue.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	log.Info("payhook serving", "addr", ln.Addr().String(), "db", db.URL, "sources", len(sources))
+	for _, s := range sources {
+		log.Info("source", "url", base+"/webhooks/"+s.Name, "provider", s.Provider, "environment", s.Environment)
+	}
+	if demoSecret != "" {
+		fmt.Fprintf(m.Stdout, "\nNo --config: serving the demo source %q (provider billete, environment test).\n"+
+			"Send it a signed test event from another terminal:\n\n"+
+			"  go run ./cmd/payhook send --url %s/webhooks/demo --secret %s\n\n"+
+			"then list what was stored:  go run ./cmd/payhook events list\n\n",
+			"demo", base, demoSecret)
+	}
+	if m.OnListen != nil {
+		m.OnListen(ln.Addr().String())
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		queue.Stop(context.Background())
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Stop accepting, let in-flight deliveries commit and answer, then let
+	// running jobs finish.
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if qerr := queue.Stop(sctx); err == nil {
+		err = qerr
+	}
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// sources returns the configured sources, or the demo source and its
+// fresh secret when no config file is given.
+func (m *Main) sources(path string) ([]payhook.Source, string, error) {
+	if path != "" {
+		cfg, err := loadConfig(path, m.Getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		srcs, err := cfg.sources()
+		return srcs, "", err
+	}
+	key := make([]byte, 24)
+	rand.Read(key)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	v, err := billete.New(billete.Config{Secrets: []string{secret}})
+	if err != nil {
+		return nil, "", err
+	}
+	return []payhook.Source{{Name: "demo", Provider: "billete", Environment: "test", Verifier: v}}, secret, nil
+}
+
+// serverHandlers are the handlers of the server binary. Until billing
+// state lands every event type is accepted and processing only marks it
+// processed.
+func serverHandlers() *payhook.Mux {
+	mux := &payhook.Mux{}
+	mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error { return nil })
+	return mux
+}
+
+// openDB opens the database named by the flag or PAYHOOK_DB, migrating it
+// (payhook's schema and River's) when migrate is true.
+func (m *Main) openDB(ctx context.Context, flagURL string, migrate bool) (*store.DB, error) {
+	db, err := store.Open(ctx, m.env(flagURL, "PAYHOOK_DB", store.DefaultURL))
+	if err != nil {
+		return nil, err
+	}
+	if migrate {
+		if err := migrateAll(ctx, db); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+func migrateAll(ctx context.Context, db *store.DB) error {
+	if _, err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	return jobs.Migrate(ctx, db)
+}
+
+const migrateHelp = `Usage: payhook migrate [--db URL]
+
+Creates or updates payhook's schema and the job queue's tables. Safe to run
+again and from several instances at once. serve migrates by itself.
+
+Examples:
+  payhook migrate
+  payhook migrate --db postgres://payhook:secret@127.0.0.1:5432/payhook`
+
+func (m *Main) migrate(ctx context.Context, args []string) error {
+	fs := m.flags("migrate", migrateHelp)
+	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB; default "+store.DefaultURL+")")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	db, err := m.openDB(ctx, *dbURL, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "migrated %s: %d payhook migrations applied %v; job queue up to date\n", db.URL, len(applied), applied)
+	return nil
+}
