@@ -290,12 +290,19 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	return err
 }
 
-func (q *Queue) apply(ctx context.Context, id int64) error {
+func (q *Queue) apply(ctx context.Context, id int64) (err error) {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin processing of event %d: %w", id, err)
 	}
 	defer tx.Rollback()
+	// A panicking handler is a failed attempt like any other: recorded,
+	// retried, and failed at the last attempt.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("processing event %d panicked: %v", id, r)
+		}
+	}()
 	ev, err := q.db.ClaimEventTx(ctx, tx, id)
 	if err != nil || ev == nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,6 +294,23 @@ func TestSweepReenqueuesWaitingEvents(t *testing.T) {
 		start(t, q)
 		if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusIgnored {
 			t.Fatalf("orphan event = %s, want handled (ignored: no handlers)", got.Status)
+		}
+	})
+}
+
+func TestPanickingHandlerIsAFailedAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error { panic("nil map") })
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		ev := event("evt_panic")
+		ingest(t, q, ev)
+		if err := q.Process(context.Background(), ev.ID); err == nil {
+			t.Fatal("Process with a panicking handler returned nil")
+		}
+		got, _ := db.Event(context.Background(), ev.ID)
+		if got.Status != payhook.StatusReceived || got.Attempts != 1 || !strings.Contains(got.LastError, "panicked: nil map") {
+			t.Fatalf("event = %s, %d attempts, %q; want received, 1, the panic", got.Status, got.Attempts, got.LastError)
 		}
 	})
 }

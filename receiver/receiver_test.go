@@ -3,6 +3,7 @@ package receiver_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,8 +37,14 @@ type env struct {
 }
 
 // newEnv serves a receiver over loopback HTTP with one billete source of
-// environment test, accepting the given secrets, on a fresh database.
+// environment test, accepting the given secrets, on a fresh database. Its
+// queue does not process events.
 func newEnv(t *testing.T, dbURL string, secrets ...string) *env {
+	return newEnvProcessing(t, dbURL, nil, secrets...)
+}
+
+// newEnvProcessing is newEnv with a started queue running handlers.
+func newEnvProcessing(t *testing.T, dbURL string, handlers *payhook.Mux, secrets ...string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
@@ -50,9 +58,15 @@ func newEnv(t *testing.T, dbURL string, secrets ...string) *env {
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	q, err := jobs.New(db, jobs.Config{Logger: slog.New(slog.DiscardHandler)})
+	q, err := jobs.New(db, jobs.Config{Handlers: handlers, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if handlers != nil {
+		if err := q.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { q.Stop(context.Background()) })
 	}
 	v, err := billete.New(billete.Config{Secrets: secrets})
 	if err != nil {
@@ -229,7 +243,17 @@ func TestNewEventThenDuplicates(t *testing.T) {
 
 func TestConcurrentFirstDeliveries(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		e := newEnv(t, dbURL, newSecret)
+		handlers := &payhook.Mux{}
+		var applied atomic.Int32
+		handlers.HandleFunc("checkout.completed", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO effects (event_id) VALUES ($1)`, ev.EventID)
+			applied.Add(1)
+			return err
+		})
+		e := newEnvProcessing(t, dbURL, handlers, newSecret)
+		if _, err := e.db.SQL.Exec(`CREATE TABLE effects (event_id TEXT NOT NULL)`); err != nil {
+			t.Fatal(err)
+		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		answers := map[string]int{}
@@ -247,6 +271,22 @@ func TestConcurrentFirstDeliveries(t *testing.T) {
 		}
 		if ev, jobs := e.counts(t); ev != 1 || jobs != 1 {
 			t.Fatalf("%d events, %d jobs; want 1, 1", ev, jobs)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			evs, _ := e.db.ListEvents(context.Background(), store.Filter{})
+			if evs[0].Status == payhook.StatusProcessed {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("event still %s after 20s", evs[0].Status)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		var n int
+		e.db.SQL.QueryRow(`SELECT COUNT(*) FROM effects`).Scan(&n)
+		if n != 1 || applied.Load() != 1 {
+			t.Fatalf("effect committed %d times, handler ran %d times; want 1 and 1", n, applied.Load())
 		}
 	})
 }

@@ -160,24 +160,16 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 }
 
 // oneArg parses flags that may come before or after one positional arg.
-func oneArg(fs interface {
-	Parse([]string) error
-	Args() []string
-	Name() string
-}, args []string, what string) (string, error) {
+func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return "", err
-			}
-			return "", fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+		if err := parse(fs, args); err != nil {
+			return "", err
 		}
-		rest := fs.Args()
-		if len(rest) == 0 {
+		if fs.NArg() == 0 {
 			break
 		}
-		pos, args = append(pos, rest[0]), rest[1:]
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	if len(pos) != 1 {
 		return "", fmt.Errorf("%w: %s takes one %s", errUsage, fs.Name(), what)

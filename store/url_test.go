@@ -1,0 +1,32 @@
+package store
+
+import "testing"
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		engine  Engine
+		target  string
+		wantErr bool
+	}{
+		{"sqlite:///var/lib/payhook/payhook.db", SQLite, "/var/lib/payhook/payhook.db", false},
+		{"sqlite://payhook.db", SQLite, "payhook.db", false},
+		{"sqlite://data/p.db", SQLite, "data/p.db", false},
+		{"./local.db", SQLite, "./local.db", false},
+		{"postgres://u:p@127.0.0.1:5432/payhook", Postgres, "postgres://u:p@127.0.0.1:5432/payhook", false},
+		{"postgresql://127.0.0.1/payhook", Postgres, "postgresql://127.0.0.1/payhook", false},
+		{"sqlite://", "", "", true},
+		{"mysql://127.0.0.1/x", "", "", true},
+	} {
+		engine, target, err := parseURL(tc.in)
+		if engine != tc.engine || target != tc.target || (err != nil) != tc.wantErr {
+			t.Errorf("parseURL(%q) = %q, %q, %v; want %q, %q, error %v", tc.in, engine, target, err, tc.engine, tc.target, tc.wantErr)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := redact("postgres://payhook:hunter2@127.0.0.1/db"); got != "postgres://payhook:xxxxx@127.0.0.1/db" {
+		t.Errorf("redact = %q", got)
+	}
+}
