@@ -36,7 +36,7 @@ run: ## run the server (go run ./cmd/payhook serve)
 	go run ./cmd/payhook serve
 
 bench: ## run benchmarks (no tests) with a throwaway PostgreSQL
-	scripts/test.sh -run '^$$' -bench . ./...
+	PAYHOOK_RACE=0 scripts/test.sh -run '^$$' -bench . -benchtime 2s ./...
 
 fuzz: ## fuzz one target: make fuzz FUZZ=FuzzVerify FUZZPKG=./some/pkg FUZZTIME=1m
 	@if [ -z "$(FUZZ)" ]; then echo "usage: make fuzz FUZZ=FuzzName [FUZZPKG=./pkg] [FUZZTIME=30s]"; exit 2; fi

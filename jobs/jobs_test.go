@@ -19,7 +19,7 @@ import (
 
 // setup opens and migrates a database with an effects table that test
 // handlers write to, and returns a queue over it (not started).
-func setup(t *testing.T, dbURL string, cfg jobs.Config) (*store.DB, *jobs.Queue) {
+func setup(t testing.TB, dbURL string, cfg jobs.Config) (*store.DB, *jobs.Queue) {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)

@@ -39,12 +39,12 @@ type env struct {
 // newEnv serves a receiver over loopback HTTP with one billete source of
 // environment test, accepting the given secrets, on a fresh database. Its
 // queue does not process events.
-func newEnv(t *testing.T, dbURL string, secrets ...string) *env {
+func newEnv(t testing.TB, dbURL string, secrets ...string) *env {
 	return newEnvProcessing(t, dbURL, nil, secrets...)
 }
 
 // newEnvProcessing is newEnv with a started queue running handlers.
-func newEnvProcessing(t *testing.T, dbURL string, handlers *payhook.Mux, secrets ...string) *env {
+func newEnvProcessing(t testing.TB, dbURL string, handlers *payhook.Mux, secrets ...string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)

@@ -11,6 +11,7 @@
 #
 # Environment:
 #   PAYHOOK_NEED_CHROMIUM=1   install Debian's chromium first (browser tests)
+#   PAYHOOK_RACE=0            run without -race (benchmarks)
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,7 +67,11 @@ else
 	args=(./...)
 fi
 
-log "go test -race -count=1 ${args[*]}"
+# PAYHOOK_RACE=0 drops -race, for benchmarks (the race detector slows
+# everything several times over).
+race=(-race)
+[[ "${PAYHOOK_RACE:-1}" == 0 ]] && race=()
+log "go test ${race[*]} -count=1 ${args[*]}"
 status=0
-go test -race -count=1 "${args[@]}" || status=$?
+go test "${race[@]}" -count=1 "${args[@]}" || status=$?
 exit "$status"

@@ -1,0 +1,50 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+)
+
+// BenchmarkProcess measures processing throughput: b.N stored events, each
+// with its job, processed by a started queue (claim, handler, mark, commit
+// per event) until none is left waiting.
+func BenchmarkProcess(b *testing.B) {
+	for _, engine := range dbtest.Engines {
+		b.Run(engine, func(b *testing.B) {
+			mux := &payhook.Mux{}
+			mux.HandleFunc("payment.succeeded", effect)
+			db, q := setup(b, dbtest.URL(b, engine), jobs.Config{Handlers: mux, FetchCooldown: time.Millisecond})
+			ctx := context.Background()
+			for i := 0; i < b.N; i += 100 {
+				var batch []*payhook.Event
+				for j := i; j < min(i+100, b.N); j++ {
+					batch = append(batch, event(fmt.Sprint("evt_", j)))
+				}
+				if _, err := q.Ingest(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			if err := q.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				var waiting int
+				db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'received'`).Scan(&waiting)
+				if waiting == 0 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			q.Stop(ctx)
+		})
+	}
+}
