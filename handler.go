@@ -12,6 +12,9 @@ import (
 // at all. A returned error rolls everything back and the event is retried.
 // Handlers must be idempotent, since an event may be replayed on purpose,
 // and must not use the database outside tx (on SQLite that deadlocks).
+// Keep slow I/O (provider API calls, email) out of the transaction: fetch
+// before, or send after commit through an outbox; on SQLite an open
+// transaction holds the only connection, and webhooks wait for it.
 type Handler interface {
 	Handle(ctx context.Context, tx *sql.Tx, ev *Event) error
 }

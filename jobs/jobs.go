@@ -11,7 +11,6 @@ package jobs
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -32,7 +31,8 @@ type Config struct {
 	// Handlers routes events to their handlers. Events whose type no
 	// handler takes are marked ignored. If nil, every event is ignored.
 	Handlers *payhook.Mux
-	// Workers is how many events are processed at once. Default 20.
+	// Workers is how many events are processed at once. Default 20 on
+	// PostgreSQL and 4 on SQLite, whose one connection serialises them.
 	Workers int
 	// MaxAttempts is how many times an event is tried before it is marked
 	// failed. Default 25 (River's default; about three weeks of retries).
@@ -50,9 +50,11 @@ type Config struct {
 	// SweepInterval is how often events left waiting are re-enqueued.
 	// Default 1 minute.
 	SweepInterval time.Duration
-	// SweepAge is how long an event must have waited before the sweep
-	// re-enqueues it. Default 5 minutes.
+	// SweepAge is how long after its last enqueue an event still received
+	// is re-enqueued by the sweep. Default 5 minutes.
 	SweepAge time.Duration
+	// SweepBatch bounds the events one sweep re-enqueues. Default 1000.
+	SweepBatch int
 	// JobTimeout bounds one processing attempt. Default 1 minute.
 	JobTimeout time.Duration
 	// Logger receives the queue's logs. Default slog.Default().
@@ -61,12 +63,15 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c Config) withDefaults() Config {
+func (c Config) withDefaults(engine store.Engine) Config {
 	if c.Handlers == nil {
 		c.Handlers = &payhook.Mux{}
 	}
 	if c.Workers <= 0 {
 		c.Workers = 20
+		if engine == store.SQLite {
+			c.Workers = 4
+		}
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 25
@@ -82,6 +87,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SweepAge <= 0 {
 		c.SweepAge = 5 * time.Minute
+	}
+	if c.SweepBatch <= 0 {
+		c.SweepBatch = 1000
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = time.Minute
@@ -167,7 +175,7 @@ func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 // migrated. Call Start to process events; a Queue that is never started
 // still ingests and replays (the CLI does that).
 func New(db *store.DB, cfg Config) (*Queue, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.withDefaults(db.Engine)
 	q := &Queue{db: db, cfg: cfg}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[processArgs]) error {
@@ -212,7 +220,9 @@ func (p backoffPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	return p.now().Add(p.backoff(job.Attempt))
 }
 
-// Start starts the workers and the sweep. It returns once they run.
+// Start starts the workers and the sweep. It returns once they run. The
+// jobs' contexts derive from ctx: cancelling it cancels running handlers,
+// so pass a context that outlives a graceful shutdown and call Stop.
 func (q *Queue) Start(ctx context.Context) error {
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
@@ -220,10 +230,18 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops fetching new jobs and waits for the running ones to finish,
-// or for ctx to end.
+// Stop stops fetching new jobs and waits for the running ones to finish.
+// If ctx ends first, it cancels them (their transactions roll back and
+// the events are retried later) and returns ctx's error.
 func (q *Queue) Stop(ctx context.Context) error {
-	if err := q.client.Stop(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	err := q.client.Stop(ctx)
+	if ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		q.client.StopAndCancel(cctx)
+		return fmt.Errorf("stop job queue: running jobs cancelled: %w", ctx.Err())
+	}
+	if err != nil {
 		return fmt.Errorf("stop job queue: %w", err)
 	}
 	return nil
@@ -342,7 +360,7 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 		return fmt.Errorf("replay event %d: %w", id, err)
 	}
 	defer tx.Rollback()
-	if err := q.db.ResetEventTx(ctx, tx, id); err != nil {
+	if err := q.db.ResetEventTx(ctx, tx, id, q.cfg.Now()); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	if _, err := q.client.InsertTx(ctx, tx, processArgs{EventID: id, Replay: q.cfg.Now().UnixNano()}, nil); err != nil {
@@ -354,11 +372,18 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 	return nil
 }
 
-// Sweep enqueues a job for each event that has waited longer than
-// SweepAge; events whose job is still pending are skipped by the job's
-// uniqueness. It returns how many jobs it inserted.
+// Sweep enqueues a job for the events still received whose job was last
+// enqueued more than SweepAge ago, at most SweepBatch of them, oldest
+// first. An event whose job is still live is not given a second one (the
+// job's uniqueness). It returns how many jobs it inserted.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
-	ids, err := q.db.WaitingSince(ctx, q.cfg.Now().Add(-q.cfg.SweepAge), 1000)
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	defer tx.Rollback()
+	now := q.cfg.Now()
+	ids, err := q.db.RequeueStaleTx(ctx, tx, now.Add(-q.cfg.SweepAge), now, q.cfg.SweepBatch)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
@@ -366,9 +391,12 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: processArgs{EventID: id}}
 	}
-	res, err := q.client.InsertMany(ctx, params)
+	res, err := q.client.InsertManyTx(ctx, tx, params)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: enqueue %d waiting events: %w", len(ids), err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("sweep: commit: %w", err)
 	}
 	n := 0
 	for _, r := range res {

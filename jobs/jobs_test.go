@@ -314,3 +314,33 @@ func TestPanickingHandlerIsAFailedAttempt(t *testing.T) {
 		}
 	})
 }
+
+func TestStopLetsRunningJobsFinish(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		started, release := make(chan struct{}), make(chan struct{})
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			close(started)
+			<-release
+			return effect(ctx, tx, ev)
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		ev := event("evt_inflight")
+		ingest(t, q, ev)
+		if err := q.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		stopped := make(chan error, 1)
+		go func() { stopped <- q.Stop(context.Background()) }()
+		time.Sleep(100 * time.Millisecond)
+		close(release)
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		got, _ := db.Event(context.Background(), ev.ID)
+		if got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+			t.Fatalf("after Stop: %s with %d effects, want processed with 1", got.Status, effects(t, db, ev.EventID))
+		}
+	})
+}

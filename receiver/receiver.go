@@ -51,21 +51,19 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Observe, if set, is called once per delivery with the source name
-	// (empty if unknown) and the outcome, for metrics.
-	Observe func(source string, o Outcome)
+	// StoreTimeout bounds the wait for the store's commit; past it the
+	// delivery is answered 503 and the provider retries. Default 5s.
+	StoreTimeout time.Duration
 }
 
-// Outcome is how a delivery was answered.
+// Outcome is how an accepted delivery was answered (the "status" of a 200).
 type Outcome string
 
-// The outcomes of a delivery.
+// The outcomes of an accepted delivery.
 const (
-	Stored      Outcome = "stored"
-	Duplicate   Outcome = "duplicate"
-	Ignored     Outcome = "ignored"
-	Rejected    Outcome = "rejected"
-	Unavailable Outcome = "unavailable"
+	Stored    Outcome = "stored"
+	Duplicate Outcome = "duplicate"
+	Ignored   Outcome = "ignored"
 )
 
 // Receiver is the webhook http.Handler. It is safe for concurrent use.
@@ -90,8 +88,8 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Observe == nil {
-		cfg.Observe = func(string, Outcome) {}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 5 * time.Second
 	}
 	r := &Receiver{cfg: cfg, sources: make(map[string]payhook.Source, len(cfg.Sources))}
 	for _, s := range cfg.Sources {
@@ -156,10 +154,11 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		ev.Status = payhook.StatusIgnored
 		ev.LastError = fmt.Sprintf("event of environment %q on a source of environment %q", env.Environment, src.Environment)
 	}
-	inserted, err := r.cfg.Inbox.Ingest(req.Context(), []*payhook.Event{ev})
+	ctx, cancel := context.WithTimeout(req.Context(), r.cfg.StoreTimeout)
+	defer cancel()
+	inserted, err := r.cfg.Inbox.Ingest(ctx, []*payhook.Event{ev})
 	if err != nil {
 		r.cfg.Logger.Error("webhook not stored", "source", name, "event_id", ev.EventID, "err", err)
-		r.cfg.Observe(name, Unavailable)
 		writeJSON(w, http.StatusServiceUnavailable, response{Error: "could not store the event; retry later"})
 		return
 	}
@@ -172,7 +171,6 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	default:
 		resp.Status, resp.ID = Stored, ev.ID
 	}
-	r.cfg.Observe(name, resp.Status)
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -195,7 +193,6 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, e
 
 func (r *Receiver) reject(w http.ResponseWriter, source string, status int, msg string) {
 	r.cfg.Logger.Info("webhook rejected", "source", source, "status", status, "reason", msg)
-	r.cfg.Observe(source, Rejected)
 	writeJSON(w, status, response{Error: msg})
 }
 

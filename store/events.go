@@ -39,8 +39,8 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 			ev.Status = payhook.StatusReceived
 		}
 		err := tx.QueryRowContext(ctx, `INSERT INTO payhook_events
-			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error, enqueued_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $6)
 			ON CONFLICT (source, event_id) DO NOTHING
 			RETURNING id`,
 			ev.Source, ev.EventID, ev.Type, ev.Environment, db.ts(ev.OccurredAt), db.ts(ev.ReceivedAt),
@@ -112,12 +112,13 @@ func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final b
 }
 
 // ResetEventTx puts an event back to received so that it is processed again
-// (a replay). Ignored events stay ignored. It returns an error wrapping
-// payhook.ErrNotFound if there is no such event that is not ignored.
-func (db *DB) ResetEventTx(ctx context.Context, tx *sql.Tx, id int64) error {
+// (a replay), enqueued at time at. Ignored events stay ignored. It returns
+// an error wrapping payhook.ErrNotFound if there is no such event that is
+// not ignored.
+func (db *DB) ResetEventTx(ctx context.Context, tx *sql.Tx, id int64, at time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
-		SET status = 'received', processed_at = NULL, last_error = ''
-		WHERE id = $1 AND status <> 'ignored'`, id)
+		SET status = 'received', processed_at = NULL, last_error = '', enqueued_at = $2
+		WHERE id = $1 AND status <> 'ignored'`, id, db.ts(at))
 	if err != nil {
 		return fmt.Errorf("reset event %d: %w", id, err)
 	}
@@ -198,25 +199,34 @@ func (db *DB) ListEvents(ctx context.Context, f Filter) ([]*payhook.Event, error
 	return evs, nil
 }
 
-// WaitingSince returns the ids of events still received that arrived before
-// t, oldest first, at most limit of them: the events the sweep re-enqueues.
-func (db *DB) WaitingSince(ctx context.Context, t time.Time, limit int) ([]int64, error) {
-	rows, err := db.SQL.QueryContext(ctx, `SELECT id FROM payhook_events
-		WHERE status = 'received' AND received_at < $1
-		ORDER BY received_at LIMIT $2`, db.ts(t), limit)
+// RequeueStaleTx picks, oldest first, at most limit events still received
+// whose job was last enqueued before the given time, marks them enqueued
+// at now and returns their ids, for the caller to enqueue in tx. Moving
+// enqueued_at forward keeps events whose job is merely waiting out a retry
+// from being picked again and again, so the sweep gets through them all.
+func (db *DB) RequeueStaleTx(ctx context.Context, tx *sql.Tx, before, now time.Time, limit int) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, `UPDATE payhook_events SET enqueued_at = $2
+		WHERE id IN (SELECT id FROM payhook_events
+			WHERE status = 'received' AND enqueued_at < $1
+			ORDER BY enqueued_at LIMIT $3)
+		AND status = 'received'
+		RETURNING id`, db.ts(before), db.ts(now), limit)
 	if err != nil {
-		return nil, fmt.Errorf("list waiting events: %w", err)
+		return nil, fmt.Errorf("requeue stale events: %w", err)
 	}
 	defer rows.Close()
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list waiting events: %w", err)
+			return nil, fmt.Errorf("requeue stale events: %w", err)
 		}
 		ids = append(ids, id)
 	}
-	return ids, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("requeue stale events: %w", err)
+	}
+	return ids, nil
 }
 
 // CountByStatus returns how many events each status holds.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -162,18 +163,16 @@ func TestClaimFinishFail(t *testing.T) {
 		if got.Status != payhook.StatusFailed || got.Attempts != 2 || got.LastError != "last" {
 			t.Fatalf("after final failure: status %s attempts %d error %q", got.Status, got.Attempts, got.LastError)
 		}
-		waiting, err := db.WaitingSince(ctx, t0.Add(time.Second), 10)
-		if err != nil || len(waiting) != 0 {
-			t.Fatalf("WaitingSince = %v, %v; want none", waiting, err)
+		if stale := requeue(t, db, t0.Add(time.Second), t0.Add(time.Second)); len(stale) != 0 {
+			t.Fatalf("stale events = %v; want none", stale)
 		}
 		tx, _ = db.SQL.BeginTx(ctx, nil)
-		if err := db.ResetEventTx(ctx, tx, failing.ID); err != nil {
+		if err := db.ResetEventTx(ctx, tx, failing.ID, t0); err != nil {
 			t.Fatal(err)
 		}
 		tx.Commit()
-		waiting, _ = db.WaitingSince(ctx, t0.Add(time.Second), 10)
-		if len(waiting) != 1 || waiting[0] != failing.ID {
-			t.Fatalf("WaitingSince after reset = %v, want [%d]", waiting, failing.ID)
+		if stale := requeue(t, db, t0.Add(time.Second), t0.Add(time.Second)); len(stale) != 1 || stale[0] != failing.ID {
+			t.Fatalf("stale events after reset = %v, want [%d]", stale, failing.ID)
 		}
 		counts, _ := db.CountByStatus(ctx)
 		if counts[payhook.StatusProcessed] != 1 || counts[payhook.StatusReceived] != 1 {
@@ -216,4 +215,53 @@ func TestOpenBadURL(t *testing.T) {
 			t.Errorf("Open(%q) succeeded, want an error", u)
 		}
 	}
+}
+
+func requeue(t *testing.T, db *store.DB, before, now time.Time) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := db.RequeueStaleTx(ctx, tx, before, now, 2)
+	if err != nil {
+		tx.Rollback()
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func TestRequeueStaleMovesOn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		var evs []*payhook.Event
+		for i := range 5 {
+			ev := newEvent(fmt.Sprint("evt_", i))
+			ev.ReceivedAt = t0.Add(time.Duration(i) * time.Second)
+			evs = append(evs, ev)
+		}
+		insert(t, db, evs...)
+		// Limit 2 per call: three sweeps get through all five, oldest first,
+		// and a fourth finds nothing until they are stale again.
+		var got []string
+		for range 3 {
+			for _, id := range requeue(t, db, t0.Add(time.Hour), t0.Add(time.Hour)) {
+				got = append(got, fmt.Sprint(id))
+			}
+		}
+		want := fmt.Sprint(evs[0].ID, evs[1].ID, evs[2].ID, evs[3].ID, evs[4].ID)
+		if strings.Join(got, " ") != want {
+			t.Fatalf("requeued %v, want %s", got, want)
+		}
+		if again := requeue(t, db, t0.Add(time.Hour), t0.Add(2*time.Hour)); len(again) != 0 {
+			t.Fatalf("requeued again at once: %v", again)
+		}
+		if later := requeue(t, db, t0.Add(3*time.Hour), t0.Add(3*time.Hour)); len(later) != 2 {
+			t.Fatalf("requeued %v once stale again, want 2", later)
+		}
+	})
 }

@@ -89,7 +89,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	if err := queue.Start(ctx); err != nil {
+	// Jobs must outlive the signal: shutdown drains them with Stop.
+	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
 		ln.Close()
 		return err
 	}
