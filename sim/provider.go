@@ -258,13 +258,13 @@ type world struct {
 
 func newWorld() *world {
 	return &world{
-		endpoints:  map[string]*endpointState{},
-		checkouts:  map[string]*Checkout{},
-		payments:   map[string]*Payment{},
-		refunds:    map[string]*Refund{},
-		subs:       map[string]*Subscription{},
-		invoices:   map[string]*Invoice{},
-		idem:       map[string]idemRecord{},
+		endpoints: map[string]*endpointState{},
+		checkouts: map[string]*Checkout{},
+		payments:  map[string]*Payment{},
+		refunds:   map[string]*Refund{},
+		subs:      map[string]*Subscription{},
+		invoices:  map[string]*Invoice{},
+		idem:      map[string]idemRecord{},
 	}
 }
 
