@@ -61,6 +61,18 @@ var builders = map[string]func(o Options) (payhook.Verifier, error){
 	},
 }
 
+// reportsEnvironment lists the providers whose events say their
+// environment: stripe by livemode, billete by environment.
+var reportsEnvironment = map[string]bool{"stripe": true, "billete": true}
+
+// ReportsEnvironment reports whether events of provider name say whether
+// they are test or live events (payhook.Envelope.Environment). Only for
+// those providers can a source filter events by environment; for the
+// others every event would have an empty environment.
+func ReportsEnvironment(name string) bool {
+	return reportsEnvironment[name]
+}
+
 // Names returns the provider names New accepts, sorted.
 func Names() []string {
 	names := make([]string, 0, len(builders))

@@ -64,3 +64,18 @@ func TestNew(t *testing.T) {
 		})
 	}
 }
+
+func TestReportsEnvironment(t *testing.T) {
+	t.Parallel()
+	want := map[string]bool{"stripe": true, "billete": true, "paddle": false, "standard": false, "crypto": false, "hmac": false}
+	for _, name := range provider.Names() {
+		if got, ok := want[name]; !ok || provider.ReportsEnvironment(name) != got {
+			t.Errorf("ReportsEnvironment(%q) = %v; want %v", name, provider.ReportsEnvironment(name), got)
+		}
+	}
+	for _, name := range []string{"", "Stripe", "nope"} {
+		if provider.ReportsEnvironment(name) {
+			t.Errorf("ReportsEnvironment(%q) = true; want false", name)
+		}
+	}
+}

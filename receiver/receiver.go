@@ -4,9 +4,11 @@
 //
 //	status  case
 //	200     new event stored (and its job enqueued), or a duplicate, or an
-//	        event of another environment (stored as ignored)
+//	        event of another environment, or of none when the source has
+//	        one (stored as ignored)
 //	400     missing, malformed, wrong or expired signature; a signed body
-//	        that is not a JSON object or has no event id
+//	        that is not a JSON object or has no event id; an event id or
+//	        type over MaxFieldBytes, not UTF-8 or with control characters
 //	404     unknown source
 //	405     a method other than POST
 //	413     body over the limit
@@ -24,13 +26,22 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/payhook/payhook"
 )
 
 // DefaultMaxBodyBytes is the body limit when Config leaves it zero: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
+
+// MaxFieldBytes bounds an event id and an event type. Longer ones are
+// refused as malformed (400) before the store is touched: stored, they
+// could exceed an index's row size, fail the insert and turn every retry
+// of the provider into a 503.
+const MaxFieldBytes = 255
 
 // Inbox stores verified events once and schedules their processing. It
 // returns only after the commit holding the events, reporting which ones
@@ -145,14 +156,23 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 		return
 	}
+	if err := checkEnvelope(env); err != nil {
+		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
+		return
+	}
 	ev := &payhook.Event{
 		Source: name, EventID: env.EventID, Type: env.Type, Environment: env.Environment,
 		OccurredAt: env.OccurredAt, ReceivedAt: now, Payload: body, SecretID: env.SecretID,
 		Status: payhook.StatusReceived,
 	}
-	if src.Environment != "" && env.Environment != "" && env.Environment != src.Environment {
+	// Fail closed: on a source of one environment, an event that does not
+	// say it belongs there is not processed.
+	if src.Environment != "" && env.Environment != src.Environment {
 		ev.Status = payhook.StatusIgnored
 		ev.LastError = fmt.Sprintf("event of environment %q on a source of environment %q", env.Environment, src.Environment)
+		if env.Environment == "" {
+			ev.LastError = fmt.Sprintf("event does not say its environment, on a source of environment %q", src.Environment)
+		}
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), r.cfg.StoreTimeout)
 	defer cancel()
@@ -172,6 +192,23 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		resp.Status, resp.ID = Stored, ev.ID
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// checkEnvelope returns an error wrapping payhook.ErrMalformed when the
+// event id or type of a verified delivery cannot be stored as it is: over
+// MaxFieldBytes, not UTF-8, or with control characters.
+func checkEnvelope(env payhook.Envelope) error {
+	for _, f := range []struct{ name, value string }{{"event id", env.EventID}, {"event type", env.Type}} {
+		switch {
+		case len(f.value) > MaxFieldBytes:
+			return fmt.Errorf("%s of %d bytes is over the %d-byte limit: %w", f.name, len(f.value), MaxFieldBytes, payhook.ErrMalformed)
+		case !utf8.ValidString(f.value):
+			return fmt.Errorf("%s %q is not UTF-8: %w", f.name, f.value, payhook.ErrMalformed)
+		case strings.ContainsFunc(f.value, unicode.IsControl):
+			return fmt.Errorf("%s %q has control characters: %w", f.name, f.value, payhook.ErrMalformed)
+		}
+	}
+	return nil
 }
 
 // readBody reads the whole body, bounded while it is read.

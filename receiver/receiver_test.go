@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +22,9 @@ import (
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/provider/billete"
+	"github.com/payhook/payhook/provider/providertest"
 	"github.com/payhook/payhook/provider/standard"
+	"github.com/payhook/payhook/provider/stripe"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
 )
@@ -29,6 +32,8 @@ import (
 var (
 	oldSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("old secret, being retired"))
 	newSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("new secret after rotation"))
+	// stripeSecret signs for the stripe-live source.
+	stripeSecret = "whsec_stripe_live_endpoint"
 )
 
 type env struct {
@@ -36,9 +41,11 @@ type env struct {
 	url string // the receiver's base URL
 }
 
-// newEnv serves a receiver over loopback HTTP with one billete source of
-// environment test, accepting the given secrets, on a fresh database. Its
-// queue does not process events.
+// newEnv serves a receiver over loopback HTTP on the database at dbURL
+// with two sources: billete-test, a billete source of environment test
+// accepting the given secrets, and stripe-live, a stripe source of
+// environment live accepting stripeSecret. Its queue does not process
+// events.
 func newEnv(t testing.TB, dbURL string, secrets ...string) *env {
 	return newEnvProcessing(t, dbURL, nil, secrets...)
 }
@@ -72,8 +79,15 @@ func newEnvProcessing(t testing.TB, dbURL string, handlers *payhook.Mux, secrets
 	if err != nil {
 		t.Fatal(err)
 	}
+	sv, err := stripe.New(stripe.Config{Secrets: []string{stripeSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := receiver.New(receiver.Config{
-		Sources:      []payhook.Source{{Name: "billete-test", Provider: "billete", Environment: "test", Verifier: v}},
+		Sources: []payhook.Source{
+			{Name: "billete-test", Provider: "billete", Environment: "test", Verifier: v},
+			{Name: "stripe-live", Provider: "stripe", Environment: "live", Verifier: sv},
+		},
 		Inbox:        q,
 		MaxBodyBytes: 4096,
 		Logger:       slog.New(slog.DiscardHandler),
@@ -106,6 +120,15 @@ func (e *env) post(t *testing.T, source string, b []byte, secret string, at time
 		}
 	}
 	return e.do(t, http.MethodPost, "/webhooks/"+source, h, bytes.NewReader(b))
+}
+
+// stripeSigned returns the headers Stripe sends with b, signed with
+// stripeSecret at time at.
+func stripeSigned(b []byte, at time.Time) http.Header {
+	ts := fmt.Sprint(at.Unix())
+	h := http.Header{}
+	h.Set(stripe.Header, "t="+ts+",v1="+providertest.HMACHex([]byte(stripeSecret), ts+"."+string(b)))
+	return h
 }
 
 func (e *env) do(t *testing.T, method, path string, h http.Header, body io.Reader) (int, map[string]any) {
@@ -174,6 +197,18 @@ func TestReceiverAnswers(t *testing.T) {
 			{"GET", "GET", "billete-test", http.Header{}, nil, 405, "not allowed"},
 			{"PUT", "PUT", "billete-test", mustSign(t, newSecret, "evt_x", now, body("evt_x", "test")), body("evt_x", "test"), 405, "not allowed"},
 			{"body over the limit", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, big()), big(), 413, "limit"},
+			// Malformed before the store: such an id or type would fail
+			// the insert (on PostgreSQL the index row is too large, NUL is
+			// not text) and answer 503 to every retry, forever.
+			{"event id over 255 bytes", "POST", "billete-test", mustSign(t, newSecret, longID, now, body(longID, "test")),
+				body(longID, "test"), 400, "event id of 256 bytes is over the 255-byte limit"},
+			{"huge event id", "POST", "billete-test", mustSign(t, newSecret, hugeID, now, body(hugeID, "test")),
+				body(hugeID, "test"), 400, "event id of 3004 bytes"},
+			{"event type over 255 bytes", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, withType("evt_x", longType)),
+				withType("evt_x", longType), 400, "event type of 256 bytes"},
+			{"event type with NUL", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, withType("evt_x", "a\\u0000b")),
+				withType("evt_x", "a\\u0000b"), 400, "control characters"},
+			{"event id with a control character", "POST", "stripe-live", stripeSigned(ctlID, now), ctlID, 400, "control characters"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				status, answer := e.do(t, tc.method, "/webhooks/"+tc.source, tc.header, bytes.NewReader(tc.body))
@@ -203,6 +238,41 @@ func mustSign(t *testing.T, secret, id string, at time.Time, b []byte) http.Head
 		t.Fatal(err)
 	}
 	return h
+}
+
+var (
+	longID   = "evt_" + strings.Repeat("i", receiver.MaxFieldBytes-3)
+	hugeID   = "evt_" + incompressible(3000)
+	longType = strings.Repeat("t", receiver.MaxFieldBytes+1)
+	ctlID    = []byte(`{"id":"evt_\u0007bell","type":"charge.succeeded","livemode":true}`)
+)
+
+// incompressible returns n random letters: stored in an index, so many
+// of them exceed PostgreSQL's index row size, as repetitions would not.
+func incompressible(n int) string {
+	r := rand.New(rand.NewChaCha8([32]byte{}))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 'a' + byte(r.IntN(26))
+	}
+	return string(b)
+}
+
+// withType is a billete event body with the given (JSON-escaped) type.
+func withType(id, typ string) []byte {
+	return fmt.Appendf(nil, `{"id":%q,"type":"%s","created_at":"2026-11-30T12:00:00Z","environment":"test","data":{}}`, id, typ)
+}
+
+func TestLongestFieldsStored(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		id := longID[:receiver.MaxFieldBytes]
+		b := withType(id, longType[:receiver.MaxFieldBytes])
+		status, answer := e.post(t, "billete-test", b, newSecret, time.Now())
+		if status != 200 || answer["status"] != "stored" {
+			t.Fatalf("id and type of %d bytes: %d %v, want 200 stored", receiver.MaxFieldBytes, status, answer)
+		}
+	})
 }
 
 func big() []byte {
@@ -308,6 +378,48 @@ func TestOtherEnvironmentIgnored(t *testing.T) {
 	})
 }
 
+func TestEnvironmentFailsClosed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL, newSecret)
+		for _, tc := range []struct {
+			name       string
+			body       string
+			wantStatus string
+			wantReason string
+		}{
+			{"live event", `{"id":"evt_live","type":"charge.succeeded","livemode":true}`, "stored", ""},
+			{"test event", `{"id":"evt_test","type":"charge.succeeded","livemode":false}`, "ignored",
+				`event of environment "test" on a source of environment "live"`},
+			{"event that does not say", `{"id":"evt_none","type":"charge.succeeded"}`, "ignored",
+				`event does not say its environment, on a source of environment "live"`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				b := []byte(tc.body)
+				status, answer := e.do(t, "POST", "/webhooks/stripe-live", stripeSigned(b, time.Now()), bytes.NewReader(b))
+				if status != 200 || answer["status"] != tc.wantStatus || (tc.wantReason != "" && answer["reason"] != tc.wantReason) {
+					t.Fatalf("%d %v; want 200 %s %q", status, answer, tc.wantStatus, tc.wantReason)
+				}
+				var id struct{ ID string }
+				json.Unmarshal(b, &id)
+				evs, err := e.db.ListEvents(context.Background(), store.Filter{EventID: id.ID})
+				if err != nil || len(evs) != 1 {
+					t.Fatalf("ListEvents = %v, %v; want the event", evs, err)
+				}
+				wantStatus := payhook.StatusReceived
+				if tc.wantStatus == "ignored" {
+					wantStatus = payhook.StatusIgnored
+				}
+				if evs[0].Status != wantStatus || evs[0].LastError != tc.wantReason {
+					t.Fatalf("stored %s (%q); want %s (%q)", evs[0].Status, evs[0].LastError, wantStatus, tc.wantReason)
+				}
+			})
+		}
+		if ev, jobs := e.counts(t); ev != 3 || jobs != 1 {
+			t.Fatalf("%d events, %d jobs; want 3 stored and a job for the live one only", ev, jobs)
+		}
+	})
+}
+
 func TestSecretRotation(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		e := newEnv(t, dbURL, oldSecret, newSecret)
@@ -322,7 +434,9 @@ func TestSecretRotation(t *testing.T) {
 			t.Fatalf("secret ids %q and %q: want two distinct fingerprints, never the secret", evs[0].SecretID, evs[1].SecretID)
 		}
 
-		retired := newEnv(t, dbtest.URL(t, "sqlite"), newSecret)
+		// The same database (this engine's), behind a receiver that no
+		// longer has the old secret.
+		retired := newEnv(t, dbURL, newSecret)
 		if status, _ := retired.post(t, "billete-test", body("evt_rot_old", "test"), oldSecret, time.Now()); status != 400 {
 			t.Fatalf("removed secret: status %d, want 400", status)
 		}

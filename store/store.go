@@ -11,14 +11,19 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/payhook/payhook"
 )
 
 // Engine names a database engine.
@@ -92,6 +97,88 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 // Close closes the pool.
 func (db *DB) Close() error { return db.SQL.Close() }
 
+// OpenExisting opens the database at rawURL like Open, for tools that
+// read an existing payhook database: it creates nothing and refuses a
+// database without payhook's current schema. A SQLite file that does not
+// exist is not created. Its errors wrap payhook.ErrNotFound when the file
+// or the schema is missing, so a mistyped URL is reported, not answered
+// from a fresh empty database.
+func OpenExisting(ctx context.Context, rawURL string) (*DB, error) {
+	if rawURL == "" {
+		rawURL = DefaultURL
+	}
+	engine, target, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if engine == SQLite {
+		if _, err := os.Stat(target); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("database %s does not exist (no file %s); run payhook migrate to create it: %w",
+					redact(rawURL), target, payhook.ErrNotFound)
+			}
+			return nil, fmt.Errorf("database %s: %w", redact(rawURL), err)
+		}
+	}
+	db, err := Open(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.CheckSchema(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// CheckSchema returns nil when the database holds every embedded
+// migration, and an error wrapping payhook.ErrNotFound when it holds no
+// payhook schema or one behind this build's. It changes nothing.
+func (db *DB) CheckSchema(ctx context.Context) error {
+	ms, err := Migrations(db.Engine)
+	if err != nil {
+		return err
+	}
+	exists := `SELECT to_regclass('payhook_schema_migrations') IS NOT NULL`
+	if db.Engine == SQLite {
+		exists = `SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'payhook_schema_migrations'`
+	}
+	var ok bool
+	if err := db.SQL.QueryRowContext(ctx, exists).Scan(&ok); err != nil {
+		return fmt.Errorf("check schema of %s: %w", db.URL, err)
+	}
+	if !ok {
+		return fmt.Errorf("database %s has no payhook schema; run payhook migrate: %w", db.URL, payhook.ErrNotFound)
+	}
+	rows, err := db.SQL.QueryContext(ctx, `SELECT version FROM payhook_schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("check schema of %s: %w", db.URL, err)
+	}
+	defer rows.Close()
+	applied := make(map[int]bool)
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return fmt.Errorf("check schema of %s: %w", db.URL, err)
+		}
+		applied[v] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check schema of %s: %w", db.URL, err)
+	}
+	var missing []string
+	for _, m := range ms {
+		if !applied[m.Version] {
+			missing = append(missing, m.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("database %s has a payhook schema behind this payhook's (missing %s); run payhook migrate: %w",
+			db.URL, strings.Join(missing, ", "), payhook.ErrNotFound)
+	}
+	return nil
+}
+
 func parseURL(raw string) (Engine, string, error) {
 	switch {
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
@@ -122,13 +209,38 @@ func sqliteDSN(path string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// redact returns raw with any password hidden: the one of user:pass@ and
+// a password= query parameter (postgres://host/db?password=x). A postgres
+// URL that does not parse is hidden whole.
 func redact(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
+	if err != nil {
+		if engine, _, _ := parseURL(raw); engine == Postgres {
+			return "postgres://(unparsable url, hidden)"
+		}
 		return raw
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	changed := false
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			changed = true
+		}
+	}
+	if u.RawQuery != "" {
+		// Rewritten in place, keeping the order of the other parameters.
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			k, _, _ := strings.Cut(p, "=")
+			if k, err := url.QueryUnescape(k); err == nil && strings.EqualFold(k, "password") {
+				params[i] = "password=xxxxx"
+				changed = true
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+	}
+	if !changed {
+		return raw
 	}
 	return u.String()
 }

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
-	"github.com/payhook/payhook/provider"
-	"github.com/payhook/payhook/provider/hmac"
 	"github.com/payhook/payhook/provider/providertest"
 )
 
@@ -55,7 +53,7 @@ func TestConfigLoad(t *testing.T) {
 		want: fileConfig{Sources: []sourceConfig{{
 			Name: "stripe-live", Provider: "stripe",
 			Secrets:     []string{"whsec_new", "whsec_old"},
-			Environment: "live", Tolerance: duration(5 * time.Minute), line: 2,
+			Environment: "live", Tolerance: "5m",
 		}}},
 	}, {
 		name: "YAML-special characters in a variable stay literal",
@@ -64,7 +62,7 @@ func TestConfigLoad(t *testing.T) {
 		want: fileConfig{Sources: []sourceConfig{{
 			Name: "stripe-live", Provider: "stripe",
 			Secrets:     []string{`": [x]`, "whsec_old"},
-			Environment: "live", Tolerance: duration(5 * time.Minute), line: 2,
+			Environment: "live", Tolerance: "5m",
 		}}},
 	}, {
 		name: "expanded values are not expanded again, other $ forms are kept",
@@ -72,15 +70,15 @@ func TestConfigLoad(t *testing.T) {
 		env:  map[string]string{"A": "${B}", "B": "$$b{}"},
 		want: fileConfig{Sources: []sourceConfig{{
 			Name: "a", Provider: "crypto",
-			Secrets: []string{"${B}x$$b{}", "$HOME", "a$b", "$$b{}"}, line: 2,
+			Secrets: []string{"${B}x$$b{}", "$HOME", "a$b", "$$b{}"},
 		}}},
 	}, {
 		name: "variables in any value, comments ignored",
 		text: "# ${NOT_SET} in a comment\nsources:\n  - name: ${NAME}\n    provider: ${PROVIDER}\n    secrets:\n      - ${SECRET}\n    environment: ${ENV}\n    tolerance: ${TOL}\n",
-		env:  map[string]string{"NAME": "Shop.1", "PROVIDER": "paddle", "SECRET": "true", "ENV": "test", "TOL": "90s"},
+		env:  map[string]string{"NAME": "Shop.1", "PROVIDER": "stripe", "SECRET": "true", "ENV": "test", "TOL": "90s"},
 		want: fileConfig{Sources: []sourceConfig{{
-			Name: "Shop.1", Provider: "paddle", Secrets: []string{"true"},
-			Environment: "test", Tolerance: duration(90 * time.Second), line: 3,
+			Name: "Shop.1", Provider: "stripe", Secrets: []string{"true"},
+			Environment: "test", Tolerance: "90s",
 		}}},
 	}, {
 		name: "hmac source with its options, defaults left to the provider",
@@ -107,10 +105,10 @@ func TestConfigLoad(t *testing.T) {
 			Name: "acme", Provider: "hmac", Secrets: []string{"k1"},
 			Header: "X-Acme-Signature", Prefix: "sha256=", Encoding: "base64",
 			TimestampHeader: "X-Acme-Time", Template: "{timestamp}.{body}",
-			IDField: "event_id", TypeField: "kind", TimeField: "at", line: 2,
+			IDField: "event_id", TypeField: "kind", TimeField: "at",
 		}, {
 			Name: "acme-test", Provider: "hmac", Secrets: []string{"k2"},
-			Header: "X-Sig", IDHeader: "X-Id", Template: "{header:X-Id}:{body}", line: 13,
+			Header: "X-Sig", IDHeader: "X-Id", Template: "{header:X-Id}:{body}",
 		}}},
 	}}
 	for _, tt := range tests {
@@ -136,6 +134,16 @@ func TestConfigLoad(t *testing.T) {
 	}
 }
 
+// loadSources is what serve does with a config file: load it, then build
+// its sources.
+func loadSources(path string, getenv func(string) string) ([]payhook.Source, error) {
+	c, err := loadConfig(path, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return c.sources()
+}
+
 func TestConfigErrors(t *testing.T) {
 	t.Parallel()
 	// source returns a config of one source with the given extra lines.
@@ -150,60 +158,71 @@ func TestConfigErrors(t *testing.T) {
 		want []string // substrings of the error
 	}{
 		{"unset variable", issueExample, nil,
-			[]string{"STRIPE_WEBHOOK_SECRET", "unset or empty", "line 4", `source "stripe-live"`}},
+			[]string{`source "stripe-live": secret 1: environment variable STRIPE_WEBHOOK_SECRET is unset or empty`}},
 		{"empty variable", issueExample, map[string]string{"STRIPE_WEBHOOK_SECRET": ""},
-			[]string{"STRIPE_WEBHOOK_SECRET", "line 4"}},
+			[]string{"STRIPE_WEBHOOK_SECRET", `source "stripe-live"`}},
+		{"unset variable in the name", source(stripe, "  - name: ${NAME}", stripe), nil,
+			[]string{`source "${NAME}": name: environment variable NAME is unset or empty`}},
+		{"unset variable in an hmac option", source("    provider: hmac", "    secrets: [k]", "    header: ${SIG_HEADER}"), nil,
+			[]string{`source "shop": header: environment variable SIG_HEADER`}},
 		{"unclosed reference", source(stripe, "    environment: ${ENV"), nil,
-			[]string{"unclosed ${", "line 5"}},
+			[]string{`source "shop": environment: malformed variable reference "${ENV"`}},
 		{"unsupported reference form", source(stripe, "    environment: ${ENV:-live}"), nil,
-			[]string{"${ENV:-live}", "only ${NAME}"}},
+			[]string{"malformed variable reference", "only ${NAME}"}},
 		{"unknown top-level key", "sources: []\nlisten: :8080\n", nil,
-			[]string{`unknown key "listen"`, "line 2"}},
+			[]string{"line 2", "field listen not found"}},
 		{"unknown source key", source(stripe, "    secret: whsec_y"), nil,
-			[]string{`unknown key "secret"`, "sources[0]", "line 5"}},
-		{"unknown key is reported before unset variables", source("    provider: ${P}", "    secrets: [x]", "    envirnment: live"), nil,
-			[]string{`unknown key "envirnment"`}},
+			[]string{"line 5", "field secret not found"}},
+		{"misspelt key next to an unset variable", source("    provider: ${P}", "    secrets: [x]", "    envirnment: live"), nil,
+			[]string{"line 5", "field envirnment not found"}},
 		{"empty file", "", nil, []string{"no sources"}},
 		{"no sources", "sources: []\n", nil, []string{"no sources"}},
 		{"not YAML", "sources: [\n", nil, []string{"yaml"}},
 		{"two documents", issueExample + "---\n" + issueExample, map[string]string{"STRIPE_WEBHOOK_SECRET": "s"},
 			[]string{"single YAML document"}},
-		{"duplicate key", source(stripe, "    provider: paddle"), nil, []string{"already defined"}},
+		{"duplicate key", source(stripe, "    provider: paddle"), nil, []string{"line 5", `"provider" already defined`}},
 		{"missing name", "sources:\n  - provider: stripe\n    secrets: [x]\n", nil,
-			[]string{"source #1", "name is required"}},
+			[]string{"source #1: name is required"}},
 		{"name not URL-safe", "sources:\n  - name: a/b\n" + stripe + "\n", nil,
 			[]string{`"a/b"`, "name"}},
 		{"name starting with a dot", "sources:\n  - name: .hidden\n" + stripe + "\n", nil,
 			[]string{`".hidden"`, "name"}},
-		{"duplicate names", source(stripe, "  - name: other", stripe, "  - name: Shop", stripe), nil,
-			[]string{`source "Shop" (line 8)`, "already used by source #1"}},
-		{"missing provider", source("    secrets: [x]"), nil, []string{`source "shop"`, "provider is required"}},
+		{"duplicate names, in another case", source(stripe, "  - name: other", stripe, "  - name: Shop", stripe), nil,
+			[]string{`source "Shop": name "Shop" is already used by source #1`}},
+		{"missing provider", source("    secrets: [x]"), nil, []string{`source "shop"`, "unknown provider"}},
 		{"bad provider", source("    provider: strip", "    secrets: [x]"), nil,
 			[]string{`source "shop"`, `provider "strip"`, "stripe"}},
-		{"no secrets", source("    provider: stripe"), nil, []string{`source "shop"`, "secrets"}},
-		{"empty secret list", source("    provider: stripe", "    secrets: []"), nil, []string{`source "shop"`, "secrets"}},
+		{"no secrets", source("    provider: stripe"), nil, []string{`source "shop"`, "no secret"}},
 		{"empty secret", source("    provider: stripe", `    secrets: [whsec_x, ""]`), nil,
 			[]string{`source "shop"`, "secret 2 is empty"}},
 		{"bad environment", source(stripe, "    environment: prod"), nil,
-			[]string{`source "shop"`, `environment "prod"`}},
+			[]string{`source "shop"`, `environment "prod" is neither test nor live`}},
+		{"environment on a provider that does not say it", source("    provider: paddle", "    secrets: [x]", "    environment: live"), nil,
+			[]string{`source "shop": provider paddle does not say an event's environment; remove environment`}},
+		{"environment on hmac", source("    provider: hmac", "    secrets: [x]", "    header: X-Sig", "    environment: test"), nil,
+			[]string{"provider hmac does not say an event's environment"}},
 		{"bad duration", source(stripe, "    tolerance: 5 minutes"), nil,
-			[]string{"line 5", "invalid duration", "5 minutes"}},
-		{"duration without unit", source(stripe, "    tolerance: 300"), nil, []string{"invalid duration"}},
+			[]string{`source "shop": tolerance "5 minutes" is not a duration`}},
+		{"duration without unit", source(stripe, "    tolerance: 300"), nil, []string{`tolerance "300" is not a duration`}},
 		{"negative tolerance", source(stripe, "    tolerance: -1s"), nil,
-			[]string{`source "shop"`, "tolerance -1s is negative"}},
+			[]string{`source "shop"`, "negative tolerance -1s"}},
 		{"hmac option on a stripe source", source(stripe, "    header: X-Sig"), nil,
-			[]string{`source "shop"`, "header is only allowed with provider hmac"}},
+			[]string{`source "shop": header is only allowed with provider hmac, not stripe`}},
 		{"hmac option on a crypto source", source("    provider: crypto", "    secrets: [x]", "    id_field: uid"), nil,
 			[]string{"id_field is only allowed with provider hmac"}},
-		{"secrets not a list", source("    provider: stripe", "    secrets: whsec_x"), nil, []string{"cannot unmarshal"}},
+		{"hmac without a header", source("    provider: hmac", "    secrets: [x]"), nil,
+			[]string{`source "shop": hmac: no signature Header`}},
+		{"hmac timestamp header not signed", source("    provider: hmac", "    secrets: [x]", "    header: X-Sig", "    timestamp_header: X-Ts"), nil,
+			[]string{`source "shop": hmac: TimestampHeader X-Ts is set but template "{body}" does not sign {timestamp}`}},
+		{"secrets not a list", source("    provider: stripe", "    secrets: whsec_x"), nil, []string{"line 4", "cannot unmarshal"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			path := writeConfig(t, tt.text)
-			c, err := loadConfig(path, env(tt.env))
+			srcs, err := loadSources(path, env(tt.env))
 			if err == nil {
-				t.Fatalf("loadConfig = %+v; want an error", c)
+				t.Fatalf("config gave %+v; want an error", srcs)
 			}
 			if !errors.Is(err, payhook.ErrConfig) {
 				t.Errorf("error %q does not wrap payhook.ErrConfig", err)
@@ -214,6 +233,17 @@ func TestConfigErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConfigErrorsHideSecrets: a secret that is not a valid reference is
+// not repeated in the error.
+func TestConfigErrorsHideSecrets(t *testing.T) {
+	t.Parallel()
+	text := "sources:\n  - name: shop\n    provider: stripe\n    secrets: [\"hunter2${oops-hunter2\"]\n"
+	_, err := loadConfig(writeConfig(t, text), env(nil))
+	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "secret 1: malformed variable reference") {
+		t.Errorf("loadConfig = %v; want an error about secret 1 without its value", err)
 	}
 }
 
@@ -230,7 +260,6 @@ func TestConfigSources(t *testing.T) {
 	text := issueExample + `  - name: acme
     provider: hmac
     secrets: ["${ACME_SECRET}"]
-    environment: test
     header: X-Acme-Signature
     prefix: "sha256="
   - name: broken-hmac
@@ -257,7 +286,7 @@ func TestConfigSources(t *testing.T) {
 	}
 	for i, want := range []payhook.Source{
 		{Name: "stripe-live", Provider: "stripe", Environment: "live"},
-		{Name: "acme", Provider: "hmac", Environment: "test"},
+		{Name: "acme", Provider: "hmac"},
 	} {
 		got := sources[i]
 		if got.Name != want.Name || got.Provider != want.Provider || got.Environment != want.Environment || got.Verifier == nil {
@@ -310,70 +339,11 @@ func TestConfigSources(t *testing.T) {
 
 func TestConfigSourcesValidates(t *testing.T) {
 	t.Parallel()
-	c := &fileConfig{Sources: []sourceConfig{{Name: "x", Provider: "stripe"}}}
-	if _, err := c.sources(); !errors.Is(err, payhook.ErrConfig) || !strings.Contains(err.Error(), `source "x"`) {
-		t.Errorf("sources without secrets = %v; want ErrConfig naming the source", err)
-	}
-}
-
-func TestConfigOptions(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		src  sourceConfig
-		want provider.Options
-	}{
-		{"tolerance defaults to 5m",
-			sourceConfig{Provider: "stripe", Secrets: []string{"s"}},
-			provider.Options{Provider: "stripe", Secrets: []string{"s"}, Tolerance: 5 * time.Minute}},
-		{"tolerance is kept",
-			sourceConfig{Provider: "paddle", Secrets: []string{"s"}, Tolerance: duration(time.Minute)},
-			provider.Options{Provider: "paddle", Secrets: []string{"s"}, Tolerance: time.Minute}},
-		{"hmac fields are passed on",
-			sourceConfig{Provider: "hmac", Secrets: []string{"s"}, Header: "H", Prefix: "p=", Encoding: "hex",
-				TimestampHeader: "T", Template: "{timestamp}{body}{header:I}", IDField: "i", IDHeader: "I",
-				TypeField: "ty", TimeField: "ti"},
-			provider.Options{Provider: "hmac", Secrets: []string{"s"}, Tolerance: 5 * time.Minute,
-				HMAC: hmac.Config{Header: "H", Prefix: "p=", Encoding: "hex", TimestampHeader: "T",
-					Template: "{timestamp}{body}{header:I}", IDField: "i", IDHeader: "I", TypeField: "ty", TimeField: "ti"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if got := tt.src.options(); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("options() = %+v; want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestConfigAnchors(t *testing.T) {
-	t.Parallel()
-	text := `sources:
-  - &base
-    name: a
-    provider: stripe
-    secrets: ["${S}"]
-  - <<: *base
-    name: b
-    environment: test
-`
-	// The anchor is expanded once: its value is not expanded again.
-	c, err := loadConfig(writeConfig(t, text), env(map[string]string{"S": "${S}"}))
-	if err != nil {
-		t.Fatalf("loadConfig: %v", err)
-	}
-	if len(c.Sources) != 2 {
-		t.Fatalf("got %d sources; want 2", len(c.Sources))
-	}
-	for i, name := range []string{"a", "b"} {
-		s := c.Sources[i]
-		if s.Name != name || s.Provider != "stripe" || len(s.Secrets) != 1 || s.Secrets[0] != "${S}" {
-			t.Errorf("source %d = %+v", i, s)
-		}
-	}
-	if _, err := loadConfig(writeConfig(t, text+"    bogus: 1\n"), env(map[string]string{"S": "x"})); err == nil ||
-		!strings.Contains(err.Error(), `unknown key "bogus"`) {
-		t.Errorf("unknown key next to a merge = %v; want an error naming it", err)
+	ok := sourceConfig{Name: "x", Provider: "stripe", Secrets: []string{"s"}}
+	dup := ok
+	dup.Name = "X"
+	c := &fileConfig{Sources: []sourceConfig{ok, dup}}
+	if _, err := c.sources(); !errors.Is(err, payhook.ErrConfig) || !strings.Contains(err.Error(), `source "X": name "X" is already used`) {
+		t.Errorf("sources with a duplicate name = %v; want ErrConfig naming it", err)
 	}
 }

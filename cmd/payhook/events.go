@@ -61,7 +61,7 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 	if *status != "" && !payhook.Status(*status).Valid() {
 		return fmt.Errorf("%w: --status %q: want received, processed, ignored or failed", errUsage, *status)
 	}
-	db, err := m.openDB(ctx, *dbURL, true)
+	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (m *Main) eventsShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := m.openDB(ctx, *dbURL, true)
+	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%w: replay takes payhook's numeric event id, got %q (see payhook events show)", errUsage, key)
 	}
-	db, err := m.openDB(ctx, *dbURL, true)
+	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
@@ -157,6 +157,14 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "event %d re-enqueued; a running payhook serve on this database processes it again\n", id)
 	return nil
+}
+
+// openExisting opens the database named by the flag or PAYHOOK_DB for
+// the events commands. Unlike serve and migrate it creates and migrates
+// nothing: a mistyped URL or a database payhook never migrated is an
+// error, not a fresh empty database answering "(no events)".
+func (m *Main) openExisting(ctx context.Context, flagURL string) (*store.DB, error) {
+	return store.OpenExisting(ctx, m.env(flagURL, "PAYHOOK_DB", store.DefaultURL))
 }
 
 // oneArg parses flags that may come before or after one positional arg.

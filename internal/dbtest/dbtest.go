@@ -28,10 +28,14 @@ const EnvPostgres = "PAYHOOK_TEST_POSTGRES"
 var Engines = []string{"sqlite", "postgres"}
 
 // Each runs f as a subtest per engine with a fresh, empty database URL.
+// The engines' subtests run in parallel with each other.
 func Each(t *testing.T, f func(t *testing.T, dbURL string)) {
 	t.Helper()
 	for _, engine := range Engines {
-		t.Run(engine, func(t *testing.T) { f(t, URL(t, engine)) })
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			f(t, URL(t, engine))
+		})
 	}
 }
 

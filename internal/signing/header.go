@@ -3,6 +3,7 @@ package signing
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/payhook/payhook"
 )
@@ -28,4 +29,70 @@ func Params(header, sep string) (map[string][]string, error) {
 		out[strings.TrimSpace(k)] = append(out[strings.TrimSpace(k)], strings.TrimSpace(v))
 	}
 	return out, nil
+}
+
+// KeyValueHeader is a signature scheme whose header holds key=value
+// entries: one timestamp and one or more hex signatures, each the
+// HMAC-SHA256 of "<timestamp><Joiner><raw body>". Stripe ("t=..,v1=..")
+// and Paddle ("ts=..;h1=..") sign this way. Entries with other keys are
+// ignored; several signature entries let a provider sign with two
+// secrets while it rolls one.
+type KeyValueHeader struct {
+	// Header is the name of the signature header, e.g. "Stripe-Signature".
+	Header string
+	// Sep separates the entries, e.g. ",".
+	Sep string
+	// TimestampKey is the key of the unix-seconds timestamp, e.g. "t".
+	TimestampKey string
+	// SignatureKey is the key of a hex signature, e.g. "v1".
+	SignatureKey string
+	// Joiner goes between the timestamp and the body in the signed
+	// string, e.g. '.'.
+	Joiner byte
+}
+
+// Verify checks d's signature header against secrets and the signed
+// timestamp against tolerance of d.ReceivedAt, and returns the secret that
+// matched. Its errors wrap payhook.ErrSignature and carry no provider
+// prefix, so callers add their own: the header is missing or malformed,
+// has no or several timestamps, no signature, a signature that is not
+// hex, no signature that matches, or a timestamp out of tolerance.
+func (s KeyValueHeader) Verify(d payhook.Delivery, secrets []Secret, tolerance time.Duration) (Secret, error) {
+	header := d.Header.Get(s.Header)
+	if header == "" {
+		return Secret{}, fmt.Errorf("missing %s header: %w", s.Header, payhook.ErrSignature)
+	}
+	params, err := Params(header, s.Sep)
+	if err != nil {
+		return Secret{}, fmt.Errorf("malformed %s header: %w", s.Header, err)
+	}
+	if len(params[s.TimestampKey]) != 1 {
+		return Secret{}, fmt.Errorf("%s header needs exactly one %s=: %w", s.Header, s.TimestampKey, payhook.ErrSignature)
+	}
+	tsText := params[s.TimestampKey][0]
+	ts, err := ParseUnix(tsText)
+	if err != nil {
+		return Secret{}, err
+	}
+	if len(params[s.SignatureKey]) == 0 {
+		return Secret{}, fmt.Errorf("%s header has no %s signature: %w", s.Header, s.SignatureKey, payhook.ErrSignature)
+	}
+	candidates := make([][]byte, 0, len(params[s.SignatureKey]))
+	for _, sig := range params[s.SignatureKey] {
+		b, err := DecodeHex(sig)
+		if err != nil {
+			return Secret{}, fmt.Errorf("%s: %w", s.SignatureKey, err)
+		}
+		candidates = append(candidates, b)
+	}
+	msg := make([]byte, 0, len(tsText)+1+len(d.Body))
+	msg = append(append(append(msg, tsText...), s.Joiner), d.Body...)
+	secret, ok := MatchHMAC(secrets, msg, candidates)
+	if !ok {
+		return Secret{}, fmt.Errorf("no %s signature matches: %w", s.SignatureKey, payhook.ErrSignature)
+	}
+	if err := CheckTimestamp(ts, d.ReceivedAt, tolerance); err != nil {
+		return Secret{}, err
+	}
+	return secret, nil
 }

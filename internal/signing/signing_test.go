@@ -3,7 +3,9 @@ package signing_test
 import (
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,4 +239,54 @@ func TestObject(t *testing.T) {
 	check(`Time("r")`, tm, time.Date(2023, 11, 14, 21, 13, 20, 0, time.UTC), err, false)
 	tm, err = o.Time("z")
 	check(`Time("z")`, tm, time.Time{}, err, false)
+}
+
+// TestKeyValueHeader uses Paddle's scheme and a vector computed with
+// Python, independently of this package:
+//
+//	hmac.new(b"pdl_ntfset_01hpayhook_TestSecretKey", b"1700000000:" + body, hashlib.sha256).hexdigest()
+func TestKeyValueHeader(t *testing.T) {
+	t.Parallel()
+	const (
+		body = `{"event_id":"evt_01hv8x2payhook","event_type":"transaction.completed","occurred_at":"2023-11-14T22:13:10.123456Z","notification_id":"ntf_01","data":{"id":"txn_01"}}`
+		key  = "pdl_ntfset_01hpayhook_TestSecretKey"
+		sig  = "4a589193d4ea99dabc2191aebfb9721b12bacb7d6c50035e4a71a2f6fa929dc7"
+	)
+	scheme := signing.KeyValueHeader{Header: "X-Sig", Sep: ";", TimestampKey: "ts", SignatureKey: "h1", Joiner: ':'}
+	secrets, _ := signing.ParseSecrets([]string{"other", key})
+	at := time.Unix(1700000000, 0)
+	tests := []struct {
+		header   string
+		received time.Time
+		want     string // the error, or "" for the fingerprint of key
+	}{
+		{"ts=1700000000;h1=" + sig, at, ""},
+		{" h1=00ff ; ts=1700000000 ; h1=" + sig + "; v0=x", at.Add(-time.Minute), ""},
+		{"", at, "missing X-Sig header: invalid signature"},
+		{"ts=1700000000;h1", at, `malformed X-Sig header: entry "h1" is not key=value: invalid signature`},
+		{"h1=" + sig, at, "X-Sig header needs exactly one ts=: invalid signature"},
+		{"ts=1;ts=1700000000;h1=" + sig, at, "X-Sig header needs exactly one ts=: invalid signature"},
+		{"ts=soon;h1=" + sig, at, `timestamp "soon" is not unix seconds: invalid signature`},
+		{"ts=1700000000;v1=" + sig, at, "X-Sig header has no h1 signature: invalid signature"},
+		{"ts=1700000000;h1=xyz", at, "h1: "},
+		{"ts=1700000001;h1=" + sig, at, "no h1 signature matches: invalid signature"},
+		{"ts=1700000000,h1=" + sig, at, `timestamp "1700000000,h1=`},
+		{"ts=1700000000;h1=" + sig, at.Add(6 * time.Minute), "timestamp 1700000000 is 6m0s old, beyond the 5m0s tolerance: invalid signature"},
+	}
+	for _, tc := range tests {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("x-sig", tc.header)
+		}
+		got, err := scheme.Verify(payhook.Delivery{Header: h, Body: []byte(body), ReceivedAt: tc.received}, secrets, 5*time.Minute)
+		if tc.want == "" {
+			if err != nil || got.ID != signing.Fingerprint(key) {
+				t.Errorf("Verify(%q) = %q, %v; want %q", tc.header, got.ID, err, signing.Fingerprint(key))
+			}
+			continue
+		}
+		if !errors.Is(err, payhook.ErrSignature) || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Verify(%q) = %v; want an ErrSignature starting %q", tc.header, err, tc.want)
+		}
+	}
 }

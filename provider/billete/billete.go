@@ -42,9 +42,9 @@ func New(cfg Config) (*Verifier, error) {
 // id, type, created_at and environment. It returns an error wrapping
 // payhook.ErrSignature when a header is missing or malformed, no signature
 // matches or the timestamp is out of tolerance, and payhook.ErrMalformed
-// when the signed body is not a JSON object, lacks id or type, has an
-// environment other than "test" or "live", or has an id other than the
-// webhook-id header.
+// when the signed body is not a JSON object, lacks id or type, lacks
+// environment or has one other than "test" or "live", or has an id other
+// than the webhook-id header.
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	signed, err := v.std.VerifySignature(d)
 	if err != nil {
@@ -81,8 +81,12 @@ func envelope(body []byte) (payhook.Envelope, error) {
 	if env.Environment, err = o.String("environment"); err != nil {
 		return payhook.Envelope{}, err
 	}
+	// Required: a source filtering by environment must never have to let
+	// through an event that does not say its own.
 	switch env.Environment {
-	case "", "test", "live":
+	case "test", "live":
+	case "":
+		return payhook.Envelope{}, fmt.Errorf("field \"environment\" is missing (want test or live): %w", payhook.ErrMalformed)
 	default:
 		return payhook.Envelope{}, fmt.Errorf("environment %q is neither test nor live: %w",
 			signing.Abbrev(env.Environment), payhook.ErrMalformed)

@@ -121,13 +121,21 @@ func TestBody(t *testing.T) {
 	tests := []struct {
 		name, id, body, wantMsg string
 	}{
-		{"id differs from webhook-id", "evt_header", `{"id":"evt_body","type":"checkout.completed"}`,
+		{"id differs from webhook-id", "evt_header", `{"id":"evt_body","type":"checkout.completed","environment":"test"}`,
 			`billete: body id "evt_body" differs from webhook-id "evt_header": malformed event`},
 		{"unknown environment", "evt_1", `{"id":"evt_1","type":"x","environment":"staging"}`,
 			`billete: environment "staging" is neither test nor live: malformed event`},
+		{"no environment", "evt_1", `{"id":"evt_1","type":"x","created_at":"2025-06-01T12:00:00Z"}`,
+			`billete: field "environment" is missing (want test or live): malformed event`},
+		{"empty environment", "evt_1", `{"id":"evt_1","type":"x","environment":""}`,
+			`billete: field "environment" is missing (want test or live): malformed event`},
+		{"environment not a string", "evt_1", `{"id":"evt_1","type":"x","environment":true}`,
+			`billete: field "environment" is not a string: malformed event`},
+		{"environment in another case", "evt_1", `{"id":"evt_1","type":"x","environment":"LIVE"}`,
+			`billete: environment "LIVE" is neither test nor live: malformed event`},
 		{"no type", "evt_1", `{"id":"evt_1"}`, `billete: field "type" is missing: malformed event`},
 		{"id not a string", "evt_1", `{"id":1,"type":"x"}`, `billete: field "id" is not a string: malformed event`},
-		{"bad created_at", "evt_1", `{"id":"evt_1","type":"x","created_at":"1 June"}`, `billete: field "created_at" is not an RFC 3339 time: malformed event`},
+		{"bad created_at", "evt_1", `{"id":"evt_1","type":"x","created_at":"1 June","environment":"live"}`, `billete: field "created_at" is not an RFC 3339 time: malformed event`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

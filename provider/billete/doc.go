@@ -9,5 +9,6 @@
 //	 "environment":"test"|"live","api_version":"...","data":{...}}
 //
 // The event id is the body's id, the same on every retry; a webhook-id
-// header that says otherwise makes the delivery malformed.
+// header that says otherwise makes the delivery malformed, and so does a
+// body without an environment of "test" or "live".
 package billete

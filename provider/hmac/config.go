@@ -28,8 +28,10 @@ type Config struct {
 	// padded or not). If empty, defaults to "hex".
 	Encoding string
 	// TimestampHeader, if set, names a header of unix seconds that every
-	// delivery must carry and that is checked against Tolerance. The
-	// template should sign it ({timestamp}), or the check proves nothing.
+	// delivery must carry and that is checked against Tolerance. It is
+	// required exactly when the template signs {timestamp}: an unsigned
+	// timestamp header proves nothing, since a captured body would verify
+	// with any fresh one.
 	TimestampHeader string
 	// Template is the signed string. Placeholders: {body} (the raw body,
 	// required), {timestamp} (the TimestampHeader value, which must then
@@ -121,6 +123,9 @@ func (cfg Config) withDefaults() (Config, []part, error) {
 		return cfg, nil, fmt.Errorf("template %q does not sign {body}: %w", cfg.Template, payhook.ErrConfig)
 	case hasTimestamp && cfg.TimestampHeader == "":
 		return cfg, nil, fmt.Errorf("template %q uses {timestamp} but no TimestampHeader is set: %w", cfg.Template, payhook.ErrConfig)
+	case !hasTimestamp && cfg.TimestampHeader != "":
+		return cfg, nil, fmt.Errorf("TimestampHeader %s is set but template %q does not sign {timestamp}, "+
+			"so a captured body would verify with any fresh timestamp: %w", cfg.TimestampHeader, cfg.Template, payhook.ErrConfig)
 	case cfg.IDHeader != "" && !hasID:
 		return cfg, nil, fmt.Errorf("template %q does not sign the id header {header:%s}: %w", cfg.Template, cfg.IDHeader, payhook.ErrConfig)
 	}

@@ -24,7 +24,8 @@ var _ payhook.Verifier = (*Verifier)(nil)
 // payhook.ErrConfig when no secret is given, a secret is empty, the
 // tolerance is negative, Header is empty, Encoding is unknown, or Template
 // is invalid, does not sign {body}, uses {timestamp} without
-// TimestampHeader or does not sign IDHeader.
+// TimestampHeader, has TimestampHeader without signing {timestamp}, or
+// does not sign IDHeader.
 func New(cfg Config) (*Verifier, error) {
 	secrets, err := signing.ParseSecrets(cfg.Secrets)
 	if err != nil {

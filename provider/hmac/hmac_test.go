@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,6 +152,8 @@ func TestConfig(t *testing.T) {
 		{"bad encoding", hmac.Config{Secrets: s, Header: "X-Sig", Encoding: "base32"}},
 		{"template without body", hmac.Config{Secrets: s, Header: "X-Sig", Template: "{header:X-Id}"}},
 		{"timestamp without header", hmac.Config{Secrets: s, Header: "X-Sig", Template: "{timestamp}.{body}"}},
+		{"timestamp header not signed", hmac.Config{Secrets: s, Header: "X-Sig", TimestampHeader: "X-Ts", Template: "{body}"}},
+		{"timestamp header, default template", hmac.Config{Secrets: s, Header: "X-Sig", TimestampHeader: "X-Ts"}},
 		{"unknown placeholder", hmac.Config{Secrets: s, Header: "X-Sig", Template: "{now}.{body}"}},
 		{"empty header placeholder", hmac.Config{Secrets: s, Header: "X-Sig", Template: "{header:}.{body}"}},
 		{"unclosed brace", hmac.Config{Secrets: s, Header: "X-Sig", Template: "{body"}},
@@ -165,6 +168,10 @@ func TestConfig(t *testing.T) {
 				t.Errorf("New = %v; want ErrConfig", err)
 			}
 		})
+	}
+	_, err := hmac.New(hmac.Config{Secrets: s, Header: "X-Sig", TimestampHeader: "X-Ts", Template: "{body}"})
+	if want := `hmac: TimestampHeader X-Ts is set but template "{body}" does not sign {timestamp}`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("New(unsigned timestamp header) = %v; want an error starting %q", err, want)
 	}
 	ok := hmac.Config{Secrets: s, Header: "X-Sig", IDHeader: "x-id", Template: "{header:X-Id}:{body}"}
 	if _, err := hmac.New(ok); err != nil {

@@ -29,6 +29,10 @@ type Verifier struct {
 
 var _ payhook.Verifier = (*Verifier)(nil)
 
+// scheme is how Paddle signs: "ts=<unix>;h1=<hex>[;h1=...]", each h1
+// the HMAC-SHA256 of "<ts>:<raw body>".
+var scheme = signing.KeyValueHeader{Header: Header, Sep: ";", TimestampKey: "ts", SignatureKey: "h1", Joiner: ':'}
+
 // New returns a Verifier for cfg. It returns an error wrapping
 // payhook.ErrConfig when no secret is given, a secret is empty or the
 // tolerance is negative.
@@ -53,39 +57,8 @@ func New(cfg Config) (*Verifier, error) {
 // payhook.ErrMalformed when the signed body is not a JSON object or lacks
 // event_id or event_type.
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
-	header := d.Header.Get(Header)
-	if header == "" {
-		return payhook.Envelope{}, fmt.Errorf("paddle: missing %s header: %w", Header, payhook.ErrSignature)
-	}
-	params, err := signing.Params(header, ";")
+	secret, err := scheme.Verify(d, v.secrets, v.tolerance)
 	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("paddle: malformed %s header: %w", Header, err)
-	}
-	if len(params["ts"]) != 1 {
-		return payhook.Envelope{}, fmt.Errorf("paddle: %s header needs exactly one ts=: %w", Header, payhook.ErrSignature)
-	}
-	ts, err := signing.ParseUnix(params["ts"][0])
-	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
-	}
-	if len(params["h1"]) == 0 {
-		return payhook.Envelope{}, fmt.Errorf("paddle: %s header has no h1 signature: %w", Header, payhook.ErrSignature)
-	}
-	candidates := make([][]byte, 0, len(params["h1"]))
-	for _, s := range params["h1"] {
-		b, err := signing.DecodeHex(s)
-		if err != nil {
-			return payhook.Envelope{}, fmt.Errorf("paddle: h1: %w", err)
-		}
-		candidates = append(candidates, b)
-	}
-	msg := make([]byte, 0, len(params["ts"][0])+1+len(d.Body))
-	msg = append(append(append(msg, params["ts"][0]...), ':'), d.Body...)
-	secret, ok := signing.MatchHMAC(v.secrets, msg, candidates)
-	if !ok {
-		return payhook.Envelope{}, fmt.Errorf("paddle: no h1 signature matches: %w", payhook.ErrSignature)
-	}
-	if err := signing.CheckTimestamp(ts, d.ReceivedAt, v.tolerance); err != nil {
 		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
 	}
 	env, err := envelope(d.Body)

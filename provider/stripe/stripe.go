@@ -29,6 +29,10 @@ type Verifier struct {
 
 var _ payhook.Verifier = (*Verifier)(nil)
 
+// scheme is how Stripe signs: "t=<unix>,v1=<hex>[,v1=...]", each v1
+// the HMAC-SHA256 of "<t>.<raw body>".
+var scheme = signing.KeyValueHeader{Header: Header, Sep: ",", TimestampKey: "t", SignatureKey: "v1", Joiner: '.'}
+
 // New returns a Verifier for cfg. It returns an error wrapping
 // payhook.ErrConfig when no secret is given, a secret is empty or the
 // tolerance is negative.
@@ -52,39 +56,8 @@ func New(cfg Config) (*Verifier, error) {
 // tolerance, and payhook.ErrMalformed when the signed body is not a JSON
 // object or lacks an id or type.
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
-	header := d.Header.Get(Header)
-	if header == "" {
-		return payhook.Envelope{}, fmt.Errorf("stripe: missing %s header: %w", Header, payhook.ErrSignature)
-	}
-	params, err := signing.Params(header, ",")
+	secret, err := scheme.Verify(d, v.secrets, v.tolerance)
 	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("stripe: malformed %s header: %w", Header, err)
-	}
-	if len(params["t"]) != 1 {
-		return payhook.Envelope{}, fmt.Errorf("stripe: %s header needs exactly one t=: %w", Header, payhook.ErrSignature)
-	}
-	ts, err := signing.ParseUnix(params["t"][0])
-	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
-	}
-	if len(params["v1"]) == 0 {
-		return payhook.Envelope{}, fmt.Errorf("stripe: %s header has no v1 signature: %w", Header, payhook.ErrSignature)
-	}
-	candidates := make([][]byte, 0, len(params["v1"]))
-	for _, s := range params["v1"] {
-		b, err := signing.DecodeHex(s)
-		if err != nil {
-			return payhook.Envelope{}, fmt.Errorf("stripe: v1: %w", err)
-		}
-		candidates = append(candidates, b)
-	}
-	msg := make([]byte, 0, len(params["t"][0])+1+len(d.Body))
-	msg = append(append(append(msg, params["t"][0]...), '.'), d.Body...)
-	secret, ok := signing.MatchHMAC(v.secrets, msg, candidates)
-	if !ok {
-		return payhook.Envelope{}, fmt.Errorf("stripe: no v1 signature matches: %w", payhook.ErrSignature)
-	}
-	if err := signing.CheckTimestamp(ts, d.ReceivedAt, v.tolerance); err != nil {
 		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
 	}
 	env, err := envelope(d.Body)
