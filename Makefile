@@ -48,5 +48,5 @@ pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
 pg-stop: ## stop it and delete its files
 	scripts/pg.sh stop
 
-demo: ## run the demo (go run ./cmd/payhook demo)
+demo: ## payhook on SQLite against the simulator's storm scenario, with a summary
 	go run ./cmd/payhook demo

@@ -443,6 +443,21 @@ func checkURL(raw string) error {
 // signing secret, which is never shown again. apiVersion "" means the
 // provider's version.
 func (p *Provider) CreateEndpoint(env, rawURL string, events []string, apiVersion string) (Endpoint, string, error) {
+	return p.createEndpoint(env, rawURL, events, apiVersion, p.cfg.Flavour.NewSecret())
+}
+
+// CreateEndpointWithSecret is CreateEndpoint with a signing secret chosen
+// by the caller: the one a receiver under test already has configured.
+// Real providers make their own; the simulator lets scenarios adopt one.
+func (p *Provider) CreateEndpointWithSecret(env, rawURL string, events []string, apiVersion, secret string) (Endpoint, error) {
+	if secret == "" {
+		return Endpoint{}, invalid("empty signing secret")
+	}
+	e, _, err := p.createEndpoint(env, rawURL, events, apiVersion, secret)
+	return e, err
+}
+
+func (p *Provider) createEndpoint(env, rawURL string, events []string, apiVersion, secret string) (Endpoint, string, error) {
 	if err := checkURL(rawURL); err != nil {
 		return Endpoint{}, "", err
 	}
@@ -465,7 +480,7 @@ func (p *Provider) CreateEndpoint(env, rawURL string, events []string, apiVersio
 			Events: slices.Clone(events), APIVersion: apiVersion, Environment: env,
 			CreatedAt: now, UpdatedAt: now,
 		},
-		secret: p.cfg.Flavour.NewSecret(),
+		secret: secret,
 	}
 	w.endpoints[e.ID] = e
 	w.endpointOrder = append(w.endpointOrder, e.ID)

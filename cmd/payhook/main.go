@@ -39,6 +39,8 @@ type Main struct {
 	Now func() time.Time
 	// OnListen, if set, is called with the address serve listens on.
 	OnListen func(addr string)
+	// demoSecret, if set, is the demo source's secret (payhook demo).
+	demoSecret string
 }
 
 // errUsage marks a command-line mistake: exit status 2.
@@ -47,10 +49,12 @@ var errUsage = errors.New("usage")
 const usage = `payhook: a payment-webhook inbox that stores every event once and processes it once.
 
 Usage:
+  payhook demo                                                     payhook on SQLite against a storm of deliveries
   payhook serve    [--config FILE] [--db URL] [--addr HOST:PORT]   receive and process webhooks
   payhook migrate  [--db URL]                                      create or update the schema
   payhook events   list|show|replay ...                            inspect and replay events
   payhook send     [--url URL] [--secret S] [--type T]             send a signed test event
+  payhook sim      run|serve ...                                   a local provider that breaks like real ones
   payhook help
 
 Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR stand for the flags.
@@ -74,6 +78,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		"migrate": m.migrate,
 		"events":  m.events,
 		"send":    m.send,
+		"sim":     m.sim,
+		"demo":    m.demo,
 	}
 	var err error
 	switch cmd := args[0]; cmd {

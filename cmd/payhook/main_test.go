@@ -46,35 +46,20 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 
 // server is a payhook serve running in-process on a loopback port.
 type server struct {
-	url    string
+	*inProcess
 	stdout *syncBuffer
-	stop   func() int
 }
 
 func startServer(t *testing.T, env map[string]string, args ...string) *server {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{stdout: &syncBuffer{}}
-	addr := make(chan string, 1)
-	m := &Main{Stdout: s.stdout, Stderr: &syncBuffer{}, Getenv: func(k string) string { return env[k] },
-		OnListen: func(a string) { addr <- a }}
-	done := make(chan int, 1)
-	go func() { done <- m.Run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)) }()
-	select {
-	case a := <-addr:
-		s.url = "http://" + a
-	case code := <-done:
-		cancel()
-		t.Fatalf("serve exited with %d before listening: %s", code, m.Stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not listen within 30s")
+	stderr := &syncBuffer{}
+	m := &Main{Stdout: s.stdout, Stderr: stderr, Getenv: func(k string) string { return env[k] }}
+	p, err := startInProcess(context.Background(), m, args...)
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr)
 	}
-	var once sync.Once
-	code := 0
-	s.stop = func() int {
-		once.Do(func() { cancel(); code = <-done })
-		return code
-	}
+	s.inProcess = p
 	t.Cleanup(func() { s.stop() })
 	return s
 }

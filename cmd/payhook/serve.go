@@ -145,9 +145,12 @@ func (m *Main) sources(path string) ([]payhook.Source, string, error) {
 		srcs, err := cfg.sources()
 		return srcs, "", err
 	}
-	key := make([]byte, 24)
-	rand.Read(key)
-	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	secret := m.demoSecret
+	if secret == "" {
+		key := make([]byte, 24)
+		rand.Read(key)
+		secret = "whsec_" + base64.StdEncoding.EncodeToString(key)
+	}
 	v, err := billete.New(billete.Config{Secrets: []string{secret}})
 	if err != nil {
 		return nil, "", err

@@ -22,9 +22,10 @@ type Target struct {
 	Flavour flavour.Flavour
 }
 
-// Outage is a window, measured from the dispatcher's start in real
-// (already scaled) time, during which the target is down: deliveries fail
-// as if the connection were refused, without reaching the target.
+// Outage is a window, measured from the dispatcher's first Send in provider
+// time (divided by Config.TimeScale, like every delay), during which the
+// target is down: deliveries fail as if the connection were refused,
+// without reaching the target.
 type Outage struct {
 	From, To time.Duration
 }

@@ -62,8 +62,8 @@ type Config struct {
 	// delivery gives up. nil means DefaultSchedule (about 41 hours); an
 	// empty non-nil slice means a single attempt, no retries.
 	Schedule []time.Duration
-	// TimeScale divides every delay: the schedule and Faults.Delay
-	// (Faults.Outages are given in real, already scaled time, see Outage).
+	// TimeScale divides every delay: the schedule, Faults.Delay and the
+	// Faults.Outages windows.
 	// 0 or 1 is real time; 10000 runs the 41 hours of DefaultSchedule in
 	// about 15 s.
 	TimeScale float64
@@ -103,7 +103,7 @@ type Dispatcher struct {
 	client *http.Client
 	owned  *http.Transport // the default client's transport, closed by Close
 	log    *slog.Logger
-	start  time.Time // monotonic, for outage windows
+	start  time.Time // the first Send, where outage windows are measured from
 	prefix string    // of delivery ids
 
 	ctx    context.Context
@@ -153,7 +153,7 @@ type series struct {
 	k     int // attempts made in this series
 }
 
-// New returns a dispatcher; it starts the outage clock.
+// New returns a dispatcher. Outage windows count from its first Send.
 func New(cfg Config) *Dispatcher {
 	if cfg.Schedule == nil {
 		cfg.Schedule = DefaultSchedule
@@ -180,7 +180,6 @@ func New(cfg Config) *Dispatcher {
 		scale:      cfg.TimeScale,
 		client:     cfg.Client,
 		log:        cfg.Logger,
-		start:      time.Now(),
 		prefix:     fmt.Sprintf("%08x", rand.Uint32()), // not from the seeded generator
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x9e3779b97f4a7c15)),
 		timers:     map[uint64]*time.Timer{},
@@ -230,6 +229,9 @@ func (d *Dispatcher) Send(t Target, ev flavour.Event) {
 		return
 	}
 	d.stats.Events++
+	if d.start.IsZero() {
+		d.start = time.Now()
+	}
 	// Always four draws per Send, whatever the outcome, so that one
 	// decision does not shift the others.
 	drop := d.rng.Float64() < f.Drop
@@ -408,11 +410,12 @@ func (d *Dispatcher) run(s *series) {
 		N:          dl.n,
 		Fault:      s.fault,
 	}
+	start := d.start
 	d.mu.Unlock()
 	attemptID := fmt.Sprintf("%s_%d", dl.id, a.N)
 
 	a.At = d.cfg.Now()
-	if d.inOutage(time.Since(d.start)) {
+	if d.inOutage(time.Since(start)) {
 		a.Error = OutageError
 	} else if !d.post(it.target, it.ev, attemptID, &a) {
 		return // closed while in flight: abandoned, not logged
@@ -420,7 +423,10 @@ func (d *Dispatcher) run(s *series) {
 	d.record(s, a)
 }
 
+// inOutage reports whether real time since the start falls in an outage
+// window, whose bounds are provider time (divided by the time scale).
 func (d *Dispatcher) inOutage(since time.Duration) bool {
+	since = time.Duration(float64(since) * d.scale)
 	for _, o := range d.cfg.Faults.Outages {
 		if since >= o.From && since < o.To {
 			return true

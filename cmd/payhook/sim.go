@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/deliver"
+	"github.com/payhook/payhook/sim/flavour"
+)
+
+const simHelp = `Usage: payhook sim run|serve [flags]
+
+A local payment provider that delivers webhooks like the real ones, and
+breaks like them: at least once, retried for about 41 hours (divided by
+--time-scale), with duplicates, parallel bursts, reordering, delays, drops
+and outages of the target on purpose, reproducible with --seed.
+
+  payhook sim run SCENARIO --target URL --secret SECRET [flags]
+      plays a business story against URL and writes the expected final
+      state as JSON (to --expect FILE, or stdout). Scenarios: %s.
+  payhook sim serve [--addr HOST:PORT] [flags]
+      runs the provider's API (bearer sk_test_/sk_live_ keys, printed at
+      start) with a page at / showing endpoints and the delivery log.
+
+Examples:
+  payhook sim run storm --target http://127.0.0.1:8080/webhooks/demo --secret whsec_...
+  payhook sim run outage --target http://127.0.0.1:8080/webhooks/stripe --secret whsec_... --flavour stripe --seed 7 --expect expected.json
+  payhook sim serve --addr 127.0.0.1:8090 --flavour billete --duplicate 0.3`
+
+func (m *Main) sim(ctx context.Context, args []string) error {
+	help := fmt.Sprintf(simHelp, strings.Join(sim.ScenarioNames(), ", "))
+	if len(args) == 0 {
+		return fmt.Errorf("%w: sim needs a subcommand: run or serve", errUsage)
+	}
+	switch sub, rest := args[0], args[1:]; sub {
+	case "run":
+		return m.simRun(ctx, rest, help)
+	case "serve":
+		return m.simServe(ctx, rest, help)
+	case "-h", "--help", "help":
+		fmt.Fprintln(m.Stdout, help)
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown sim subcommand %q (want run or serve)", errUsage, sub)
+	}
+}
+
+// faultFlags are the fault model's flags; only the ones given override
+// the scenario's faults.
+type faultFlags struct {
+	duplicate, burst, drop float64
+	burstSize, reorder     int
+	delay                  time.Duration
+	outage                 string
+}
+
+func addFaultFlags(fs *flag.FlagSet) *faultFlags {
+	f := &faultFlags{}
+	fs.Float64Var(&f.duplicate, "duplicate", 0, "probability that an event is delivered once more after its first success")
+	fs.Float64Var(&f.burst, "burst", 0, "probability that an event's first delivery is a parallel burst")
+	fs.IntVar(&f.burstSize, "burst-size", deliver.DefaultBurstSize, "copies in a parallel burst")
+	fs.IntVar(&f.reorder, "reorder", 0, "shuffle events within windows of this many")
+	fs.DurationVar(&f.delay, "delay", 0, "maximum random delay before an event's first attempt (scaled)")
+	fs.Float64Var(&f.drop, "drop", 0, "probability that an event is never delivered (only GET /events finds it)")
+	fs.StringVar(&f.outage, "outage", "", "target down from FROM to TO after the start (provider time, scaled), e.g. 0s-10m")
+	return f
+}
+
+// apply returns base with the fault flags that were set on fs.
+func (f *faultFlags) apply(fs *flag.FlagSet, base deliver.Faults) (deliver.Faults, error) {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "duplicate":
+			base.Duplicate = f.duplicate
+		case "burst":
+			base.Burst = f.burst
+		case "burst-size":
+			base.BurstSize = f.burstSize
+		case "reorder":
+			base.ReorderWindow = f.reorder
+		case "delay":
+			base.Delay = f.delay
+		case "drop":
+			base.Drop = f.drop
+		case "outage":
+			base.Outages = nil
+			if f.outage != "" {
+				from, to, ok := strings.Cut(f.outage, "-")
+				a, err1 := time.ParseDuration(from)
+				b, err2 := time.ParseDuration(to)
+				if !ok || err1 != nil || err2 != nil || b <= a {
+					err = fmt.Errorf("%w: --outage %q: want FROM-TO durations, e.g. 0s-10m", errUsage, f.outage)
+					return
+				}
+				base.Outages = []deliver.Outage{{From: a, To: b}}
+			}
+		}
+	})
+	for _, p := range []float64{base.Duplicate, base.Burst, base.Drop} {
+		if p < 0 || p > 1 {
+			return base, fmt.Errorf("%w: probabilities are between 0 and 1, got %v", errUsage, p)
+		}
+	}
+	return base, err
+}
+
+func (m *Main) simRun(ctx context.Context, args []string, help string) error {
+	fs := m.flags("sim run", help)
+	target := fs.String("target", "", "the webhook URL to deliver to (required)")
+	secret := fs.String("secret", "", "the signing secret the target has configured (default: a new one, printed)")
+	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
+	seed := fs.Int64("seed", 1, "seed of the story and the faults")
+	expectPath := fs.String("expect", "", "write the expected final state here (default stdout)")
+	scale := fs.Float64("time-scale", 1000, "divide every delay of the retry schedule and of the faults by this")
+	size := fs.Float64("size", 1, "multiply the story's counts by this")
+	environment := fs.String("environment", sim.EnvTest, "environment of the events: test or live")
+	faults := addFaultFlags(fs)
+	name, err := oneArg(fs, args, "SCENARIO")
+	if err != nil {
+		return err
+	}
+	sc, ok := sim.Scenarios[name]
+	if !ok {
+		return fmt.Errorf("%w: unknown scenario %q (have %s)", errUsage, name, strings.Join(sim.ScenarioNames(), ", "))
+	}
+	if *target == "" {
+		return fmt.Errorf("%w: sim run needs --target URL", errUsage)
+	}
+	f, err := flavour.ByName(*flav)
+	if err != nil {
+		return fmt.Errorf("%w: --flavour: %v", errUsage, err)
+	}
+	fl, err := faults.apply(fs, sc.Faults)
+	if err != nil {
+		return err
+	}
+	res, _, err := sim.Run(ctx, name, sim.RunConfig{Target: *target, Secret: *secret, Flavour: f, Seed: *seed,
+		TimeScale: *scale, Size: *size, Faults: &fl, Environment: *environment, Logger: m.logger()})
+	if err != nil {
+		return err
+	}
+	summary := m.Stdout
+	if *expectPath == "" {
+		summary = m.Stderr
+	}
+	if *secret == "" {
+		fmt.Fprintf(summary, "signing secret (configure it on the target): %s\n", res.Secret)
+	}
+	fmt.Fprint(summary, res.Summary())
+	out, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if *expectPath == "" {
+		_, err = fmt.Fprintf(m.Stdout, "%s\n", out)
+		return err
+	}
+	if err := os.WriteFile(*expectPath, append(out, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write expected state: %w", err)
+	}
+	fmt.Fprintf(summary, "expected final state written to %s\n", *expectPath)
+	return nil
+}
+
+func (m *Main) simServe(ctx context.Context, args []string, help string) error {
+	fs := m.flags("sim serve", help)
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address of the provider API")
+	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
+	seed := fs.Int64("seed", 1, "seed of ids and faults")
+	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this")
+	faults := addFaultFlags(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	f, err := flavour.ByName(*flav)
+	if err != nil {
+		return fmt.Errorf("%w: --flavour: %v", errUsage, err)
+	}
+	fl, err := faults.apply(fs, deliver.Faults{})
+	if err != nil {
+		return err
+	}
+	log := m.logger()
+	d := deliver.New(deliver.Config{TimeScale: *scale, Faults: fl, Seed: *seed, Logger: log})
+	defer d.Close()
+	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: *seed})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", p.Page())
+	mux.Handle("/", p.Handler())
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	test, live := p.Keys()
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(m.Stdout, "payhook sim (%s) on %s — delivery log at %s/\n  test key: %s\n  live key: %s\n\n"+
+		"Create an endpoint (its secret is shown once):\n"+
+		"  curl -s %s/webhook_endpoints -H 'Authorization: Bearer %s' -d '{\"url\":\"http://127.0.0.1:8080/webhooks/demo\",\"events\":[\"*\"]}'\n",
+		f.Name(), base, base, test, live, base, test)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("sim serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
