@@ -46,7 +46,7 @@ type Source struct {
 	// Provider names the adapter, e.g. "stripe".
 	Provider string
 	// Environment, if set, is the only environment processed; events that
-	// say another one are stored as ignored.
+	// say another one, or do not say theirs, are stored as ignored.
 	Environment string
 	// Verifier checks deliveries to this source.
 	Verifier Verifier

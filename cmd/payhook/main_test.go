@@ -81,6 +81,14 @@ func TestUsage(t *testing.T) {
 		{[]string{"events", "list", "--status", "weird"}, 2, "--status"},
 		{[]string{"send"}, 2, "--secret"},
 		{[]string{"migrate", "--db", "mysql://x"}, 1, "unsupported scheme"},
+		{[]string{"sim"}, 2, "run or serve"},
+		{[]string{"sim", "run", "--help"}, 0, "Scenarios: outage, storm"},
+		{[]string{"sim", "run", "nope", "--target", "http://127.0.0.1:1/"}, 2, `unknown scenario "nope"`},
+		{[]string{"sim", "run", "storm"}, 2, "--target"},
+		{[]string{"sim", "run", "storm", "--target", "http://127.0.0.1:1/", "--flavour", "adyen"}, 2, "--flavour"},
+		{[]string{"sim", "run", "storm", "--target", "http://127.0.0.1:1/", "--outage", "soon"}, 2, "--outage"},
+		{[]string{"sim", "run", "storm", "--target", "http://127.0.0.1:1/", "--duplicate", "2"}, 2, "between 0 and 1"},
+		{[]string{"demo", "--size", "x"}, 2, "invalid value"},
 	} {
 		code, stdout, stderr := run(t, nil, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,4 +98,51 @@ func TestDemo(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestSimServe runs the provider API as a user would: keys printed, an
+// endpoint created over HTTP with its secret shown once, and the page
+// listing it without the secret.
+func TestSimServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout syncBuffer
+	m := &Main{Stdout: &stdout, Stderr: &syncBuffer{}, Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() { done <- m.Run(ctx, []string{"sim", "serve", "--addr", "127.0.0.1:0", "--flavour", "stripe"}) }()
+	var base, key string
+	waitFor(t, func() bool {
+		out := stdout.String()
+		if i := strings.Index(out, " on http://"); i >= 0 {
+			base = strings.Fields(out[i+4:])[0]
+		}
+		if i := strings.Index(out, "test key: "); i >= 0 {
+			key = strings.Fields(out[i+len("test key: "):])[0]
+		}
+		return base != "" && key != ""
+	})
+	req, _ := http.NewRequest("POST", base+"/webhook_endpoints", strings.NewReader(`{"url":"http://127.0.0.1:9/hook","events":["*"]}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ep struct{ ID, Secret string }
+	json.NewDecoder(resp.Body).Decode(&ep)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || !strings.HasPrefix(ep.Secret, "whsec_") {
+		t.Fatalf("create endpoint = %d %+v, want 201 with a Stripe secret", resp.StatusCode, ep)
+	}
+	resp, err = http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), ep.ID) || strings.Contains(string(page), ep.Secret) || strings.Contains(string(page), key) {
+		t.Fatalf("page should list %s without secret or key:\n%s", ep.ID, page)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("sim serve exited %d", code)
+	}
 }
