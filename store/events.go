@@ -43,7 +43,7 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $6)
 			ON CONFLICT (source, event_id) DO NOTHING
 			RETURNING id`,
-			ev.Source, ev.EventID, ev.Type, ev.Environment, db.ts(ev.OccurredAt), db.ts(ev.ReceivedAt),
+			ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
 			ev.Payload, ev.SecretID, string(ev.Status), ev.LastError).Scan(&ev.ID)
 		switch {
 		case err == nil:
@@ -80,7 +80,7 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status payhook.Status, at time.Time, note string) error {
 	var processedAt any
 	if status == payhook.StatusProcessed {
-		processedAt = db.ts(at)
+		processedAt = db.TimeValue(at)
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
 		SET status = $2, processed_at = $3, last_error = $4
@@ -118,7 +118,7 @@ func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final b
 func (db *DB) ResetEventTx(ctx context.Context, tx *sql.Tx, id int64, at time.Time) error {
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
 		SET status = 'received', processed_at = NULL, last_error = '', enqueued_at = $2
-		WHERE id = $1 AND status <> 'ignored'`, id, db.ts(at))
+		WHERE id = $1 AND status <> 'ignored'`, id, db.TimeValue(at))
 	if err != nil {
 		return fmt.Errorf("reset event %d: %w", id, err)
 	}
@@ -210,7 +210,7 @@ func (db *DB) RequeueStaleTx(ctx context.Context, tx *sql.Tx, before, now time.T
 			WHERE status = 'received' AND enqueued_at < $1
 			ORDER BY enqueued_at LIMIT $3)
 		AND status = 'received'
-		RETURNING id`, db.ts(before), db.ts(now), limit)
+		RETURNING id`, db.TimeValue(before), db.TimeValue(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("requeue stale events: %w", err)
 	}

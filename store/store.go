@@ -249,8 +249,10 @@ func redact(raw string) string {
 // comparison orders them like time.
 const tsLayout = "2006-01-02T15:04:05.000000Z"
 
-// ts converts t into the engine's column value; the zero time is NULL.
-func (db *DB) ts(t time.Time) any {
+// TimeValue converts t into the engine's column value for a timestamp
+// column (TIMESTAMPTZ on PostgreSQL, fixed-width UTC text on SQLite); the
+// zero time is NULL. Queries of other packages on payhook's tables use it.
+func (db *DB) TimeValue(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
@@ -260,6 +262,10 @@ func (db *DB) ts(t time.Time) any {
 	}
 	return t
 }
+
+// ScanTime returns a scanner that reads a timestamp column of either
+// engine into t; NULL is the zero time.
+func ScanTime(t *time.Time) sql.Scanner { return nullTime{t} }
 
 // nullTime scans a timestamp column of either engine; NULL is the zero time.
 type nullTime struct{ t *time.Time }
