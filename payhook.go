@@ -74,6 +74,11 @@ type Event struct {
 	LastError string `json:"last_error,omitempty"`
 	// ProcessedAt is when the event was marked processed (zero until then).
 	ProcessedAt time.Time `json:"processed_at,omitzero"`
+	// Resource is the current state of the resource the event is about,
+	// fetched from the provider's API just before processing (outside any
+	// transaction) when the source can ask it; nil otherwise. Not stored:
+	// the event tells, the resource decides.
+	Resource []byte `json:"-"`
 }
 
 // Errors shared across payhook. Packages wrap them with context; test them
@@ -91,6 +96,10 @@ var (
 	ErrUnavailable = errors.New("storage unavailable")
 	// ErrConfig: a source or component is configured wrongly.
 	ErrConfig = errors.New("invalid configuration")
+	// ErrIgnored: returned (wrapped, with the reason) by a handler that
+	// takes no action on an event on purpose; the event is marked ignored
+	// with the reason instead of processed, and not retried.
+	ErrIgnored = errors.New("ignored")
 )
 
 // HTTPStatus maps an error of payhook to the HTTP status that answers it:

@@ -1,6 +1,7 @@
 package payhook
 
 import (
+	"context"
 	"net/http"
 	"time"
 )
@@ -50,4 +51,9 @@ type Source struct {
 	Environment string
 	// Verifier checks deliveries to this source.
 	Verifier Verifier
+	// Fetch, if set, reads from the provider's API the current state of
+	// the resource an event is about (nil if there is none), so that
+	// processing acts on it rather than on a possibly older event. Sources
+	// configured with API credentials have one.
+	Fetch func(ctx context.Context, ev *Event) ([]byte, error)
 }

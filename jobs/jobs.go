@@ -11,6 +11,7 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -61,6 +62,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Fetch, if set, reads the current state of the resource an event is
+	// about from the provider's API before each attempt, outside any
+	// transaction, and the handlers find it in Event.Resource. It returns
+	// nil when there is nothing to fetch; an error fails the attempt.
+	Fetch func(ctx context.Context, ev *payhook.Event) ([]byte, error)
+	// OnFailed, if set, is called after an event's last attempt failed
+	// (the event is failed by then), e.g. to raise an alert.
+	OnFailed func(ctx context.Context, ev *payhook.Event, cause error)
 }
 
 func (c Config) withDefaults(engine store.Engine) Config {
@@ -297,8 +306,14 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	}
 	// The attempt is counted and its error kept outside the rolled-back
 	// transaction, which is closed by now (SQLite has one connection).
-	if rerr := q.db.RecordFailure(context.WithoutCancel(ctx), id, err.Error(), final); rerr != nil {
+	ctx = context.WithoutCancel(ctx)
+	if rerr := q.db.RecordFailure(ctx, id, err.Error(), final); rerr != nil {
 		q.cfg.Logger.Error("record processing failure", "event", id, "err", rerr)
+	}
+	if final && q.cfg.OnFailed != nil {
+		if ev, gerr := q.db.Event(ctx, id); gerr == nil && ev.Status == payhook.StatusFailed {
+			q.cfg.OnFailed(ctx, ev, err)
+		}
 	}
 	level := slog.LevelWarn
 	if final {
@@ -309,6 +324,18 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 }
 
 func (q *Queue) apply(ctx context.Context, id int64) (err error) {
+	var resource []byte
+	if q.cfg.Fetch != nil {
+		// Outside the transaction: a provider call must not hold a
+		// connection (on SQLite, the only one).
+		ev, err := q.db.Event(ctx, id)
+		if err != nil || ev.Status != payhook.StatusReceived {
+			return err
+		}
+		if resource, err = q.cfg.Fetch(ctx, ev); err != nil {
+			return fmt.Errorf("fetch the resource of event %d: %w", id, err)
+		}
+	}
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin processing of event %d: %w", id, err)
@@ -325,9 +352,13 @@ func (q *Queue) apply(ctx context.Context, id int64) (err error) {
 	if err != nil || ev == nil {
 		return err
 	}
+	ev.Resource = resource
 	status, note := payhook.StatusProcessed, ""
 	if q.cfg.Handlers.Handles(ev.Type) {
-		if err := q.cfg.Handlers.Dispatch(ctx, tx, ev); err != nil {
+		switch err := q.cfg.Handlers.Dispatch(ctx, tx, ev); {
+		case errors.Is(err, payhook.ErrIgnored):
+			status, note = payhook.StatusIgnored, err.Error()
+		case err != nil:
 			return err
 		}
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -341,6 +342,65 @@ func TestStopLetsRunningJobsFinish(t *testing.T) {
 		got, _ := db.Event(context.Background(), ev.ID)
 		if got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
 			t.Fatalf("after Stop: %s with %d effects, want processed with 1", got.Status, effects(t, db, ev.EventID))
+		}
+	})
+}
+
+func TestFetchIgnoreAndOnFailed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var failed atomic.Int32
+		fetches := map[string]int{}
+		var mu sync.Mutex
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			switch string(ev.Resource) {
+			case `{"state":"current"}`:
+				return effect(ctx, tx, ev)
+			case `{"state":"irrelevant"}`:
+				return fmt.Errorf("%w: nothing to do for %s", payhook.ErrIgnored, ev.EventID)
+			}
+			return fmt.Errorf("unexpected resource %q", ev.Resource)
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 2,
+			Fetch: func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+				mu.Lock()
+				fetches[ev.EventID]++
+				mu.Unlock()
+				switch ev.EventID {
+				case "evt_fetch":
+					return []byte(`{"state":"current"}`), nil
+				case "evt_ignore":
+					return []byte(`{"state":"irrelevant"}`), nil
+				}
+				return nil, errors.New("provider API unreachable")
+			},
+			OnFailed: func(_ context.Context, ev *payhook.Event, cause error) {
+				if ev.EventID == "evt_unreachable" && ev.Status == payhook.StatusFailed && strings.Contains(cause.Error(), "unreachable") {
+					failed.Add(1)
+				}
+			},
+		})
+		evs := []*payhook.Event{event("evt_fetch"), event("evt_ignore"), event("evt_unreachable")}
+		for _, ev := range evs {
+			ingest(t, q, ev)
+		}
+		start(t, q)
+		for i, want := range []payhook.Status{payhook.StatusProcessed, payhook.StatusIgnored, payhook.StatusFailed} {
+			if got := waitDone(t, db, evs[i].ID); got.Status != want {
+				t.Errorf("%s = %s (%q), want %s", evs[i].EventID, got.Status, got.LastError, want)
+			}
+		}
+		if effects(t, db, "evt_fetch") != 1 || failed.Load() != 1 {
+			t.Fatalf("effects %d, OnFailed %d times; want 1 and 1", effects(t, db, "evt_fetch"), failed.Load())
+		}
+		got, _ := db.Event(context.Background(), evs[1].ID)
+		if !strings.Contains(got.LastError, "nothing to do for evt_ignore") {
+			t.Fatalf("ignored event's reason = %q", got.LastError)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fetches["evt_unreachable"] != 2 {
+			t.Fatalf("fetched %d times for 2 attempts", fetches["evt_unreachable"])
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/provider"
+	"github.com/payhook/payhook/provider/billete"
 	"github.com/payhook/payhook/provider/hmac"
 )
 
@@ -33,6 +34,10 @@ type sourceConfig struct {
 	Secrets     []string `yaml:"secrets"`     // several while rotating
 	Environment string   `yaml:"environment"` // "", "test" or "live"
 	Tolerance   string   `yaml:"tolerance"`   // e.g. 5m; "" is the provider's default
+	// APIURL and APIKey let processing read the current state of a
+	// resource from the provider (billete only, for now).
+	APIURL string `yaml:"api_url"`
+	APIKey string `yaml:"api_key"`
 
 	// The options of provider hmac only; see hmac.Config.
 	Header          string `yaml:"header"`
@@ -58,6 +63,7 @@ func (s *sourceConfig) fields() []field {
 	return []field{
 		{"name", &s.Name, false}, {"provider", &s.Provider, false},
 		{"environment", &s.Environment, false}, {"tolerance", &s.Tolerance, false},
+		{"api_url", &s.APIURL, false}, {"api_key", &s.APIKey, false},
 		{"header", &s.Header, true}, {"prefix", &s.Prefix, true}, {"encoding", &s.Encoding, true},
 		{"timestamp_header", &s.TimestampHeader, true}, {"template", &s.Template, true},
 		{"id_field", &s.IDField, true}, {"id_header", &s.IDHeader, true},
@@ -119,7 +125,11 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s%s: %w", c.prefix(), s.label(i), err) // wraps payhook.ErrConfig
 		}
-		out = append(out, payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v})
+		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v}
+		if s.APIURL != "" {
+			src.Fetch = (&billete.Client{BaseURL: s.APIURL, Key: s.APIKey}).Fetch
+		}
+		out = append(out, src)
 	}
 	return out, nil
 }
@@ -165,6 +175,10 @@ func (s *sourceConfig) validate() error {
 	case s.Environment != "" && s.Environment != "test" && s.Environment != "live":
 		return fmt.Errorf("environment %q is neither test nor live", s.Environment)
 	// An unknown provider is left to provider.New, which lists the known.
+	case (s.APIURL == "") != (s.APIKey == ""):
+		return errors.New("api_url and api_key go together")
+	case s.APIURL != "" && s.Provider != "billete":
+		return fmt.Errorf("api_url: payhook reads the API of provider billete only, not %s", s.Provider)
 	case s.Environment != "" && slices.Contains(provider.Names(), s.Provider) && !provider.ReportsEnvironment(s.Provider):
 		return fmt.Errorf("provider %s does not say an event's environment; remove environment "+
 			"(and give each environment its own source and secret)", s.Provider)
