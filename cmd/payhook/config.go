@@ -22,8 +22,37 @@ import (
 
 // fileConfig is the YAML config file.
 type fileConfig struct {
-	Sources []sourceConfig `yaml:"sources"`
+	Sources    []sourceConfig   `yaml:"sources"`
+	Processing processingConfig `yaml:"processing"`
 	path    string         // the file, named in errors
+}
+
+// processingConfig tunes the job queue; zero values take the defaults.
+type processingConfig struct {
+	// Workers is how many events are processed at once (default 20 on
+	// PostgreSQL, 4 on SQLite).
+	Workers int `yaml:"workers"`
+	// MaxAttempts is how many times an event is tried before it is failed
+	// (default 25).
+	MaxAttempts int `yaml:"max_attempts"`
+	// RetryBase is the first retry's delay; each next one doubles, up to
+	// an hour (default 1s: 25 attempts span about 14 hours).
+	RetryBase string `yaml:"retry_base"`
+}
+
+// backoff returns the retry delays of p.
+func (p processingConfig) backoff() (func(attempt int) time.Duration, error) {
+	base, err := time.ParseDuration(cmp.Or(p.RetryBase, "1s"))
+	if err != nil || base <= 0 {
+		return nil, fmt.Errorf("processing: retry_base %q is not a positive duration: %w", p.RetryBase, payhook.ErrConfig)
+	}
+	return func(attempt int) time.Duration {
+		d := base << min(max(attempt-1, 0), 30)
+		if d <= 0 || d > time.Hour {
+			return time.Hour
+		}
+		return d
+	}, nil
 }
 
 // sourceConfig is one entry of sources: a way in, POST /webhooks/{name}.

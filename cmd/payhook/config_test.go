@@ -351,3 +351,24 @@ func TestConfigSourcesValidates(t *testing.T) {
 		t.Errorf("sources with a duplicate name = %v; want ErrConfig naming it", err)
 	}
 }
+
+func TestProcessingBackoff(t *testing.T) {
+	t.Parallel()
+	b, err := processingConfig{RetryBase: "100ms"}.backoff()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 40: time.Hour, 200: time.Hour} {
+		if got := b(attempt); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", attempt, got, want)
+		}
+	}
+	if d, _ := (processingConfig{}).backoff(); d(1) != time.Second {
+		t.Errorf("default first retry = %v, want 1s", d(1))
+	}
+	for _, bad := range []string{"soon", "-1s", "0s"} {
+		if _, err := (processingConfig{RetryBase: bad}).backoff(); !errors.Is(err, payhook.ErrConfig) {
+			t.Errorf("retry_base %q: %v, want ErrConfig", bad, err)
+		}
+	}
+}

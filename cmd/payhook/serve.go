@@ -12,7 +12,6 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/jobs"
-	"github.com/payhook/payhook/provider/billete"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
 )
@@ -50,7 +49,15 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	log := m.logger()
 
-	sources, demoSecret, err := m.sources(m.env(*configPath, "PAYHOOK_CONFIG", ""))
+	cfg, demoSecret, err := m.serveConfig(m.env(*configPath, "PAYHOOK_CONFIG", ""))
+	if err != nil {
+		return err
+	}
+	sources, err := cfg.sources()
+	if err != nil {
+		return err
+	}
+	backoff, err := cfg.Processing.backoff()
 	if err != nil {
 		return err
 	}
@@ -60,7 +67,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 
-	queue, err := jobs.New(db, jobs.Config{Handlers: serverHandlers(), Logger: log, Now: m.Now})
+	queue, err := jobs.New(db, jobs.Config{Handlers: serverHandlers(), Logger: log, Now: m.Now,
+		Workers: cfg.Processing.Workers, MaxAttempts: cfg.Processing.MaxAttempts, Backoff: backoff})
 	if err != nil {
 		return err
 	}
@@ -134,16 +142,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	return nil
 }
 
-// sources returns the configured sources, or the demo source and its
-// fresh secret when no config file is given.
-func (m *Main) sources(path string) ([]payhook.Source, string, error) {
+// serveConfig loads the config file, or makes the demo config (one
+// billete source of environment test) and its fresh secret when no file
+// is given.
+func (m *Main) serveConfig(path string) (*fileConfig, string, error) {
 	if path != "" {
 		cfg, err := loadConfig(path, m.Getenv)
-		if err != nil {
-			return nil, "", err
-		}
-		srcs, err := cfg.sources()
-		return srcs, "", err
+		return cfg, "", err
 	}
 	secret := m.demoSecret
 	if secret == "" {
@@ -151,11 +156,8 @@ func (m *Main) sources(path string) ([]payhook.Source, string, error) {
 		rand.Read(key)
 		secret = "whsec_" + base64.StdEncoding.EncodeToString(key)
 	}
-	v, err := billete.New(billete.Config{Secrets: []string{secret}})
-	if err != nil {
-		return nil, "", err
-	}
-	return []payhook.Source{{Name: "demo", Provider: "billete", Environment: "test", Verifier: v}}, secret, nil
+	return &fileConfig{Sources: []sourceConfig{{Name: "demo", Provider: "billete", Environment: "test",
+		Secrets: []string{secret}}}}, secret, nil
 }
 
 // serverHandlers are the handlers of the server binary. Until billing
