@@ -24,7 +24,7 @@ import (
 type fileConfig struct {
 	Sources    []sourceConfig   `yaml:"sources"`
 	Processing processingConfig `yaml:"processing"`
-	path    string         // the file, named in errors
+	path       string           // the file, named in errors
 }
 
 // processingConfig tunes the job queue; zero values take the defaults.
