@@ -1,0 +1,477 @@
+// Package mapping reads a stored provider event and says, in payhook's own
+// terms (the facts of package billing), what it means for billing.
+//
+// Facts is the one entry point. Its contract:
+//
+//   - (facts, nil) with at least one fact: apply the facts, in order, inside
+//     the transaction that marks the event processed.
+//   - (nil, nil): the event means nothing for billing (an unknown type, a
+//     test event, a provider without a business vocabulary, a state that
+//     moves no money yet such as a refund awaiting approval). The caller
+//     stores it as ignored; it is never an error, so the provider is never
+//     asked to retry it.
+//   - (nil, err): the payload lacks what a fact needs, or holds something
+//     unreadable (an amount that is not an integer of minor units, a time
+//     that is neither RFC 3339 nor unix seconds, an unknown subscription
+//     status). err wraps payhook.ErrMalformed and names the field, e.g.
+//     `field "data.refund.id" is missing`. An unknown provider name wraps
+//     payhook.ErrConfig.
+//
+// Facts only reads the payload: it never calls a provider's API and never
+// looks at stored state, so the same payload always gives the same facts.
+// Times come from the payload (the resource's own time where it has one,
+// else the event's envelope time) and fall back to Event.OccurredAt. They
+// are UTC. Amounts are integers of minor units (Paddle writes them as
+// strings of digits, the others as JSON integers); currencies are
+// upper-cased.
+//
+// # billete (the simulator's provider, neutral vocabulary)
+//
+//	checkout.completed     Captured{data.payment_id, metadata.order_id, amount, currency, at updated_at}
+//	                       + OrderPaid{metadata.order_id, data.payment_id} (when the order id is there)
+//	payment.succeeded      Captured{data.id, order_id, amount, currency, at created_at}
+//	                       + OrderPaid{order_id, data.id} (when order_id is there)
+//	payment.refunded       Refunded{Payment: snapshot of data, data.id, refund.id, refund.amount, at refund.created_at}
+//	refund.failed          RefundFailed{data.payment_id, data.id, at updated_at or created_at}
+//	payment.charged_back   ChargedBack{Payment: snapshot of data, data.id, dispute "dp_"+data.id
+//	                       (or data.dispute_id / data.dispute.id when given), at updated_at}
+//	subscription.*         Subscription{id, customer, plan, status active|canceled|ended
+//	                       (subscription.ended: ended), current_period_end, updated_at}
+//	invoice.settled        Settled{id, order_id, amount, currency, chain_ref, at updated_at}
+//	webhook_endpoint.test  nil
+//
+// # stripe
+//
+//	checkout.session.completed     Captured{payment_intent, amount_total, currency} + OrderPaid
+//	                               (metadata.order_id or client_reference_id); nil when mode is
+//	                               subscription/setup or payment_status is not paid
+//	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id)
+//	charge.refunded                one Refunded per refund of refunds.data that did not fail, with a
+//	                               Payment snapshot of the charge; PaymentRef is the payment_intent
+//	charge.refund.updated,         RefundFailed{payment_intent, id} when status is failed, else nil
+//	refund.updated, refund.failed
+//	charge.dispute.created,        ChargedBack{payment_intent, dispute id} (no Payment snapshot: a
+//	charge.dispute.funds_withdrawn dispute's amount is the disputed amount, not the payment's)
+//	charge.dispute.closed,         ChargebackWon when status is won (closed), else nil
+//	charge.dispute.funds_reinstated
+//	customer.subscription.created/updated
+//	                               Subscription: active/trialing/past_due/unpaid/incomplete/paused are
+//	                               active, or canceled when cancel_at_period_end or cancel_at is set;
+//	                               canceled is canceled while it has no ended_at and either
+//	                               cancel_at_period_end or a current_period_end still ahead, else
+//	                               ended; incomplete_expired is ended; any other status is an error
+//	customer.subscription.deleted  Subscription ended
+//	invoice.paid, ping             nil (Stripe invoices are not crypto settlements)
+//
+// Stripe's times are whole unix seconds (the simulator's updated_at too):
+// two changes of one subscription within a second carry the same
+// UpdatedAt, and only the resource fetched from the API can order them.
+//
+// # paddle (Paddle Billing)
+//
+//	transaction.completed, transaction.paid
+//	                       Captured{payment_id or id, details.totals.total, currency_code} + OrderPaid
+//	                       (custom_data.order_id); nil for a transaction that carries chain_ref
+//	                       (a crypto invoice is not a Paddle payment)
+//	adjustment.created, adjustment.updated
+//	                       action refund: approved → Refunded{transaction_id, refund_id or id,
+//	                       totals.total}; rejected → RefundFailed; pending_approval → nil.
+//	                       action chargeback: ChargedBack{transaction_id, adjustment id} unless
+//	                       rejected. Other actions (credit, chargeback_reverse, whose id is not
+//	                       the chargeback's...) → nil; an unknown refund status is an error.
+//	subscription.created, subscription.updated
+//	                       Subscription: scheduled_change.action cancel → canceled; status canceled →
+//	                       ended; active/trialing/past_due/paused → active; others are an error
+//	subscription.canceled  Subscription ended
+//	notification.test      nil
+//
+// # crypto (BTCPay-style)
+//
+//	InvoiceSettled         Settled{invoiceId, metadata.orderId, amount, currency, chainRef, at timestamp}
+//	anything else          nil
+package mapping
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+)
+
+// Facts returns what ev, an event of a source of the given provider
+// ("stripe", "paddle", "billete", "crypto", "standard", "hmac"), says
+// happened. nil facts with a nil error mean: ignore the event (see the
+// package doc). "standard" and "hmac" sources always give nil, nil:
+// payhook does not know their business vocabulary.
+func Facts(provider string, ev *payhook.Event) ([]billing.Fact, error) {
+	var m mapper
+	switch provider {
+	case "standard", "hmac":
+		return nil, nil
+	case "billete":
+		m = mapper{typeField: "type", timeField: "created_at", data: billete}
+	case "stripe":
+		m = mapper{typeField: "type", timeField: "created", data: stripe}
+	case "paddle":
+		m = mapper{typeField: "event_type", timeField: "occurred_at", data: paddle, stringAmounts: true}
+	case "crypto":
+		m = mapper{typeField: "type", timeField: "timestamp", data: crypto}
+	default:
+		return nil, fmt.Errorf("mapping: unknown provider %q: %w", provider, payhook.ErrConfig)
+	}
+	if ev == nil {
+		return nil, fmt.Errorf("mapping %s: no event: %w", provider, payhook.ErrMalformed)
+	}
+	root, err := parse(ev.Payload, m.stringAmounts)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s event %s: %w", provider, ev.EventID, err)
+	}
+	typ, err := root.str(m.typeField)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s event %s: %w", provider, ev.EventID, err)
+	}
+	if typ == "" {
+		typ = ev.Type
+	}
+	at, ok, err := root.time(m.timeField)
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s %s event %s: %w", provider, typ, ev.EventID, err)
+	}
+	if !ok {
+		at = ev.OccurredAt.UTC()
+	}
+	facts, err := m.data(&event{typ: typ, at: at, root: root})
+	if err != nil {
+		return nil, fmt.Errorf("mapping %s %s event %s: %w", provider, typ, ev.EventID, err)
+	}
+	if len(facts) == 0 {
+		return nil, nil
+	}
+	return facts, nil
+}
+
+// mapper is one provider's reading of payloads.
+type mapper struct {
+	typeField, timeField string
+	stringAmounts        bool
+	data                 func(*event) ([]billing.Fact, error)
+}
+
+// event is a parsed payload.
+type event struct {
+	typ  string
+	at   time.Time // the envelope's time, else Event.OccurredAt
+	root obj
+}
+
+// obj is a JSON object of the payload with its path, for error messages.
+type obj struct {
+	path string
+	m    map[string]any
+	// strAmounts accepts amounts written as strings of digits (Paddle).
+	strAmounts bool
+}
+
+// parse decodes a JSON object, numbers kept exact.
+func parse(payload []byte, strAmounts bool) (obj, error) {
+	d := json.NewDecoder(bytes.NewReader(payload))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return obj{}, fmt.Errorf("payload is not JSON: %v: %w", err, payhook.ErrMalformed)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return obj{}, fmt.Errorf("payload is not a JSON object: %w", payhook.ErrMalformed)
+	}
+	return obj{m: m, strAmounts: strAmounts}, nil
+}
+
+func malformed(format string, a ...any) error {
+	return fmt.Errorf(format+": %w", append(a, payhook.ErrMalformed)...)
+}
+
+// name is the path of field k.
+func (o obj) name(k string) string {
+	if o.path == "" {
+		return k
+	}
+	return o.path + "." + k
+}
+
+// get returns field k when present and not null.
+func (o obj) get(k string) (any, bool) {
+	v, ok := o.m[k]
+	return v, ok && v != nil
+}
+
+// has reports whether field k is present and not null.
+func (o obj) has(k string) bool {
+	_, ok := o.get(k)
+	return ok
+}
+
+// child returns the object in field k; an absent or null field gives an
+// empty object (whose fields are all absent).
+func (o obj) child(k string) (obj, error) {
+	c := obj{path: o.name(k), strAmounts: o.strAmounts}
+	v, ok := o.get(k)
+	if !ok {
+		return c, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return obj{}, malformed("field %q is not an object", o.name(k))
+	}
+	c.m = m
+	return c, nil
+}
+
+// dig follows a path of objects; absent steps give an empty object.
+func (o obj) dig(keys ...string) (obj, error) {
+	var err error
+	for _, k := range keys {
+		if o, err = o.child(k); err != nil {
+			return obj{}, err
+		}
+	}
+	return o, nil
+}
+
+// list returns the objects of the array in field k (nil when absent).
+func (o obj) list(k string) ([]obj, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return nil, nil
+	}
+	a, ok := v.([]any)
+	if !ok {
+		return nil, malformed("field %q is not an array", o.name(k))
+	}
+	out := make([]obj, 0, len(a))
+	for i, x := range a {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, malformed("field %q is not an object", fmt.Sprintf("%s[%d]", o.name(k), i))
+		}
+		out = append(out, obj{path: fmt.Sprintf("%s[%d]", o.name(k), i), m: m, strAmounts: o.strAmounts})
+	}
+	return out, nil
+}
+
+// str returns the string field k, "" when absent or null.
+func (o obj) str(k string) (string, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return "", nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", malformed("field %q is not a string", o.name(k))
+	}
+	return s, nil
+}
+
+// need returns the string field k, which must be there and not empty.
+func (o obj) need(k string) (string, error) {
+	s, err := o.str(k)
+	if err == nil && s == "" {
+		err = malformed("field %q is missing", o.name(k))
+	}
+	return s, err
+}
+
+// ref returns an identifier field that may also be an expanded object
+// carrying an id (Stripe's expandable fields), "" when absent.
+func (o obj) ref(k string) (string, error) {
+	if v, ok := o.get(k); ok {
+		if _, isObj := v.(map[string]any); isObj {
+			c, err := o.child(k)
+			if err != nil {
+				return "", err
+			}
+			return c.str("id")
+		}
+	}
+	return o.str(k)
+}
+
+// needRef is ref for a field that must be there.
+func (o obj) needRef(k string) (string, error) {
+	s, err := o.ref(k)
+	if err == nil && s == "" {
+		err = malformed("field %q is missing", o.name(k))
+	}
+	return s, err
+}
+
+// flag returns the boolean field k, false when absent.
+func (o obj) flag(k string) (bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return false, nil
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, malformed("field %q is not a boolean", o.name(k))
+	}
+	return b, nil
+}
+
+// amount returns the amount in field k, in minor units, and whether it is
+// there. It must be a non-negative integer: a JSON integer, or a string of
+// digits for providers that write amounts as strings.
+func (o obj) amount(k string) (int64, bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return 0, false, nil
+	}
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = x.String()
+	case string:
+		if !o.strAmounts {
+			return 0, false, malformed("field %q is a string, not an integer amount of minor units", o.name(k))
+		}
+		s = x
+	default:
+		return 0, false, malformed("field %q is not an amount", o.name(k))
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, false, malformed("field %q is %q, not an integer amount of minor units", o.name(k), s)
+	}
+	if n < 0 {
+		return 0, false, malformed("field %q is negative (%d)", o.name(k), n)
+	}
+	return n, true, nil
+}
+
+// needAmount is amount for a field that must be there.
+func (o obj) needAmount(k string) (int64, error) {
+	n, ok, err := o.amount(k)
+	if err == nil && !ok {
+		err = malformed("field %q is missing", o.name(k))
+	}
+	return n, err
+}
+
+// currency returns the currency in field k, upper-cased, "" when absent.
+func (o obj) currency(k string) (string, error) {
+	s, err := o.str(k)
+	return strings.ToUpper(s), err
+}
+
+// needCurrency returns the currency in field k of the first of os that
+// has one, upper-cased; an error naming the first's field when none has.
+func needCurrency(k string, os ...obj) (string, error) {
+	for _, o := range os {
+		cur, err := o.currency(k)
+		if err != nil || cur != "" {
+			return cur, err
+		}
+	}
+	return "", malformed("field %q is missing", os[0].name(k))
+}
+
+// time returns the time in field k (an RFC 3339 string or integer unix
+// seconds), in UTC, and whether it is there.
+func (o obj) time(k string) (time.Time, bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return time.Time{}, false, nil
+	}
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return time.Time{}, false, nil
+		}
+		t, err := time.Parse(time.RFC3339Nano, x)
+		if err != nil {
+			return time.Time{}, false, malformed("field %q is %q, not an RFC 3339 time", o.name(k), x)
+		}
+		return t.UTC(), true, nil
+	case json.Number:
+		n, err := strconv.ParseInt(x.String(), 10, 64)
+		if err != nil {
+			return time.Time{}, false, malformed("field %q is %s, not unix seconds", o.name(k), x)
+		}
+		return time.Unix(n, 0).UTC(), true, nil
+	}
+	return time.Time{}, false, malformed("field %q is not a time", o.name(k))
+}
+
+// timeOr returns the first of fields keys that is there, else def.
+func (o obj) timeOr(def time.Time, keys ...string) (time.Time, error) {
+	for _, k := range keys {
+		t, ok, err := o.time(k)
+		if err != nil || ok {
+			return t, err
+		}
+	}
+	return def, nil
+}
+
+// payment reads the fields of a payment snapshot; amount and currency are
+// required.
+func (o obj) payment(ref, orderID, amountField, currencyField string, at time.Time) (billing.Payment, error) {
+	amount, err := o.needAmount(amountField)
+	if err != nil {
+		return billing.Payment{}, err
+	}
+	cur, err := o.currency(currencyField)
+	if err == nil && cur == "" {
+		err = malformed("field %q is missing", o.name(currencyField))
+	}
+	if err != nil {
+		return billing.Payment{}, err
+	}
+	return billing.Payment{Ref: ref, OrderID: orderID, Amount: amount, Currency: cur, CapturedAt: at}, nil
+}
+
+// snapshot is payment for an optional snapshot: nil when the amount or the
+// currency is absent (but an error when they are there and unreadable).
+func (o obj) snapshot(ref, orderID, amountField, currencyField string, at time.Time) (*billing.Payment, error) {
+	if !o.has(amountField) || !o.has(currencyField) {
+		return nil, nil
+	}
+	p, err := o.payment(ref, orderID, amountField, currencyField, at)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// captured returns Captured for p, plus OrderPaid when p names its order.
+func captured(p billing.Payment) []billing.Fact {
+	facts := []billing.Fact{billing.Captured{Payment: p}}
+	if p.OrderID != "" {
+		facts = append(facts, billing.OrderPaid{OrderID: p.OrderID, PaymentRef: p.Ref, At: p.CapturedAt})
+	}
+	return facts
+}
+
+// first returns the first non-empty string field of keys.
+func (o obj) first(keys ...string) (string, error) {
+	for _, k := range keys {
+		s, err := o.str(k)
+		if err != nil || s != "" {
+			return s, err
+		}
+	}
+	return "", nil
+}
+
+// errStatus is an unknown status value.
+func errStatus(o obj, k, v string) error {
+	return malformed("field %q has unknown value %q", o.name(k), v)
+}
+
+// ignore is the (nil, nil) answer.
+func ignore() ([]billing.Fact, error) { return nil, nil }

@@ -1,0 +1,300 @@
+package mapping
+
+import (
+	"github.com/payhook/payhook/billing"
+)
+
+// stripe maps Stripe events: the object in data.object. Payments are
+// known by their PaymentIntent id, which checkout sessions, charges,
+// refunds and disputes all name.
+func stripe(e *event) ([]billing.Fact, error) {
+	o, err := e.root.dig("data", "object")
+	if err != nil {
+		return nil, err
+	}
+	switch e.typ {
+	case "checkout.session.completed", "checkout.session.async_payment_succeeded":
+		return stripeCheckout(e, o)
+	case "payment_intent.succeeded":
+		ref, err := o.need("id")
+		if err != nil {
+			return nil, err
+		}
+		order, err := stripeOrder(o)
+		if err != nil {
+			return nil, err
+		}
+		// A PaymentIntent's "created" is when it was created, not when it
+		// succeeded: without the simulator's created_at, the event's time.
+		at, err := o.timeOr(e.at, "created_at")
+		if err != nil {
+			return nil, err
+		}
+		field := "amount"
+		if o.has("amount_received") {
+			field = "amount_received"
+		}
+		p, err := o.payment(ref, order, field, "currency", at)
+		if err != nil {
+			return nil, err
+		}
+		return captured(p), nil
+	case "charge.refunded":
+		return stripeRefunds(e, o)
+	case "charge.refund.updated", "refund.updated", "refund.failed":
+		status, err := o.str("status")
+		if err != nil || status != "failed" {
+			return nil, err
+		}
+		pay, err := o.needRef("payment_intent")
+		if err != nil {
+			return nil, err
+		}
+		ref, err := o.need("id")
+		if err != nil {
+			return nil, err
+		}
+		at, err := o.timeOr(e.at, "updated_at", "created_at")
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
+	case "charge.dispute.created", "charge.dispute.funds_withdrawn":
+		pay, dispute, err := stripeDispute(o)
+		if err != nil {
+			return nil, err
+		}
+		at, err := o.timeOr(e.at, "updated_at", "created")
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: dispute, At: at}}, nil
+	case "charge.dispute.closed", "charge.dispute.funds_reinstated":
+		if e.typ == "charge.dispute.closed" {
+			status, err := o.str("status")
+			if err != nil || status != "won" {
+				return nil, err
+			}
+		}
+		pay, dispute, err := stripeDispute(o)
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: dispute, At: e.at}}, nil
+	case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted":
+		return stripeSubscription(e, o)
+	}
+	// invoice.paid (a Stripe invoice is not a crypto settlement), ping,
+	// and any type payhook does not know.
+	return ignore()
+}
+
+// stripeOrder is the application's order id: metadata.order_id, else the
+// simulator's order_id.
+func stripeOrder(o obj) (string, error) {
+	meta, err := o.child("metadata")
+	if err != nil {
+		return "", err
+	}
+	order, err := meta.str("order_id")
+	if err != nil || order != "" {
+		return order, err
+	}
+	return o.str("order_id")
+}
+
+func stripeCheckout(e *event, o obj) ([]billing.Fact, error) {
+	mode, err := o.str("mode")
+	if err != nil {
+		return nil, err
+	}
+	if mode == "subscription" || mode == "setup" {
+		// No one-off payment: customer.subscription.* tell the rest.
+		return ignore()
+	}
+	switch status, err := o.str("payment_status"); {
+	case err != nil:
+		return nil, err
+	case status != "" && status != "paid":
+		// unpaid: an asynchronous payment method has not paid yet
+		// (checkout.session.async_payment_succeeded will say when).
+		return ignore()
+	}
+	pay, err := o.needRef("payment_intent")
+	if err != nil {
+		return nil, err
+	}
+	order, err := stripeOrder(o)
+	if err == nil && order == "" {
+		order, err = o.str("client_reference_id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	at, err := o.timeOr(e.at, "updated_at")
+	if err != nil {
+		return nil, err
+	}
+	p, err := o.payment(pay, order, "amount_total", "currency", at)
+	if err != nil {
+		return nil, err
+	}
+	return captured(p), nil
+}
+
+// stripeRefunds returns one Refunded per refund of the charge that did
+// not fail; the charge itself is the payment's snapshot.
+func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
+	pay, err := o.needRef("payment_intent")
+	if err != nil {
+		return nil, err
+	}
+	order, err := stripeOrder(o)
+	if err != nil {
+		return nil, err
+	}
+	snapAt, err := o.timeOr(e.at, "created_at", "created")
+	if err != nil {
+		return nil, err
+	}
+	snap, err := o.snapshot(pay, order, "amount", "currency", snapAt)
+	if err != nil {
+		return nil, err
+	}
+	refunds, err := o.child("refunds")
+	if err != nil {
+		return nil, err
+	}
+	list, err := refunds.list("data")
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		// API versions from 2022-11-15 no longer include the refunds: the
+		// refund's id is not in the payload.
+		return nil, malformed("field %q is missing", refunds.name("data"))
+	}
+	var facts []billing.Fact
+	for _, r := range list {
+		switch status, err := r.str("status"); {
+		case err != nil:
+			return nil, err
+		case status == "failed" || status == "canceled":
+			continue
+		}
+		ref, err := r.need("id")
+		if err != nil {
+			return nil, err
+		}
+		amount, err := r.needAmount("amount")
+		if err != nil {
+			return nil, err
+		}
+		cur, err := needCurrency("currency", r, o)
+		if err != nil {
+			return nil, err
+		}
+		at, err := r.timeOr(e.at, "created_at", "created")
+		if err != nil {
+			return nil, err
+		}
+		facts = append(facts, billing.Refunded{
+			Payment: snap, PaymentRef: pay, RefundRef: ref, Amount: amount, Currency: cur, At: at,
+		})
+	}
+	return facts, nil
+}
+
+// stripeDispute returns a dispute's payment and id.
+func stripeDispute(o obj) (pay, dispute string, err error) {
+	if pay, err = o.needRef("payment_intent"); err != nil {
+		return "", "", err
+	}
+	if dispute, err = o.need("id"); err != nil {
+		return "", "", err
+	}
+	return pay, dispute, nil
+}
+
+func stripeSubscription(e *event, o obj) ([]billing.Fact, error) {
+	s, err := subscriptionBase(o, "id", "customer")
+	if err != nil {
+		return nil, err
+	}
+	items, err := o.child("items")
+	if err != nil {
+		return nil, err
+	}
+	list, err := items.list("data")
+	if err != nil {
+		return nil, err
+	}
+	var item obj
+	if len(list) > 0 {
+		item = list[0]
+	}
+	// plan.id (the simulator, older API versions), else the first item's
+	// price.
+	plan, err := o.child("plan")
+	if err == nil {
+		s.Plan, err = plan.str("id")
+	}
+	if err == nil && s.Plan == "" {
+		var price obj
+		if price, err = item.child("price"); err == nil {
+			s.Plan, err = price.str("id")
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// current_period_end moved to the items in API version 2025-03-31.
+	if s.CurrentPeriodEnd, err = o.timeOr(timeZero, "current_period_end"); err != nil {
+		return nil, err
+	}
+	if s.CurrentPeriodEnd.IsZero() {
+		if s.CurrentPeriodEnd, err = item.timeOr(timeZero, "current_period_end"); err != nil {
+			return nil, err
+		}
+	}
+	if s.UpdatedAt, err = o.timeOr(e.at, "updated_at"); err != nil {
+		return nil, err
+	}
+	if s.Status, err = stripeStatus(e, o, s); err != nil {
+		return nil, err
+	}
+	return []billing.Fact{s}, nil
+}
+
+// stripeStatus maps a Stripe subscription status to active, canceled or
+// ended.
+func stripeStatus(e *event, o obj, s billing.Subscription) (string, error) {
+	if e.typ == "customer.subscription.deleted" {
+		return "ended", nil
+	}
+	status, err := o.need("status")
+	if err != nil {
+		return "", err
+	}
+	endsAtPeriodEnd, err := o.flag("cancel_at_period_end")
+	if err != nil {
+		return "", err
+	}
+	switch status {
+	case "active", "trialing", "past_due", "unpaid", "incomplete", "paused":
+		if endsAtPeriodEnd || o.has("cancel_at") {
+			return "canceled", nil
+		}
+		return "active", nil
+	case "canceled":
+		// Canceled but still running until its period ends; with ended_at,
+		// or once the period is over, it has ended.
+		if !o.has("ended_at") && (endsAtPeriodEnd || s.CurrentPeriodEnd.After(e.at)) {
+			return "canceled", nil
+		}
+		return "ended", nil
+	case "incomplete_expired", "ended":
+		return "ended", nil
+	}
+	return "", errStatus(o, "status", status)
+}
