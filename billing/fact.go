@@ -53,7 +53,8 @@ type Refunded struct {
 
 // RefundFailed: a refund did not happen. Nothing moves; a refund posted
 // under the same RefundRef (a provider that reported success first) is
-// reversed.
+// reversed. A failure applied before its refund takes the refund's key
+// with a zero amount, so the success reported later moves nothing.
 type RefundFailed struct {
 	PaymentRef string
 	RefundRef  string
@@ -61,7 +62,10 @@ type RefundFailed struct {
 }
 
 // ChargedBack: the payment's card holder disputed it and the money was
-// taken back. It reverses what is left of the capture once per DisputeRef.
+// taken back. It reverses what is left of the capture once per DisputeRef:
+// amount minus net refunds when applied. A refund reported after it (made
+// before the dispute) is recorded but moves nothing, so a charged back
+// payment keeps zero whatever the delivery order (see ApplyOutcome).
 type ChargedBack struct {
 	Payment    *Payment
 	PaymentRef string

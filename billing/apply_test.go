@@ -1,0 +1,447 @@
+package billing_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/dbtest"
+)
+
+func pay(ref, orderID string, amount int64, currency string) billing.Payment {
+	return billing.Payment{Ref: ref, OrderID: orderID, Amount: amount, Currency: currency, CapturedAt: t0.Add(-time.Hour)}
+}
+
+func TestCapturedOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		p1 := pay("pay_1", "ord_1", 10000, "USD")
+		out := apply(t, db, billing.Captured{Payment: p1})
+		if !slices.Equal(out.Posted, []string{"capture:pay_1"}) || !slices.Equal(out.OrdersPaid, []string{"ord_1"}) {
+			t.Fatalf("first capture: outcome %+v; want capture:pay_1 posted and ord_1 paid", out)
+		}
+		out = apply(t, db, billing.Captured{Payment: p1}, &billing.Captured{Payment: p1})
+		if len(out.Posted)+len(out.OrdersPaid)+len(out.Alerts) != 0 {
+			t.Fatalf("duplicate capture: outcome %+v; want nothing", out)
+		}
+		p := payment(t, db, "pay_1")
+		if p.Kind != "fiat" || p.Status != "succeeded" || p.Amount != 10000 || p.Currency != "USD" || p.OrderID != "ord_1" ||
+			!p.CapturedAt.Equal(t0.Add(-time.Hour)) {
+			t.Fatalf("payment = %+v", p)
+		}
+		if got := postingKeys(t, db); !slices.Equal(got, []string{"capture:pay_1"}) {
+			t.Fatalf("postings = %v; want one capture", got)
+		}
+		if o := order(t, db, "ord_1"); o.Status != "paid" || o.PaidBy != "pay_1" {
+			t.Fatalf("order = %+v; want paid by pay_1", o)
+		}
+		bal, _ := billing.Balances(context.Background(), db)
+		if bal["USD"][billing.AccountReceivable] != 10000 || bal["USD"][billing.AccountRevenue] != -10000 {
+			t.Fatalf("balances = %v", bal)
+		}
+		// The same ref with another amount contradicts what is stored.
+		if _, err := applyTx(context.Background(), db, billing.Captured{Payment: pay("pay_1", "ord_1", 999, "USD")}); err == nil ||
+			errors.Is(err, billing.ErrNotSeenYet) {
+			t.Fatalf("capture with another amount: %v; want an error", err)
+		}
+	})
+}
+
+func TestRefunds(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 10000, "USD")})
+		r1 := billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 3000, Currency: "USD", At: t0}
+		apply(t, db, r1)
+		apply(t, db, r1, r1)
+		if p := payment(t, db, "pay_1"); p.Status != "partially_refunded" || p.RefundedAmount != 3000 {
+			t.Fatalf("after a partial refund applied 3 times: %+v; want partially_refunded 3000", p)
+		}
+		if k := kept(t, db, "USD"); k != 7000 {
+			t.Fatalf("kept = %d; want 7000", k)
+		}
+		// Mismatches are errors, not "not seen yet".
+		for _, f := range []billing.Refunded{
+			{PaymentRef: "pay_1", RefundRef: "re_x", Amount: 100, Currency: "EUR"},
+			{PaymentRef: "pay_1", RefundRef: "re_x", Amount: 0, Currency: "USD"},
+			{Payment: &billing.Payment{Ref: "pay_1", Amount: 5, Currency: "USD"}, RefundRef: "re_x", Amount: 1, Currency: "USD"},
+		} {
+			if _, err := applyTx(ctx, db, f); err == nil || errors.Is(err, billing.ErrNotSeenYet) {
+				t.Errorf("refund %+v: %v; want an error that is not ErrNotSeenYet", f, err)
+			}
+		}
+		out := apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_2", Amount: 7000, Currency: "USD"})
+		if !slices.Equal(out.Posted, []string{"refund:re_2"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		if p := payment(t, db, "pay_1"); p.Status != "refunded" || p.RefundedAmount != 10000 {
+			t.Fatalf("after the full refund: %+v; want refunded 10000", p)
+		}
+		// A payment in its final state: the same refund again is a success
+		// with no change.
+		before := postingKeys(t, db)
+		out = apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_2", Amount: 7000, Currency: "USD"})
+		if len(out.Posted) != 0 || !slices.Equal(postingKeys(t, db), before) {
+			t.Fatalf("refund of a refunded payment changed something: %+v", out)
+		}
+		if k := kept(t, db, "USD"); k != 0 {
+			t.Fatalf("kept = %d; want 0", k)
+		}
+		// Each refund reverses the capture.
+		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		for _, p := range ps[1:] {
+			if p.ReversesID != ps[0].ID {
+				t.Errorf("posting %s reverses %d; want the capture %d", p.FactKey, p.ReversesID, ps[0].ID)
+			}
+		}
+	})
+}
+
+func TestRefundNotSeenYet(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		r := billing.Refunded{PaymentRef: "pay_9", RefundRef: "re_9", Amount: 100, Currency: "USD"}
+		cb := billing.ChargedBack{PaymentRef: "pay_9", DisputeRef: "dp_9"}
+		for _, f := range []billing.Fact{r, cb, billing.ChargebackWon{PaymentRef: "pay_9", DisputeRef: "dp_9"}} {
+			// Commit whatever Apply wrote, to see that it wrote nothing.
+			tx, err := db.SQL.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = billing.Apply(ctx, db, tx, src, []billing.Fact{f}, t0)
+			if !errors.Is(err, billing.ErrNotSeenYet) {
+				t.Errorf("%T of an unknown payment: %v; want ErrNotSeenYet", f, err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var n int
+		db.SQL.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM payhook_payments) + (SELECT COUNT(*) FROM payhook_ledger_postings)
+			+ (SELECT COUNT(*) FROM payhook_orders)`).Scan(&n)
+		if n != 0 {
+			t.Fatalf("facts not seen yet wrote %d rows", n)
+		}
+		// With the payment in the payload it is placed (and captured).
+		p := pay("pay_9", "ord_9", 500, "USD")
+		r.Payment = &p
+		apply(t, db, r)
+		if got := payment(t, db, "pay_9"); got.Status != "partially_refunded" || got.RefundedAmount != 100 {
+			t.Fatalf("payment = %+v", got)
+		}
+		if o := order(t, db, "ord_9"); o.Status != "paid" {
+			t.Fatalf("order = %+v", o)
+		}
+		if got := postingKeys(t, db); !slices.Equal(got, []string{"capture:pay_9", "refund:re_9"}) {
+			t.Fatalf("postings = %v", got)
+		}
+	})
+}
+
+func TestRefundFailed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 10000, "EUR")})
+
+		// Reported succeeded, then failed: the failure reverses it, once.
+		apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 4000, Currency: "EUR"})
+		fail := billing.RefundFailed{PaymentRef: "pay_1", RefundRef: "re_1"}
+		out := apply(t, db, fail)
+		if !slices.Equal(out.Posted, []string{"refund_failed:re_1"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		apply(t, db, fail, fail)
+		if p := payment(t, db, "pay_1"); p.Status != "succeeded" || p.RefundedAmount != 0 {
+			t.Fatalf("after the failed refund: %+v; want succeeded 0", p)
+		}
+		if k := kept(t, db, "EUR"); k != 10000 {
+			t.Fatalf("kept = %d; want 10000", k)
+		}
+		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		if len(ps) != 3 || ps[2].ReversesID != ps[1].ID || ps[2].Amount != 4000 ||
+			fmt.Sprint(ps[2].Entries) != "[{provider_receivable EUR 4000} {revenue EUR -4000}]" {
+			t.Fatalf("postings = %+v; want the failure reversing the refund exactly", ps)
+		}
+
+		// Failed first: the success reported afterwards moves nothing.
+		apply(t, db, billing.RefundFailed{PaymentRef: "pay_1", RefundRef: "re_2"})
+		apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_2", Amount: 2000, Currency: "EUR"})
+		if p := payment(t, db, "pay_1"); p.Status != "succeeded" || p.RefundedAmount != 0 {
+			t.Fatalf("after a failure reported before its refund: %+v; want succeeded 0", p)
+		}
+
+		// A payment never seen: success, no money moves.
+		apply(t, db, billing.RefundFailed{PaymentRef: "pay_unknown", RefundRef: "re_3"})
+		if k := kept(t, db, "EUR"); k != 10000 {
+			t.Fatalf("kept = %d; want 10000", k)
+		}
+		// A refund of another payment is a contradiction.
+		if _, err := applyTx(ctx, db, billing.RefundFailed{PaymentRef: "pay_other", RefundRef: "re_1"}); err == nil {
+			t.Fatal("failure of a refund of another payment: no error")
+		}
+	})
+}
+
+func TestChargeback(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 9000, "USD")})
+		apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 1000, Currency: "USD"})
+		won := billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_1"}
+		if _, err := applyTx(ctx, db, won); !errors.Is(err, billing.ErrNotSeenYet) {
+			t.Fatalf("won before its chargeback: %v; want ErrNotSeenYet", err)
+		}
+		cb := billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1"}
+		apply(t, db, cb)
+		apply(t, db, cb)
+		if p := payment(t, db, "pay_1"); p.Status != "charged_back" || p.RefundedAmount != 1000 {
+			t.Fatalf("after the chargeback: %+v", p)
+		}
+		if k := kept(t, db, "USD"); k != 0 {
+			t.Fatalf("kept = %d after the chargeback; want 0", k)
+		}
+		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		if last := ps[len(ps)-1]; last.FactKey != "chargeback:dp_1" || last.Amount != 8000 || last.ReversesID != ps[0].ID {
+			t.Fatalf("chargeback posting = %+v; want 8000 reversing the capture", last)
+		}
+
+		// A refund made before the dispute, reported after it: a success,
+		// and the money stays at zero.
+		apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_2", Amount: 500, Currency: "USD"})
+		if p := payment(t, db, "pay_1"); p.Status != "charged_back" || p.RefundedAmount != 1500 {
+			t.Fatalf("after a late refund: %+v", p)
+		}
+		if k := kept(t, db, "USD"); k != 0 {
+			t.Fatalf("kept = %d after a late refund; want 0", k)
+		}
+
+		out := apply(t, db, won)
+		apply(t, db, won)
+		if !slices.Equal(out.Posted, []string{"chargeback_won:dp_1"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		if p := payment(t, db, "pay_1"); p.Status != "partially_refunded" {
+			t.Fatalf("after the won chargeback: %+v; want partially_refunded", p)
+		}
+		if k := kept(t, db, "USD"); k != 7500 {
+			t.Fatalf("kept = %d after the won chargeback; want 7500", k)
+		}
+		ps, _ = billing.ListPostings(ctx, db, src, "pay_1")
+		if last := ps[len(ps)-1]; last.ReversesID != ps[2].ID {
+			t.Fatalf("won posting reverses %d; want the chargeback %d", last.ReversesID, ps[2].ID)
+		}
+
+		// Charged back with the payment in the payload places it.
+		p2 := pay("pay_2", "", 300, "USD")
+		apply(t, db, billing.ChargedBack{Payment: &p2, DisputeRef: "dp_2"})
+		if p := payment(t, db, "pay_2"); p.Status != "charged_back" {
+			t.Fatalf("pay_2 = %+v", p)
+		}
+		// Final: a refund after everything is a success with no money moved.
+		apply(t, db, billing.ChargedBack{PaymentRef: "pay_2", DisputeRef: "dp_2"})
+		if k := kept(t, db, "USD"); k != 7500 {
+			t.Fatalf("kept = %d; want 7500", k)
+		}
+	})
+}
+
+func TestOrders(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		// The checkout's order fact before the payment.
+		out := apply(t, db, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1"})
+		apply(t, db, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1"})
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "ord_1", 100, "USD")})
+		if !slices.Equal(out.OrdersPaid, []string{"ord_1"}) || len(alerts(t, db)) != 0 {
+			t.Fatalf("outcome %+v, alerts %+v", out, alerts(t, db))
+		}
+		// Another payment for the same order.
+		out = apply(t, db, billing.Captured{Payment: pay("pay_2", "ord_1", 100, "USD")})
+		apply(t, db, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_2"})
+		if o := order(t, db, "ord_1"); o.Status != "paid" || o.PaidBy != "pay_1" {
+			t.Fatalf("order = %+v; want paid by pay_1", o)
+		}
+		as := alerts(t, db)
+		if len(as) != 1 || as[0].Kind != billing.AlertOrderPaidTwice || as[0].Subject != "ord_1" || as[0].Count != 2 {
+			t.Fatalf("alerts = %+v; want order_paid_twice ord_1 raised twice", as)
+		}
+		if !slices.Equal(out.Alerts, []string{"order_paid_twice:ord_1"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		// An order heard of but not paid stays pending.
+		p := pay("pay_3", "ord_3", 100, "USD")
+		apply(t, db, billing.Refunded{Payment: &p, RefundRef: "re_3", Amount: 100, Currency: "USD"})
+		if o := order(t, db, "ord_3"); o.Status != "paid" {
+			t.Fatalf("ord_3 = %+v", o)
+		}
+		os, err := billing.ListOrders(ctx, db, billing.OrderFilter{Status: "paid"})
+		if err != nil || len(os) != 2 {
+			t.Fatalf("ListOrders(paid) = %+v, %v", os, err)
+		}
+	})
+}
+
+func TestSubscriptions(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		snap := func(status, plan string, at int) billing.Subscription {
+			return billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: plan, Status: status,
+				CurrentPeriodEnd: t0.Add(time.Duration(at) * 24 * time.Hour), UpdatedAt: t0.Add(time.Duration(at) * time.Minute)}
+		}
+		apply(t, db, snap("active", "pro", 2))
+		apply(t, db, snap("active", "basic", 1)) // older: ignored
+		got, err := billing.GetSubscription(ctx, db, src, "sub_1")
+		if err != nil || got.Plan != "pro" || !got.ProviderUpdatedAt.Equal(t0.Add(2*time.Minute)) {
+			t.Fatalf("subscription = %+v, %v; want the newer snapshot", got, err)
+		}
+		out := apply(t, db, snap("ended", "pro", 4))
+		if !slices.Equal(out.EndedClaimed, []string{"sub_1"}) {
+			t.Fatalf("outcome = %+v; want the end claimed", out)
+		}
+		for _, s := range []billing.Subscription{snap("ended", "pro", 4), snap("canceled", "pro", 3), snap("ended", "pro", 5)} {
+			if out := apply(t, db, s); len(out.EndedClaimed) != 0 {
+				t.Fatalf("end claimed again by %+v", s)
+			}
+		}
+		got, _ = billing.GetSubscription(ctx, db, src, "sub_1")
+		if got.Status != "ended" || got.EndedAt.IsZero() || !got.ProviderUpdatedAt.Equal(t0.Add(5*time.Minute)) {
+			t.Fatalf("subscription = %+v", got)
+		}
+		// An ended snapshot arriving first is claimed too, and older ones
+		// do not bring the subscription back.
+		out = apply(t, db, billing.Subscription{Ref: "sub_2", Status: "ended", UpdatedAt: t0.Add(time.Hour)})
+		apply(t, db, billing.Subscription{Ref: "sub_2", Status: "active", UpdatedAt: t0})
+		if !slices.Equal(out.EndedClaimed, []string{"sub_2"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		list, err := billing.ListSubscriptions(ctx, db, billing.SubscriptionFilter{Status: "ended"})
+		if err != nil || len(list) != 2 {
+			t.Fatalf("ListSubscriptions(ended) = %+v, %v", list, err)
+		}
+	})
+}
+
+func TestCrypto(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		inv1 := billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_1", Amount: 5000, Currency: "BTC", ChainRef: "tx_a", At: t0}
+		inv2 := billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_2", Amount: 7000, Currency: "BTC", ChainRef: "tx_a", At: t0}
+		out := apply(t, db, inv1)
+		apply(t, db, inv1, inv1)
+		if !slices.Equal(out.Posted, []string{"settle:inv_1"}) || !slices.Equal(out.OrdersPaid, []string{"ord_1"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		out = apply(t, db, inv2)
+		apply(t, db, inv2)
+		if len(out.Posted) != 0 || !slices.Equal(out.Alerts, []string{"crypto_reference_reused:tx_a"}) {
+			t.Fatalf("reused reference outcome = %+v", out)
+		}
+		if p := payment(t, db, "inv_1"); p.Status != "settled" || p.ChainRef != "tx_a" || p.Kind != "crypto" {
+			t.Fatalf("inv_1 = %+v", p)
+		}
+		if p := payment(t, db, "inv_2"); p.Status != "rejected" {
+			t.Fatalf("inv_2 = %+v; want rejected", p)
+		}
+		if k := kept(t, db, "BTC"); k != 5000 {
+			t.Fatalf("kept = %d; want one credit of 5000", k)
+		}
+		as := alerts(t, db)
+		if len(as) != 1 || as[0].Kind != billing.AlertCryptoReferenceReused || as[0].Subject != "tx_a" || as[0].Count != 1 {
+			t.Fatalf("alerts = %+v; want one crypto_reference_reused tx_a", as)
+		}
+		if o := order(t, db, "ord_2"); o.Status != "pending" {
+			t.Fatalf("ord_2 = %+v; want pending", o)
+		}
+
+		// A second settlement for an order already paid.
+		inv3 := billing.Settled{InvoiceRef: "inv_3", OrderID: "ord_1", Amount: 5000, Currency: "BTC", ChainRef: "tx_b", At: t0}
+		out = apply(t, db, inv3)
+		apply(t, db, inv3)
+		if len(out.Posted) != 0 || !slices.Equal(out.Alerts, []string{"order_paid_twice:ord_1"}) {
+			t.Fatalf("order paid twice outcome = %+v", out)
+		}
+		if p := payment(t, db, "inv_3"); p.Status != "rejected" {
+			t.Fatalf("inv_3 = %+v; want rejected", p)
+		}
+		if o := order(t, db, "ord_1"); o.PaidBy != "inv_1" {
+			t.Fatalf("ord_1 = %+v; want paid by inv_1", o)
+		}
+		// Its chain reference is not bound: a later invoice may use it.
+		apply(t, db, billing.Settled{InvoiceRef: "inv_4", Amount: 10, Currency: "BTC", ChainRef: "tx_b", At: t0})
+		if k := kept(t, db, "BTC"); k != 5010 {
+			t.Fatalf("kept = %d; want 5010", k)
+		}
+		// The same invoice with another chain reference: alert, no credit.
+		apply(t, db, billing.Settled{InvoiceRef: "inv_4", Amount: 10, Currency: "BTC", ChainRef: "tx_c", At: t0})
+		if k := kept(t, db, "BTC"); k != 5010 {
+			t.Fatalf("kept = %d; want 5010", k)
+		}
+		crypto, err := billing.ListPayments(ctx, db, billing.PaymentFilter{Kind: "crypto", Status: "rejected"})
+		if err != nil || len(crypto) != 2 {
+			t.Fatalf("rejected crypto payments = %+v, %v", crypto, err)
+		}
+		if got := postingKeys(t, db); !slices.Equal(got, []string{"settle:inv_1", "settle:inv_4"}) {
+			t.Fatalf("postings = %v", got)
+		}
+	})
+}
+
+func TestAlertsAndReads(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		if err := billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, "evt_1", "boom", t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, "evt_1", "boom again", t0.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		as := alerts(t, db)
+		if len(as) != 1 || as[0].Count != 2 || as[0].Message != "boom again" || !as[0].FirstSeen.Equal(t0) ||
+			!as[0].LastSeen.Equal(t0.Add(time.Minute)) || as[0].Acknowledged {
+			t.Fatalf("alerts = %+v", as)
+		}
+		if err := billing.AckAlert(ctx, db, as[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if un, _ := billing.ListAlerts(ctx, db, billing.AlertFilter{Unacknowledged: true}); len(un) != 0 {
+			t.Fatalf("unacknowledged = %+v", un)
+		}
+		if as := alerts(t, db); !as[0].Acknowledged {
+			t.Fatalf("alert not acknowledged: %+v", as[0])
+		}
+		billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, "evt_1", "boom", t0.Add(2*time.Minute))
+		if un, _ := billing.ListAlerts(ctx, db, billing.AlertFilter{Unacknowledged: true, Kind: billing.AlertEventFailed}); len(un) != 1 || un[0].Count != 3 {
+			t.Fatalf("raised again: %+v; want unacknowledged, count 3", un)
+		}
+		if err := billing.AckAlert(ctx, db, 999); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("AckAlert(999) = %v; want ErrNotFound", err)
+		}
+		if _, err := billing.GetPayment(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetPayment = %v; want ErrNotFound", err)
+		}
+		if _, err := billing.GetOrder(ctx, db, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetOrder = %v; want ErrNotFound", err)
+		}
+		if _, err := billing.GetSubscription(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetSubscription = %v; want ErrNotFound", err)
+		}
+		// Scoped by source.
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 1, "USD")})
+		if _, err := billing.GetPayment(ctx, db, "other", "pay_1"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetPayment(other source) = %v; want ErrNotFound", err)
+		}
+	})
+}

@@ -1,0 +1,164 @@
+package billing_test
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/store"
+)
+
+const src = "src"
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// openDB opens and migrates the database, and checks the ledger when the
+// test ends.
+func openDB(t *testing.T, dbURL string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { checkLedger(t, db) })
+	return db
+}
+
+// applyTx applies facts in their own transaction, committed on success
+// and rolled back on error.
+func applyTx(ctx context.Context, db *store.DB, facts ...billing.Fact) (billing.Outcome, error) {
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return billing.Outcome{}, err
+	}
+	out, err := billing.ApplyOutcome(ctx, db, tx, src, facts, t0)
+	if err != nil {
+		tx.Rollback()
+		return out, err
+	}
+	return out, tx.Commit()
+}
+
+func apply(t *testing.T, db *store.DB, facts ...billing.Fact) billing.Outcome {
+	t.Helper()
+	out, err := applyTx(context.Background(), db, facts...)
+	if err != nil {
+		t.Fatalf("apply %#v: %v", facts, err)
+	}
+	return out
+}
+
+// checkLedger checks that every posting's entries and every currency's
+// entries sum to zero, and that each payment's money in the ledger is
+// what its row says it keeps.
+func checkLedger(t *testing.T, db *store.DB) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := db.SQL.QueryContext(ctx, `SELECT posting_id, CAST(SUM(amount) AS BIGINT) FROM payhook_ledger_entries
+		GROUP BY posting_id HAVING SUM(amount) <> 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, sum int64
+		rows.Scan(&id, &sum)
+		t.Errorf("ledger: posting %d's entries sum to %d", id, sum)
+	}
+	rows.Close()
+	bal, err := billing.Balances(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cur, accounts := range bal {
+		var sum int64
+		for _, v := range accounts {
+			sum += v
+		}
+		if sum != 0 {
+			t.Errorf("ledger: %s sums to %d: %v", cur, sum, accounts)
+		}
+	}
+	pays, err := billing.ListPayments(ctx, db, billing.PaymentFilter{Limit: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pays {
+		var got int64
+		if err := db.SQL.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(e.amount), 0) AS BIGINT)
+			FROM payhook_ledger_entries e JOIN payhook_ledger_postings p ON p.id = e.posting_id
+			WHERE p.source = $1 AND p.payment_ref = $2 AND e.account IN ('provider_receivable', 'crypto_wallet')`,
+			p.Source, p.Ref).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		want := p.Amount - p.RefundedAmount
+		switch p.Status {
+		case "charged_back", "rejected":
+			want = 0
+		case "settled":
+			want = p.Amount
+		}
+		if got != want {
+			t.Errorf("ledger: payment %s (%s, %d, refunded %d) keeps %d in the ledger; want %d",
+				p.Ref, p.Status, p.Amount, p.RefundedAmount, got, want)
+		}
+	}
+}
+
+func payment(t *testing.T, db *store.DB, ref string) billing.PaymentView {
+	t.Helper()
+	p, err := billing.GetPayment(context.Background(), db, src, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *p
+}
+
+func order(t *testing.T, db *store.DB, id string) billing.OrderView {
+	t.Helper()
+	o, err := billing.GetOrder(context.Background(), db, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *o
+}
+
+// postingKeys returns the fact keys posted, sorted.
+func postingKeys(t *testing.T, db *store.DB) []string {
+	t.Helper()
+	ps, err := billing.ListPostings(context.Background(), db, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{}
+	for _, p := range ps {
+		keys = append(keys, p.FactKey)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// kept returns the money kept in currency: receivable plus wallet.
+func kept(t *testing.T, db *store.DB, currency string) int64 {
+	t.Helper()
+	bal, err := billing.Balances(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bal[currency][billing.AccountReceivable] + bal[currency][billing.AccountCryptoWallet]
+}
+
+func alerts(t *testing.T, db *store.DB) []billing.AlertView {
+	t.Helper()
+	as, err := billing.ListAlerts(context.Background(), db, billing.AlertFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return as
+}

@@ -1,0 +1,328 @@
+package billing_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
+)
+
+// story is one business story as events, each a batch of facts applied in
+// its own transaction, in the order the provider created them.
+func story() [][]billing.Fact {
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	p := func(ref, orderID string, amount int64, currency string) *billing.Payment {
+		pp := pay(ref, orderID, amount, currency)
+		return &pp
+	}
+	p1 := p("pay_1", "ord_1", 10000, "USD")
+	p2 := p("pay_2", "ord_2", 5000, "EUR")
+	p3 := p("pay_3", "ord_3", 8000, "USD")
+	p4 := p("pay_4", "ord_4", 2000, "USD")
+	p5 := p("pay_5", "ord_5", 6000, "EUR")
+	p6 := p("pay_6", "ord_6", 9000, "USD")
+	sub := func(ref, customer, plan, status string, m int) billing.Fact {
+		return billing.Subscription{Ref: ref, Customer: customer, Plan: plan, Status: status,
+			CurrentPeriodEnd: at(m).Add(30 * 24 * time.Hour).Truncate(24 * time.Hour), UpdatedAt: at(m)}
+	}
+	refund := func(payRef, ref string, amount int64, currency string, payment *billing.Payment) billing.Fact {
+		return billing.Refunded{Payment: payment, PaymentRef: payRef, RefundRef: ref, Amount: amount, Currency: currency}
+	}
+	return [][]billing.Fact{
+		// Checkouts: the payment and its order, sometimes as two events.
+		{billing.Captured{Payment: *p1}, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1"}},
+		{billing.Captured{Payment: *p2}},
+		{billing.OrderPaid{OrderID: "ord_2", PaymentRef: "pay_2"}},
+		{billing.Captured{Payment: *p3}, billing.OrderPaid{OrderID: "ord_3", PaymentRef: "pay_3"}},
+		{billing.Captured{Payment: *p4}},
+		{billing.Captured{Payment: *p5}},
+		{billing.Captured{Payment: *p6}},
+		// pay_1: refunded in two parts, one event carrying the payment.
+		{refund("pay_1", "re_1a", 3000, "USD", nil)},
+		{refund("pay_1", "re_1b", 7000, "USD", p1)},
+		// pay_2: partly refunded, then charged back.
+		{refund("pay_2", "re_2", 1000, "EUR", nil)},
+		{billing.ChargedBack{PaymentRef: "pay_2", DisputeRef: "dp_2"}},
+		// pay_3: charged back (with the payment) and won.
+		{billing.ChargedBack{Payment: p3, PaymentRef: "pay_3", DisputeRef: "dp_3"}},
+		{billing.ChargebackWon{PaymentRef: "pay_3", DisputeRef: "dp_3"}},
+		// pay_4: a refund that failed (only the failure is reported).
+		{billing.RefundFailed{PaymentRef: "pay_4", RefundRef: "re_4", At: at(5)}},
+		// pay_5: a full refund reported succeeded, then failed, then a
+		// partial one.
+		{refund("pay_5", "re_5a", 6000, "EUR", nil)},
+		{billing.RefundFailed{PaymentRef: "pay_5", RefundRef: "re_5a"}},
+		{refund("pay_5", "re_5b", 2000, "EUR", p5)},
+		// pay_6: refund, chargeback, won, refund again.
+		{refund("pay_6", "re_6a", 500, "USD", nil)},
+		{billing.ChargedBack{PaymentRef: "pay_6", DisputeRef: "dp_6"}},
+		{billing.ChargebackWon{PaymentRef: "pay_6", DisputeRef: "dp_6"}},
+		{refund("pay_6", "re_6b", 1000, "USD", nil)},
+		// An order whose payment payhook never hears of.
+		{billing.OrderPaid{OrderID: "ord_20", PaymentRef: "pay_20"}},
+		// Subscriptions: created, upgraded, renewed, canceled, ended.
+		{sub("sub_1", "cus_1", "basic", "active", 1)},
+		{sub("sub_1", "cus_1", "pro", "active", 2)},
+		{sub("sub_1", "cus_1", "pro", "active", 3)},
+		{sub("sub_1", "cus_1", "pro", "canceled", 4)},
+		{sub("sub_1", "cus_1", "pro", "ended", 5)},
+		{sub("sub_2", "cus_2", "pro", "active", 1)},
+		{sub("sub_2", "cus_2", "team", "active", 6)},
+		{sub("sub_3", "cus_3", "basic", "active", 2)},
+		{sub("sub_3", "cus_3", "basic", "canceled", 7)},
+		// Crypto invoices settling once each.
+		{billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_10", Amount: 12345, Currency: "BTC", ChainRef: "tx_1", At: at(8)}},
+		{billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_11", Amount: 54321, Currency: "BTC", ChainRef: "tx_2", At: at(9)}},
+	}
+}
+
+// state is what the property test compares: everything but the times
+// payhook chose itself.
+type state struct {
+	Payments      []billing.PaymentView
+	Orders        []billing.OrderView
+	Subscriptions []billing.SubscriptionView
+	Balances      map[string]map[string]int64
+	PostingKeys   []string
+	Alerts        []string
+	// Once: how many times each downstream fact was reported by Outcome.
+	Once map[string]int
+}
+
+func snapshot(t *testing.T, db *store.DB) state {
+	t.Helper()
+	ctx := context.Background()
+	var s state
+	var err error
+	if s.Payments, err = billing.ListPayments(ctx, db, billing.PaymentFilter{Limit: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Payments {
+		s.Payments[i].CreatedAt, s.Payments[i].UpdatedAt = time.Time{}, time.Time{}
+	}
+	sort.Slice(s.Payments, func(i, j int) bool { return s.Payments[i].Ref < s.Payments[j].Ref })
+	if s.Orders, err = billing.ListOrders(ctx, db, billing.OrderFilter{Limit: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Orders {
+		s.Orders[i].CreatedAt, s.Orders[i].PaidAt = time.Time{}, time.Time{}
+	}
+	sort.Slice(s.Orders, func(i, j int) bool { return s.Orders[i].OrderID < s.Orders[j].OrderID })
+	if s.Subscriptions, err = billing.ListSubscriptions(ctx, db, billing.SubscriptionFilter{Limit: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Subscriptions {
+		v := &s.Subscriptions[i]
+		v.CreatedAt, v.UpdatedAt = time.Time{}, time.Time{}
+		if !v.EndedAt.IsZero() {
+			v.EndedAt = t0 // claimed: when does not matter
+		}
+	}
+	sort.Slice(s.Subscriptions, func(i, j int) bool { return s.Subscriptions[i].Ref < s.Subscriptions[j].Ref })
+	if s.Balances, err = billing.Balances(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	s.PostingKeys = postingKeys(t, db)
+	for _, a := range alerts(t, db) {
+		s.Alerts = append(s.Alerts, a.Kind+":"+a.Subject)
+	}
+	sort.Strings(s.Alerts)
+	return s
+}
+
+// deliver applies events in order, each in its own transaction, moving an
+// event that fails with ErrNotSeenYet to the end of the queue as the job
+// queue retries it later. It counts the downstream facts Outcome reports.
+func deliver(t *testing.T, db *store.DB, events [][]billing.Fact) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	once := map[string]int{}
+	queue := append([][]billing.Fact(nil), events...)
+	stuck := 0
+	for len(queue) > 0 {
+		ev := queue[0]
+		queue = queue[1:]
+		out, err := applyTx(ctx, db, ev...)
+		switch {
+		case errors.Is(err, billing.ErrNotSeenYet):
+			queue = append(queue, ev)
+			if stuck++; stuck > len(queue) {
+				t.Fatalf("no progress: %d events wait for something never seen, e.g. %#v", len(queue), ev)
+			}
+			continue
+		case err != nil:
+			t.Fatalf("apply %#v: %v", ev, err)
+		}
+		stuck = 0
+		for _, k := range out.Posted {
+			once["posted "+k]++
+		}
+		for _, k := range out.OrdersPaid {
+			once["paid "+k]++
+		}
+		for _, k := range out.EndedClaimed {
+			once["ended "+k]++
+		}
+	}
+	return once
+}
+
+func reset(t *testing.T, db *store.DB) {
+	t.Helper()
+	for _, table := range []string{"payhook_ledger_entries", "payhook_ledger_postings", "payhook_payments",
+		"payhook_subscriptions", "payhook_orders", "payhook_alerts"} {
+		if _, err := db.SQL.ExecContext(context.Background(), `DELETE FROM `+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestDeliveryOrderDoesNotMatter: random permutations of one business
+// story, with random duplicates, reach the state of in-order delivery, and
+// every downstream fact is reported exactly once.
+func TestDeliveryOrderDoesNotMatter(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		events := story()
+		want := withOnce(func() state { return snapshot(t, db) }, deliver(t, db, events))
+		checkLedger(t, db)
+		for k, n := range want.Once {
+			if n != 1 {
+				t.Fatalf("in order: %s reported %d times", k, n)
+			}
+		}
+		if want.Balances["USD"][billing.AccountReceivable] != 0+(8000)+(2000)+(9000-1500) ||
+			want.Balances["EUR"][billing.AccountReceivable] != 0+(6000-2000) ||
+			want.Balances["BTC"][billing.AccountCryptoWallet] != 12345+54321 {
+			t.Fatalf("in-order balances = %v", want.Balances)
+		}
+		for seed := range uint64(30) {
+			reset(t, db)
+			rng := rand.New(rand.NewPCG(seed, 42))
+			perm := append([][]billing.Fact(nil), events...)
+			rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+			for _, ev := range events {
+				if rng.IntN(10) < 3 {
+					i := rng.IntN(len(perm) + 1)
+					perm = append(perm[:i], append([][]billing.Fact{ev}, perm[i:]...)...)
+				}
+			}
+			got := withOnce(func() state { return snapshot(t, db) }, deliver(t, db, perm))
+			if diff := diffState(got, want); diff != "" {
+				t.Fatalf("seed %d: final state differs from in-order delivery:\n%s", seed, diff)
+			}
+			checkLedger(t, db)
+		}
+	})
+}
+
+// withOnce returns s with the counts of once; the delivery runs before
+// the snapshot is taken.
+func withOnce(snapshot func() state, once map[string]int) state {
+	s := snapshot()
+	s.Once = once
+	return s
+}
+
+// diffState names the parts of the state that differ.
+func diffState(got, want state) string {
+	var b strings.Builder
+	g, w := reflect.ValueOf(got), reflect.ValueOf(want)
+	for i := range g.NumField() {
+		if !reflect.DeepEqual(g.Field(i).Interface(), w.Field(i).Interface()) {
+			fmt.Fprintf(&b, "%s:\n got %+v\nwant %+v\n", g.Type().Field(i).Name, g.Field(i).Interface(), w.Field(i).Interface())
+		}
+	}
+	return b.String()
+}
+
+// TestConcurrentApply: two workers apply the same event at the same
+// moment, each in its own transaction; it is applied once.
+func TestConcurrentApply(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		ctx := context.Background()
+		p := pay("pay_1", "ord_1", 10000, "USD")
+		batches := [][]billing.Fact{
+			{billing.Captured{Payment: p}, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1"}},
+			{billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 2500, Currency: "USD"}},
+			{billing.RefundFailed{PaymentRef: "pay_1", RefundRef: "re_1"}},
+			{billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_2", Amount: 1000, Currency: "USD"}},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1"}},
+			{billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_1"}},
+			{billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_2", Amount: 100, Currency: "BTC", ChainRef: "tx_1"}},
+			{billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_3", Amount: 100, Currency: "BTC", ChainRef: "tx_1"}},
+			{billing.Subscription{Ref: "sub_1", Status: "active", UpdatedAt: t0}},
+			{billing.Subscription{Ref: "sub_1", Status: "ended", UpdatedAt: t0.Add(time.Minute)}},
+			{billing.Captured{Payment: pay("pay_2", "ord_1", 10, "USD")}},
+		}
+		once := map[string]int{}
+		for _, batch := range batches {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			start := make(chan struct{})
+			errs := make([]error, 2)
+			for w := range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					out, err := applyTx(ctx, db, batch...)
+					errs[w] = err
+					mu.Lock()
+					defer mu.Unlock()
+					for _, k := range out.Posted {
+						once["posted "+k]++
+					}
+					for _, k := range out.OrdersPaid {
+						once["paid "+k]++
+					}
+					for _, k := range out.EndedClaimed {
+						once["ended "+k]++
+					}
+					for _, k := range out.Alerts {
+						once["alert "+k]++
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatalf("concurrent apply of %#v: %v", batch, err)
+				}
+			}
+		}
+		for k, n := range once {
+			if n != 1 {
+				t.Errorf("%s happened %d times; want once", k, n)
+			}
+		}
+		for _, k := range []string{"posted capture:pay_1", "posted refund:re_1", "posted refund_failed:re_1",
+			"posted chargeback:dp_1", "posted chargeback_won:dp_1", "posted settle:inv_1", "paid ord_1", "paid ord_2",
+			"ended sub_1", "alert crypto_reference_reused:tx_1", "alert order_paid_twice:ord_1"} {
+			if once[k] != 1 {
+				t.Errorf("%s happened %d times; want once", k, once[k])
+			}
+		}
+		if p := payment(t, db, "pay_1"); p.Status != "partially_refunded" || p.RefundedAmount != 1000 {
+			t.Fatalf("pay_1 = %+v", p)
+		}
+		if k := kept(t, db, "USD"); k != 9000+10 {
+			t.Fatalf("kept USD = %d; want 9010", k)
+		}
+		if k := kept(t, db, "BTC"); k != 100 {
+			t.Fatalf("kept BTC = %d; want 100", k)
+		}
+	})
+}

@@ -1,0 +1,100 @@
+-- Billing state: payments, a double-entry ledger, subscriptions, orders and
+-- alerts. Every rule that must hold under duplicates, concurrency and any
+-- delivery order is a unique index here; the code only reacts to what the
+-- index or a conditional UPDATE decided.
+
+-- One row per provider payment reference of a source. Fiat: succeeded,
+-- partially_refunded, refunded, charged_back (derived from the ledger).
+-- Crypto: settled (credited) or rejected (never credited).
+CREATE TABLE payhook_payments (
+    id              BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source          TEXT        NOT NULL,
+    ref             TEXT        NOT NULL,
+    kind            TEXT        NOT NULL CHECK (kind IN ('fiat', 'crypto')),
+    order_id        TEXT        NOT NULL DEFAULT '',
+    amount          BIGINT      NOT NULL,
+    currency        TEXT        NOT NULL,
+    status          TEXT        NOT NULL CHECK (status IN ('succeeded', 'partially_refunded', 'refunded',
+                                    'charged_back', 'settled', 'rejected')),
+    refunded_amount BIGINT      NOT NULL DEFAULT 0,
+    chain_ref       TEXT,
+    captured_at     TIMESTAMPTZ,
+    created_at      TIMESTAMPTZ NOT NULL,
+    updated_at      TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX payhook_payments_source_ref ON payhook_payments (source, ref);
+-- A chain reference credits at most one invoice of a source: the second
+-- settlement that uses it conflicts here and is stored as rejected.
+CREATE UNIQUE INDEX payhook_payments_credited_chain_ref ON payhook_payments (source, chain_ref)
+    WHERE status = 'settled';
+CREATE INDEX payhook_payments_order_id ON payhook_payments (order_id);
+
+-- One posting per business fact (fact_key such as capture:<ref>,
+-- refund:<refund_ref>, chargeback:<dispute_ref>). reverses_id points at the
+-- posting it reverses.
+CREATE TABLE payhook_ledger_postings (
+    id          BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source      TEXT        NOT NULL,
+    fact_key    TEXT        NOT NULL,
+    kind        TEXT        NOT NULL CHECK (kind IN ('capture', 'refund', 'refund_failed', 'chargeback',
+                                'chargeback_won', 'settle')),
+    payment_ref TEXT        NOT NULL,
+    reverses_id BIGINT      REFERENCES payhook_ledger_postings (id),
+    amount      BIGINT      NOT NULL,
+    currency    TEXT        NOT NULL,
+    posted_at   TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX payhook_ledger_postings_source_fact_key ON payhook_ledger_postings (source, fact_key);
+CREATE INDEX payhook_ledger_postings_payment ON payhook_ledger_postings (source, payment_ref);
+CREATE INDEX payhook_ledger_postings_reverses_id ON payhook_ledger_postings (reverses_id);
+
+-- Signed amounts in minor units; the entries of a posting sum to zero.
+CREATE TABLE payhook_ledger_entries (
+    id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    posting_id BIGINT NOT NULL REFERENCES payhook_ledger_postings (id),
+    account    TEXT   NOT NULL,
+    currency   TEXT   NOT NULL,
+    amount     BIGINT NOT NULL
+);
+CREATE INDEX payhook_ledger_entries_posting_id ON payhook_ledger_entries (posting_id);
+
+CREATE TABLE payhook_subscriptions (
+    id                  BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    source              TEXT        NOT NULL,
+    ref                 TEXT        NOT NULL,
+    customer            TEXT        NOT NULL DEFAULT '',
+    plan                TEXT        NOT NULL DEFAULT '',
+    status              TEXT        NOT NULL DEFAULT '',
+    current_period_end  TIMESTAMPTZ,
+    -- The provider's time of the snapshot stored; older snapshots are ignored.
+    provider_updated_at TIMESTAMPTZ,
+    -- NULL until the end is claimed, once.
+    ended_at            TIMESTAMPTZ,
+    created_at          TIMESTAMPTZ NOT NULL,
+    updated_at          TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX payhook_subscriptions_source_ref ON payhook_subscriptions (source, ref);
+
+-- The application's orders, as payhook heard of them.
+CREATE TABLE payhook_orders (
+    id         BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    order_id   TEXT        NOT NULL,
+    status     TEXT        NOT NULL CHECK (status IN ('pending', 'paid')),
+    paid_by    TEXT        NOT NULL DEFAULT '',
+    paid_at    TIMESTAMPTZ,
+    created_at TIMESTAMPTZ NOT NULL
+);
+CREATE UNIQUE INDEX payhook_orders_order_id ON payhook_orders (order_id);
+
+-- One row per (kind, subject); raising it again counts.
+CREATE TABLE payhook_alerts (
+    id           BIGINT      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind         TEXT        NOT NULL,
+    subject      TEXT        NOT NULL,
+    message      TEXT        NOT NULL DEFAULT '',
+    first_seen   TIMESTAMPTZ NOT NULL,
+    last_seen    TIMESTAMPTZ NOT NULL,
+    count        INTEGER     NOT NULL DEFAULT 1,
+    acknowledged BOOLEAN     NOT NULL DEFAULT FALSE
+);
+CREATE UNIQUE INDEX payhook_alerts_kind_subject ON payhook_alerts (kind, subject);
