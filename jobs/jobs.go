@@ -188,7 +188,11 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 	q := &Queue{db: db, cfg: cfg}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[processArgs]) error {
-		return q.process(ctx, job.Args.EventID, job.Attempt >= job.MaxAttempts)
+		err := q.process(ctx, job.Args.EventID, job.Attempt >= job.MaxAttempts)
+		if errors.Is(err, payhook.ErrMalformed) {
+			return river.JobCancel(err) // retrying cannot fix it
+		}
+		return err
 	}))
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[sweepArgs]) error {
 		_, err := q.Sweep(ctx)
@@ -298,12 +302,15 @@ func (q *Queue) Process(ctx context.Context, id int64) error {
 }
 
 // process is Process; final marks the last attempt, whose failure leaves
-// the event failed.
+// the event failed. An error wrapping payhook.ErrMalformed (a handler that
+// cannot read the event) is final at once: retrying cannot fix it, and a
+// replay after a fix processes the event again.
 func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	err := q.apply(ctx, id)
 	if err == nil {
 		return nil
 	}
+	final = final || errors.Is(err, payhook.ErrMalformed)
 	// The attempt is counted and its error kept outside the rolled-back
 	// transaction, which is closed by now (SQLite has one connection).
 	ctx = context.WithoutCancel(ctx)

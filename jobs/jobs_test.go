@@ -404,3 +404,24 @@ func TestFetchIgnoreAndOnFailed(t *testing.T) {
 		}
 	})
 }
+
+func TestMalformedFailsAtOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var calls, alerted atomic.Int32
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error {
+			calls.Add(1)
+			return fmt.Errorf("mapping: field \"data.refund.id\" is missing: %w", payhook.ErrMalformed)
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 5,
+			OnFailed: func(context.Context, *payhook.Event, error) { alerted.Add(1) }})
+		ev := event("evt_malformed")
+		ingest(t, q, ev)
+		start(t, q)
+		got := waitDone(t, db, ev.ID)
+		time.Sleep(100 * time.Millisecond) // a retry, if one were scheduled, would run by now
+		if got.Status != payhook.StatusFailed || calls.Load() != 1 || alerted.Load() != 1 || !strings.Contains(got.LastError, "data.refund.id") {
+			t.Fatalf("event %s after %d calls, %d alerts (%q); want failed after 1 with 1 alert", got.Status, calls.Load(), alerted.Load(), got.LastError)
+		}
+	})
+}

@@ -84,12 +84,12 @@ acknowledged  %d answered 200; %d attempts failed (%d while the target was down 
 stored once   %d events, one row each under the unique (source, event id) index
 deduplicated  %d deliveries answered 200 without storing anything
 rejected      %d forged deliveries (wrong secret, expired timestamp, tampered body) answered 400, nothing stored
-processed     %d processed, %d failed, %d still waiting
+processed     %d processed, %d ignored (they change no billing state), %d failed, %d still waiting
 
 every event the provider created is stored exactly once and processed exactly once: %s
 Look around: payhook events list --db %s
 `, st.Attempts, len(res.Expected.Events), st.Duplicates, st.Bursts,
-		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Failed, rep.Waiting,
+		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Ignored, rep.Failed, rep.Waiting,
 		yesNo(rep.ExactlyOnce()), *dbURL)
 	if !rep.ExactlyOnce() {
 		return fmt.Errorf("demo: %s", rep.Problem)
@@ -136,7 +136,7 @@ func sendForged(ctx context.Context, target, secret string, now time.Time) (int,
 // onceReport compares what payhook stored for a source with what the
 // simulated provider created.
 type onceReport struct {
-	Stored, Processed, Failed, Waiting int
+	Stored, Processed, Ignored, Failed, Waiting int
 	// Problem says what is wrong, "" when every event the provider
 	// delivered is stored once and processed once and nothing else is.
 	Problem string
@@ -147,8 +147,9 @@ func (r onceReport) ExactlyOnce() bool { return r.Problem == "" }
 
 // waitProcessed waits until no event of source is waiting, then checks it
 // against the run's expected events: each delivered one stored exactly
-// once, processed with one attempt, and nothing stored that the provider
-// did not create.
+// once and handled in one attempt (processed, or ignored when it changes
+// no billing state, like a test event), and nothing stored that the
+// provider did not create.
 func waitProcessed(ctx context.Context, db *store.DB, source string, res *sim.Result, timeout time.Duration) (onceReport, error) {
 	deadline := time.Now().Add(timeout)
 	var evs []*payhook.Event
@@ -179,6 +180,8 @@ func waitProcessed(ctx context.Context, db *store.DB, source string, res *sim.Re
 		switch ev.Status {
 		case payhook.StatusProcessed:
 			rep.Processed++
+		case payhook.StatusIgnored:
+			rep.Ignored++
 		case payhook.StatusFailed:
 			rep.Failed++
 		case payhook.StatusReceived:
@@ -197,8 +200,8 @@ func waitProcessed(ctx context.Context, db *store.DB, source string, res *sim.Re
 			continue
 		case ev == nil:
 			rep.Problem = fmt.Sprintf("event %s (%s) was acknowledged but is not stored", e.StoredID, e.Type)
-		case ev.Status != payhook.StatusProcessed || ev.Attempts != 1:
-			rep.Problem = fmt.Sprintf("event %s is %s after %d attempts, want processed once", e.StoredID, ev.Status, ev.Attempts)
+		case ev.Status != payhook.StatusProcessed && ev.Status != payhook.StatusIgnored || ev.Attempts != 1:
+			rep.Problem = fmt.Sprintf("event %s is %s after %d attempts, want handled once", e.StoredID, ev.Status, ev.Attempts)
 		}
 		want++
 	}

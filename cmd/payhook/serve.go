@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
 
-	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
@@ -67,8 +65,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 
-	queue, err := jobs.New(db, jobs.Config{Handlers: serverHandlers(), Logger: log, Now: m.Now,
-		Workers: cfg.Processing.Workers, MaxAttempts: cfg.Processing.MaxAttempts, Backoff: backoff})
+	qcfg := processing(db, sources, m.Now, log)
+	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
+	queue, err := jobs.New(db, qcfg)
 	if err != nil {
 		return err
 	}
@@ -158,15 +157,6 @@ func (m *Main) serveConfig(path string) (*fileConfig, string, error) {
 	}
 	return &fileConfig{Sources: []sourceConfig{{Name: "demo", Provider: "billete", Environment: "test",
 		Secrets: []string{secret}}}}, secret, nil
-}
-
-// serverHandlers are the handlers of the server binary. Until billing
-// state lands every event type is accepted and processing only marks it
-// processed.
-func serverHandlers() *payhook.Mux {
-	mux := &payhook.Mux{}
-	mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error { return nil })
-	return mux
 }
 
 // openDB opens the database named by the flag or PAYHOOK_DB, migrating it
