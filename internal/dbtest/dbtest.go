@@ -31,10 +31,17 @@ var Engines = []string{"sqlite", "postgres"}
 // The engines' subtests run in parallel with each other.
 func Each(t *testing.T, f func(t *testing.T, dbURL string)) {
 	t.Helper()
+	EachEngine(t, func(t *testing.T, engine string) { f(t, URL(t, engine)) })
+}
+
+// EachEngine runs f as a subtest per engine, for tests that need several
+// databases (see URL). The engines' subtests run in parallel.
+func EachEngine(t *testing.T, f func(t *testing.T, engine string)) {
+	t.Helper()
 	for _, engine := range Engines {
 		t.Run(engine, func(t *testing.T) {
 			t.Parallel()
-			f(t, URL(t, engine))
+			f(t, engine)
 		})
 	}
 }
