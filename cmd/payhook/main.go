@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"syscall"
@@ -55,9 +56,13 @@ Usage:
   payhook events   list|show|replay ...                            inspect and replay events
   payhook send     [--url URL] [--secret S] [--type T]             send a signed test event
   payhook sim      run|serve ...                                   a local provider that breaks like real ones
+  payhook payments|orders|subscriptions list|show ...              billing state
+  payhook ledger   balances                                        balances per currency and account
+  payhook alerts   list|ack ...                                    conflicts, failed events
   payhook help
 
-Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR stand for the flags.
+Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR stand for the flags;
+PAYHOOK_ADMIN_TOKEN enables the read API (/api/v1/) of serve.
 The database defaults to sqlite://payhook.db in the working directory;
 --db also takes sqlite:///abs/path.db and postgres://user:pass@host/db.
 
@@ -81,6 +86,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		"sim":     m.sim,
 		"demo":    m.demo,
 	}
+	maps.Copy(cmds, m.billingCommands())
 	var err error
 	switch cmd := args[0]; cmd {
 	case "help", "-h", "--help":

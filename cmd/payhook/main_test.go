@@ -102,7 +102,7 @@ func TestUsage(t *testing.T) {
 // and shut down gracefully.
 func TestServeEndToEnd(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		env := map[string]string{"PAYHOOK_DB": dbURL}
+		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADMIN_TOKEN": "admin-secret"}
 		s := startServer(t, env)
 		secret := regexp.MustCompile(`whsec_\S+`).FindString(s.stdout.String())
 		if secret == "" {
@@ -129,6 +129,28 @@ func TestServeEndToEnd(t *testing.T) {
 			code, out, _ := run(t, env, "events", "show", "evt_e2e", "--json")
 			return code == 0 && json.Unmarshal([]byte(out), &ev) == nil && ev.Status == "processed"
 		})
+		// The event became billing state, readable through the API.
+		for token, want := range map[string]int{"admin-secret": 200, "": 401, "guess": 401} {
+			req, _ := http.NewRequest("GET", s.url+"/api/v1/orders/ord_evt_e2e", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var order struct {
+				Status string
+				PaidBy string `json:"paid_by"`
+			}
+			json.NewDecoder(resp.Body).Decode(&order)
+			resp.Body.Close()
+			if resp.StatusCode != want || (want == 200 && (order.Status != "paid" || order.PaidBy != "pay_evt_e2e")) {
+				t.Fatalf("GET /api/v1/orders/ord_evt_e2e with token %q = %d %+v, want %d (paid by pay_evt_e2e)", token, resp.StatusCode, order, want)
+			}
+		}
+		if code, out, _ := run(t, env, "payments", "show", "pay_evt_e2e", "--json"); code != 0 || !strings.Contains(out, `"status": "succeeded"`) {
+			t.Fatalf("payments show = %d %s", code, out)
+		}
+
 		code, out, _ := run(t, env, "events", "list", "--json")
 		var list []map[string]any
 		if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 {

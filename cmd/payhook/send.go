@@ -43,10 +43,17 @@ func (m *Main) send(ctx context.Context, args []string) error {
 		*id = "evt_" + hex.EncodeToString(b)
 	}
 	now := m.Now()
+	// A completed checkout of 19.99 USD for order ord_<id>, shaped like
+	// the recipe's provider: processing records its payment and order.
+	suffix := (*id)[len(*id)-min(12, len(*id)):]
 	body, err := json.Marshal(map[string]any{
 		"id": *id, "type": *typ, "created_at": now.UTC().Format(time.RFC3339),
 		"environment": *environment, "api_version": "2026-01-01",
-		"data": map[string]any{"id": "chk_" + (*id)[len(*id)-min(8, len(*id)):], "metadata": map[string]string{"order_id": "ord_demo"}},
+		"data": map[string]any{
+			"id": "chk_" + suffix, "object": "checkout", "amount": 1999, "currency": "USD", "status": "completed",
+			"payment_id": "pay_" + suffix, "metadata": map[string]string{"order_id": "ord_" + suffix},
+			"updated_at": now.UTC().Format(time.RFC3339Nano),
+		},
 	})
 	if err != nil {
 		return err

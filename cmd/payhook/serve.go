@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/payhook/payhook/api"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
@@ -77,6 +78,15 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/{source}", recv)
+	if token := m.Getenv("PAYHOOK_ADMIN_TOKEN"); token != "" {
+		readAPI, err := api.New(api.Config{DB: db, Token: token, Logger: log})
+		if err != nil {
+			return err
+		}
+		mux.Handle(api.Prefix, readAPI)
+	} else {
+		log.Info("read API disabled: set PAYHOOK_ADMIN_TOKEN to serve " + api.Prefix)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := db.SQL.PingContext(r.Context()); err != nil {
