@@ -42,6 +42,8 @@ const maxBody = 1 << 20
 //	GET    /invoices/{id}
 //	POST   /invoices/{id}/settle                 {chain_ref}
 //	GET    <Flavour.EventsPath()>                the flavour's events list
+//	GET    <SubscriptionPath()>                  with a flavour.Retriever (stripe: /v1/subscriptions/{id}):
+//	                                             the subscription's current state in the provider's shape
 //
 // Errors are {"error": {"type", "message"}} with 400 (invalid_request),
 // 401 (authentication), 404 (not_found, also unknown routes), 405 (wrong
@@ -230,6 +232,24 @@ func (p *Provider) Handler() http.Handler {
 		}
 		return reply(w, http.StatusOK)(p.SettleInvoice(env, r.PathValue("id"), in.ChainRef))
 	})
+
+	// Flavours that serve resources in their provider's shape (Stripe).
+	if rf, ok := p.cfg.Flavour.(flavour.Retriever); ok {
+		h("GET "+rf.SubscriptionPath(), func(w http.ResponseWriter, r *http.Request, env string) error {
+			s, err := p.GetSubscription(env, r.PathValue("id"))
+			if err != nil {
+				return err
+			}
+			body, err := rf.Subscription(s.event(env))
+			if err != nil {
+				return err
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			w.Write(body)
+			return nil
+		})
+	}
 
 	h("GET "+p.cfg.Flavour.EventsPath(), func(w http.ResponseWriter, r *http.Request, env string) error {
 		q, err := p.cfg.Flavour.EventsQuery(r)

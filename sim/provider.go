@@ -937,6 +937,16 @@ func (p *Provider) GetSubscription(env, id string) (Subscription, error) {
 	return *s, nil
 }
 
+// event returns s's current state as the event of its last change would
+// carry it (see flavour.Retriever).
+func (s *Subscription) event(env string) flavour.Event {
+	typ := map[string]string{"canceled": "subscription.canceled", "ended": "subscription.ended"}[s.Status]
+	if typ == "" {
+		typ = "subscription.updated"
+	}
+	return flavour.Event{Type: typ, CreatedAt: s.UpdatedAt, Environment: env, ObjectID: s.ID, Data: s.data()}
+}
+
 // changeSubscription applies change to subscription id if its status is
 // one of from, and emits typ.
 func (p *Provider) changeSubscription(env, id, typ string, from []string, change func(s *Subscription, now time.Time)) (Subscription, error) {
@@ -956,6 +966,12 @@ func (p *Provider) changeSubscription(env, id, typ string, from []string, change
 		return Subscription{}, conflict("subscription %s is %s", id, s.Status)
 	}
 	now := p.now()
+	// Every change moves updated_at forward, by a microsecond (what
+	// databases keep) at least, so that it orders the subscription's
+	// states even when the clock has not moved.
+	if next := s.UpdatedAt.Add(time.Microsecond); now.Before(next) {
+		now = next
+	}
 	change(s, now)
 	s.UpdatedAt = now
 	ds := p.emit(env, w, typ, s.ID, s.data(), "")

@@ -87,6 +87,13 @@ type RunConfig struct {
 	// Logger receives the dispatcher's logs (alerts about a failing
 	// endpoint among them); default slog.Default().
 	Logger *slog.Logger
+	// APIKey is the API key of Environment, the one a receiver under test
+	// reads resources with; empty means generated (Provider.Keys).
+	APIKey string
+	// Started, if set, is called with the provider before the story is
+	// played, e.g. to serve its API (Handler) while the run lasts so that
+	// the receiver can fetch the resources its events are about.
+	Started func(p *Provider)
 }
 
 // Result is what a run did and the state the receiver should end with.
@@ -191,9 +198,18 @@ func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, e
 		TimeScale: cfg.TimeScale, Faults: faults, Seed: cfg.Seed, Client: cfg.Client, Logger: cfg.Logger,
 	})
 	defer d.Close()
-	p, err := New(Config{Flavour: cfg.Flavour, Sender: d, Seed: cfg.Seed})
+	pc := Config{Flavour: cfg.Flavour, Sender: d, Seed: cfg.Seed}
+	if cfg.Environment == EnvLive {
+		pc.LiveKey = cfg.APIKey
+	} else {
+		pc.TestKey = cfg.APIKey
+	}
+	p, err := New(pc)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.Started != nil {
+		cfg.Started(p)
 	}
 	ep, err := p.CreateEndpointWithSecret(cfg.Environment, cfg.Target, []string{"*"}, "", cfg.Secret)
 	if err != nil {

@@ -66,6 +66,9 @@
 // Stripe's times are whole unix seconds (the simulator's updated_at too):
 // two changes of one subscription within a second carry the same
 // UpdatedAt, and only the resource fetched from the API can order them.
+// The simulator's GET /v1/subscriptions/{id} adds updated_at_ns (unix
+// nanoseconds, a field Stripe does not have); when present it is the
+// Subscription's UpdatedAt.
 //
 // # paddle (Paddle Billing)
 //

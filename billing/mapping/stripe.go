@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"time"
+
 	"github.com/payhook/payhook/billing"
 )
 
@@ -257,13 +259,29 @@ func stripeSubscription(e *event, o obj) ([]billing.Fact, error) {
 			return nil, err
 		}
 	}
-	if s.UpdatedAt, err = o.timeOr(e.at, "updated_at"); err != nil {
+	if s.UpdatedAt, err = stripeUpdatedAt(e, o); err != nil {
 		return nil, err
 	}
 	if s.Status, err = stripeStatus(e, o, s); err != nil {
 		return nil, err
 	}
 	return []billing.Fact{s}, nil
+}
+
+// stripeUpdatedAt is when the subscription took the state o describes:
+// updated_at_ns (unix nanoseconds, which the simulator adds to the
+// subscriptions its API returns, so that a fetched state orders against
+// the others even within one second), else updated_at (the simulator's
+// events, whole seconds), else the event's time.
+func stripeUpdatedAt(e *event, o obj) (time.Time, error) {
+	ns, ok, err := o.amount("updated_at_ns")
+	switch {
+	case err != nil:
+		return time.Time{}, malformed("field %q is not an integer of unix nanoseconds", o.name("updated_at_ns"))
+	case ok:
+		return time.Unix(0, ns).UTC(), nil
+	}
+	return o.timeOr(e.at, "updated_at")
 }
 
 // stripeStatus maps a Stripe subscription status to active, canceled or

@@ -21,7 +21,8 @@ import (
 //
 // Which of two settlements sharing a chain reference is credited depends
 // on which arrives first; either is right, as long as exactly one is.
-// Times are compared to the second, the precision of some providers.
+// Times are compared to the second, the precision of some providers; a
+// subscription's updated_at to the microsecond when payhook has it so.
 func compareBilling(ctx context.Context, db *store.DB, source string, exp sim.Expected) ([]string, error) {
 	var diffs []string
 	diff := func(format string, a ...any) { diffs = append(diffs, fmt.Sprintf(format, a...)) }
@@ -119,11 +120,20 @@ func compareBilling(ctx context.Context, db *store.DB, source string, exp sim.Ex
 			return nil, err
 		}
 		endedOK := (s.Status == "ended") == !got.EndedAt.IsZero()
+		// The state payhook kept is the provider's last one: its updated_at
+		// to the microsecond (what databases keep; the sim's Stripe API
+		// gives updated_at_ns), or to the second where payhook had only
+		// whole seconds (Stripe payloads).
+		version := s.UpdatedAt.Truncate(time.Microsecond)
+		if got.ProviderUpdatedAt.Equal(got.ProviderUpdatedAt.Truncate(time.Second)) {
+			version = s.UpdatedAt.Truncate(time.Second)
+		}
 		if got.Status != s.Status || got.Plan != s.Plan || got.Customer != s.Customer || !endedOK ||
-			!got.CurrentPeriodEnd.Truncate(time.Second).Equal(s.CurrentPeriodEnd.Truncate(time.Second)) {
-			diff("subscription %s: %s %s %s until %s ended %v; provider: %s %s %s until %s", s.ID,
-				got.Status, got.Plan, got.Customer, got.CurrentPeriodEnd, !got.EndedAt.IsZero(),
-				s.Status, s.Plan, s.Customer, s.CurrentPeriodEnd)
+			!got.CurrentPeriodEnd.Truncate(time.Second).Equal(s.CurrentPeriodEnd.Truncate(time.Second)) ||
+			!got.ProviderUpdatedAt.Equal(version) {
+			diff("subscription %s: %s %s %s until %s ended %v as of %s; provider: %s %s %s until %s as of %s", s.ID,
+				got.Status, got.Plan, got.Customer, got.CurrentPeriodEnd, !got.EndedAt.IsZero(), got.ProviderUpdatedAt,
+				s.Status, s.Plan, s.Customer, s.CurrentPeriodEnd, s.UpdatedAt)
 		}
 	}
 

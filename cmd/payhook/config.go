@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -18,6 +20,7 @@ import (
 	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/provider/billete"
 	"github.com/payhook/payhook/provider/hmac"
+	"github.com/payhook/payhook/provider/stripe"
 )
 
 // fileConfig is the YAML config file.
@@ -64,7 +67,7 @@ type sourceConfig struct {
 	Environment string   `yaml:"environment"` // "", "test" or "live"
 	Tolerance   string   `yaml:"tolerance"`   // e.g. 5m; "" is the provider's default
 	// APIURL and APIKey let processing read the current state of a
-	// resource from the provider (billete only, for now).
+	// resource from the provider (billete and stripe; see apiClients).
 	APIURL string `yaml:"api_url"`
 	APIKey string `yaml:"api_key"`
 
@@ -156,11 +159,22 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 		}
 		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v}
 		if s.APIURL != "" {
-			src.Fetch = (&billete.Client{BaseURL: s.APIURL, Key: s.APIKey}).Fetch
+			src.Fetch = apiClients[s.Provider](s.APIURL, s.APIKey)
 		}
 		out = append(out, src)
 	}
 	return out, nil
+}
+
+// apiClients are the providers whose API payhook reads (api_url,
+// api_key): each makes the Source.Fetch of a source.
+var apiClients = map[string]func(baseURL, key string) func(context.Context, *payhook.Event) ([]byte, error){
+	"billete": func(u, k string) func(context.Context, *payhook.Event) ([]byte, error) {
+		return (&billete.Client{BaseURL: u, Key: k}).Fetch
+	},
+	"stripe": func(u, k string) func(context.Context, *payhook.Event) ([]byte, error) {
+		return (&stripe.Client{BaseURL: u, Key: k}).Fetch
+	},
 }
 
 // prefix starts the errors about c.
@@ -206,8 +220,9 @@ func (s *sourceConfig) validate() error {
 	// An unknown provider is left to provider.New, which lists the known.
 	case (s.APIURL == "") != (s.APIKey == ""):
 		return errors.New("api_url and api_key go together")
-	case s.APIURL != "" && s.Provider != "billete":
-		return fmt.Errorf("api_url: payhook reads the API of provider billete only, not %s", s.Provider)
+	case s.APIURL != "" && apiClients[s.Provider] == nil:
+		return fmt.Errorf("api_url: payhook reads the API of providers %s only, not %s",
+			strings.Join(slices.Sorted(maps.Keys(apiClients)), " and "), s.Provider)
 	case s.Environment != "" && slices.Contains(provider.Names(), s.Provider) && !provider.ReportsEnvironment(s.Provider):
 		return fmt.Errorf("provider %s does not say an event's environment; remove environment "+
 			"(and give each environment its own source and secret)", s.Provider)

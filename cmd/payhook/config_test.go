@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,8 +200,10 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`source "shop"`, "secret 2 is empty"}},
 		{"api_url without api_key", source("    provider: billete", "    secrets: [whsec_eA==]", "    api_url: http://127.0.0.1:8090"), nil,
 			[]string{`source "shop"`, "api_url and api_key go together"}},
-		{"api_url on stripe", source(stripe, "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x"), nil,
-			[]string{"billete only, not stripe"}},
+		{"api_url on paddle", source("    provider: paddle", "    secrets: [x]", "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x"), nil,
+			[]string{`source "shop": api_url: payhook reads the API of providers billete and stripe only, not paddle`}},
+		{"api_key without api_url on stripe", source(stripe, "    api_key: sk_test_x"), nil,
+			[]string{"api_url and api_key go together"}},
 		{"bad environment", source(stripe, "    environment: prod"), nil,
 			[]string{`source "shop"`, `environment "prod" is neither test nor live`}},
 		{"environment on a provider that does not say it", source("    provider: paddle", "    secrets: [x]", "    environment: live"), nil,
@@ -339,6 +344,50 @@ func TestConfigSources(t *testing.T) {
 			t.Errorf("Verify = %+v", got)
 		}
 	})
+}
+
+// TestConfigAPIClients: api_url and api_key give billete and stripe
+// sources the Fetch of their provider's API client; other sources none.
+func TestConfigAPIClients(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Write([]byte(`{"id":"sub_1"}`))
+	}))
+	defer api.Close()
+	text := "sources:\n" +
+		"  - name: b\n    provider: billete\n    secrets: [whsec_eA==]\n    api_url: ${API}\n    api_key: sk_test_b\n" +
+		"  - name: s\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}/\n    api_key: sk_test_s\n" +
+		"  - name: plain\n    provider: stripe\n    secrets: [whsec_x]\n"
+	srcs, err := loadSources(writeConfig(t, text), env(map[string]string{"API": api.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srcs[2].Fetch != nil {
+		t.Error("a source without api_url fetches")
+	}
+	for _, f := range []struct {
+		src          payhook.Source
+		typ, payload string
+	}{
+		{srcs[0], "subscription.updated", `{"data":{"id":"sub_1"}}`},
+		{srcs[1], "customer.subscription.updated", `{"data":{"object":{"id":"sub_1"}}}`},
+	} {
+		if f.src.Fetch == nil {
+			t.Fatalf("source %s has api_url but no Fetch", f.src.Name)
+		}
+		if b, err := f.src.Fetch(context.Background(), &payhook.Event{Type: f.typ, Payload: []byte(f.payload)}); err != nil || b == nil {
+			t.Fatalf("source %s: Fetch = %s, %v", f.src.Name, b, err)
+		}
+	}
+	want := []string{"GET /subscriptions/sub_1 Bearer sk_test_b", "GET /v1/subscriptions/sub_1 Bearer sk_test_s"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("API requests %q, want %q", got, want)
+	}
 }
 
 func TestConfigSourcesValidates(t *testing.T) {

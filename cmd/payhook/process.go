@@ -28,7 +28,8 @@ func processing(db *store.DB, sources []payhook.Source, now func() time.Time, lo
 	}
 	handlers := &payhook.Mux{}
 	handlers.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-		facts, err := mapping.Facts(bySource[ev.Source].Provider, current(ev))
+		provider := bySource[ev.Source].Provider
+		facts, err := mapping.Facts(provider, current(provider, ev))
 		if err != nil {
 			return err
 		}
@@ -64,25 +65,57 @@ func processing(db *store.DB, sources []payhook.Source, now func() time.Time, lo
 	}
 }
 
+// fetchedSubjects says, per provider, which events are about a resource
+// whose fetched state stands for the subject as a whole, and where in the
+// payload that subject is.
+var fetchedSubjects = map[string]struct {
+	typePrefix string
+	path       []string
+}{
+	"billete": {"subscription.", []string{"data"}},
+	"stripe":  {"customer.subscription.", []string{"data", "object"}},
+}
+
 // current returns ev with the resource's current state in place of the
 // state the event carried, where the fetched resource is the event's
 // subject as a whole (subscriptions): the event tells, the resource
 // decides. Movements (payments, refunds) keep the event's own data, which
 // says which movement it was.
-func current(ev *payhook.Event) *payhook.Event {
-	if ev.Resource == nil || !strings.HasPrefix(ev.Type, "subscription.") {
+func current(provider string, ev *payhook.Event) *payhook.Event {
+	subject, ok := fetchedSubjects[provider]
+	if ev.Resource == nil || !ok || !strings.HasPrefix(ev.Type, subject.typePrefix) {
 		return ev
 	}
-	var body map[string]json.RawMessage
-	if json.Unmarshal(ev.Payload, &body) != nil {
-		return ev
-	}
-	body["data"] = ev.Resource
-	payload, err := json.Marshal(body)
+	payload, err := replaceAt(ev.Payload, subject.path, ev.Resource)
 	if err != nil {
 		return ev
 	}
 	cp := *ev
 	cp.Payload = payload
 	return &cp
+}
+
+// replaceAt returns the JSON object doc with the value at path (object
+// keys, created when missing) replaced by value.
+func replaceAt(doc json.RawMessage, path []string, value json.RawMessage) (json.RawMessage, error) {
+	if len(path) == 0 {
+		return value, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	inner := obj[path[0]]
+	if inner == nil {
+		inner = json.RawMessage("{}")
+	}
+	v, err := replaceAt(inner, path[1:], value)
+	if err != nil {
+		return nil, err
+	}
+	obj[path[0]] = v
+	return json.Marshal(obj)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/payhook/payhook/sim"
@@ -26,6 +27,9 @@ and outages of the target on purpose, reproducible with --seed.
   payhook sim run SCENARIO --target URL --secret SECRET [flags]
       plays a business story against URL and writes the expected final
       state as JSON (to --expect FILE, or stdout). Scenarios: %s.
+      With --api-addr HOST:PORT [--api-key KEY] the provider's API answers
+      there while the run lasts, so the target can fetch the resources its
+      events are about (stripe: GET /v1/subscriptions/{id}).
   payhook sim serve [--addr HOST:PORT] [flags]
       runs the provider's API (bearer sk_test_/sk_live_ keys, printed at
       start) with a page at / showing endpoints and the delivery log.
@@ -33,6 +37,7 @@ and outages of the target on purpose, reproducible with --seed.
 Examples:
   payhook sim run storm --target http://127.0.0.1:8080/webhooks/demo --secret whsec_...
   payhook sim run outage --target http://127.0.0.1:8080/webhooks/stripe --secret whsec_... --flavour stripe --seed 7 --expect expected.json
+  payhook sim run storm --target http://127.0.0.1:8080/webhooks/stripe --secret whsec_... --flavour stripe --api-addr 127.0.0.1:8091 --api-key sk_test_local
   payhook sim serve --addr 127.0.0.1:8090 --flavour billete --duplicate 0.3`
 
 func (m *Main) sim(ctx context.Context, args []string) error {
@@ -123,6 +128,11 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	scale := fs.Float64("time-scale", 1000, "divide every delay of the retry schedule and of the faults by this")
 	size := fs.Float64("size", 1, "multiply the story's counts by this")
 	environment := fs.String("environment", sim.EnvTest, "environment of the events: test or live")
+	apiAddr := fs.String("api-addr", "", "serve the provider's API on HOST:PORT while the run lasts, so the target can fetch "+
+		"resources (with --flavour stripe: GET /v1/subscriptions/{id})")
+	apiKey := fs.String("api-key", "", "with --api-addr: the API key of --environment the API accepts (default: a new one, printed)")
+	apiLinger := fs.Duration("api-linger", 2*time.Second, "with --api-addr: after the deliveries end, keep the API up "+
+		"until it has gone this long without a request (the target may still be processing)")
 	faults := addFaultFlags(fs)
 	name, err := oneArg(fs, args, "SCENARIO")
 	if err != nil {
@@ -143,14 +153,44 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	if err != nil {
 		return err
 	}
-	res, _, err := sim.Run(ctx, name, sim.RunConfig{Target: *target, Secret: *secret, Flavour: f, Seed: *seed,
-		TimeScale: *scale, Size: *size, Faults: &fl, Environment: *environment, Logger: m.logger()})
-	if err != nil {
-		return err
+	if *apiAddr == "" {
+		var err error
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "api-key" || fl.Name == "api-linger" {
+				err = fmt.Errorf("%w: --%s goes with --api-addr", errUsage, fl.Name)
+			}
+		})
+		if err != nil {
+			return err
+		}
 	}
 	summary := m.Stdout
 	if *expectPath == "" {
 		summary = m.Stderr
+	}
+	rc := sim.RunConfig{Target: *target, Secret: *secret, Flavour: f, Seed: *seed, TimeScale: *scale,
+		Size: *size, Faults: &fl, Environment: *environment, Logger: m.logger(), APIKey: *apiKey}
+	if *apiAddr != "" {
+		api, err := startRunAPI(*apiAddr)
+		if err != nil {
+			return err
+		}
+		defer api.stop(ctx, *apiLinger)
+		rc.Started = func(p *sim.Provider) {
+			api.serve(p)
+			fmt.Fprintf(summary, "provider API (%s) on %s\n", f.Name(), api.url)
+			if *apiKey == "" {
+				test, live := p.Keys()
+				if *environment == sim.EnvLive {
+					test = live
+				}
+				fmt.Fprintf(summary, "API key (configure it on the target): %s\n", test)
+			}
+		}
+	}
+	res, _, err := sim.Run(ctx, name, rc)
+	if err != nil {
+		return err
 	}
 	if *secret == "" {
 		fmt.Fprintf(summary, "signing secret (configure it on the target): %s\n", res.Secret)
@@ -169,6 +209,64 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	}
 	fmt.Fprintf(summary, "expected final state written to %s\n", *expectPath)
 	return nil
+}
+
+// runAPI serves the provider's API while a sim run lasts.
+type runAPI struct {
+	url     string
+	ln      net.Listener
+	srv     *http.Server
+	handler atomic.Pointer[http.Handler]
+	last    atomic.Int64 // unix nanoseconds of the last request
+	serving bool
+}
+
+// startRunAPI listens on addr; serve starts answering.
+func startRunAPI(addr string) (*runAPI, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--api-addr: %w", err)
+	}
+	a := &runAPI{url: "http://" + ln.Addr().String(), ln: ln}
+	a.srv = &http.Server{ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a.last.Store(time.Now().UnixNano())
+			(*a.handler.Load()).ServeHTTP(w, r)
+		})}
+	return a, nil
+}
+
+// serve answers with p's API from now on.
+func (a *runAPI) serve(p *sim.Provider) {
+	h := p.Handler()
+	a.handler.Store(&h)
+	a.serving = true
+	go a.srv.Serve(a.ln) // returns ErrServerClosed once stopped
+}
+
+// stop waits until the API has gone linger without a request (or ctx is
+// done), then shuts it down.
+func (a *runAPI) stop(ctx context.Context, linger time.Duration) {
+	if !a.serving { // the run failed before it started
+		a.ln.Close()
+		return
+	}
+	a.last.Store(time.Now().UnixNano())
+	for {
+		idle := time.Since(time.Unix(0, a.last.Load()))
+		if idle >= linger {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			linger = 0
+		case <-time.After(linger - idle):
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	a.srv.Shutdown(sctx)
 }
 
 func (m *Main) simServe(ctx context.Context, args []string, help string) error {

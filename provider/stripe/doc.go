@@ -8,4 +8,9 @@
 // of an endpoint secret (the whole "whsec_..." string). While a secret is
 // being rolled Stripe sends one v1 per active secret; any match passes.
 // Other schemes (v0, test signatures) are ignored.
+//
+// Client reads a subscription's current state from the API
+// (GET /v1/subscriptions/{id}) when its customer.subscription.* event is
+// processed, so that payhook applies the subscription as it is, not as an
+// event, maybe late or reordered, said it was.
 package stripe

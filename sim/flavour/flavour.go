@@ -14,6 +14,10 @@
 //	                                                 limit(1-1000)
 //	crypto   BTCPay-Sig: sha256=..                  GET /events as billete (BTCPay has none)      invoiceId:type
 //
+// Stripe also serves GET /v1/subscriptions/{id} (Retriever): the
+// subscription's current state as its events render it, plus the sim's
+// updated_at_ns.
+//
 // Stripe, Paddle and billete sign with every secret given (a rotation);
 // BTCPay signs with one secret only, so crypto signs with the first.
 //
@@ -134,6 +138,22 @@ type Flavour interface {
 	// flavour (e.g. invoice id + ":" + type for crypto), so a test can
 	// match payhook's events to the provider's.
 	EventID(ev Event) string
+}
+
+// Retriever is implemented by flavours whose API also serves resources in
+// the provider's own shape, as integrations retrieve them to act on their
+// current state (Stripe: GET /v1/subscriptions/{id}). The sim's API adds
+// these routes when its flavour has them.
+type Retriever interface {
+	// SubscriptionPath is the route of one subscription, with an {id}
+	// wildcard, e.g. "/v1/subscriptions/{id}".
+	SubscriptionPath() string
+	// Subscription renders a subscription's current state as the API
+	// returns it. ev is that state as the event of its last change would
+	// carry it: Type subscription.updated (active), subscription.canceled
+	// or subscription.ended by its status, Data its data, CreatedAt when
+	// it last changed (its updated_at, to the nanosecond).
+	Subscription(ev Event) ([]byte, error)
 }
 
 // Query selects a page of the events list.

@@ -167,6 +167,26 @@ func (stripeFlavour) Sign(secrets []string, _ Event, _ string, body []byte, at t
 	return h, nil
 }
 
+// SubscriptionPath is Stripe's retrieve-a-subscription route.
+func (stripeFlavour) SubscriptionPath() string { return "/v1/subscriptions/{id}" }
+
+// Subscription renders a subscription as GET /v1/subscriptions/{id}
+// returns it: the object its events carry in data.object, plus
+// updated_at_ns, when it last changed in unix nanoseconds. Stripe has no
+// such field (its times are whole seconds and a subscription has no
+// version); the sim adds it so that a receiver can order two states of one
+// subscription that changed within the same second. Each change of a sim
+// subscription moves it forward by at least a microsecond.
+func (stripeFlavour) Subscription(ev Event) ([]byte, error) {
+	o := stripeObject(ev)
+	o["updated_at_ns"] = ev.CreatedAt.UnixNano()
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: render subscription %s: %w", ev.ObjectID, err)
+	}
+	return b, nil
+}
+
 func (stripeFlavour) EventsPath() string { return "/v1/events" }
 
 // EventsQuery reads type (a Stripe type name, or a prefix ending in "*"

@@ -1,0 +1,80 @@
+package stripe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/payhook/payhook"
+)
+
+// Client reads resources from Stripe's API (or the simulator's stripe
+// flavour) with a secret API key (sk_test_… or sk_live_…), so that a job
+// acts on a resource's current state rather than on the snapshot, maybe
+// old, that an event carries: the resource decides.
+type Client struct {
+	// BaseURL is the API's address, e.g. "https://api.stripe.com".
+	BaseURL string
+	// Key is the secret API key; it selects the environment.
+	Key string
+	// HTTP sends the requests; nil means a client with a 10 s timeout.
+	HTTP *http.Client
+}
+
+// Fetch returns the current state of the subscription a
+// customer.subscription.* event is about (GET /v1/subscriptions/{id} of
+// its data.object.id), as the API's JSON, and nil for every other type:
+// payments, refunds and disputes keep the event's own object, which says
+// which movement it was. It returns an error wrapping payhook.ErrNotFound
+// when the API does not know the subscription, one wrapping
+// payhook.ErrMalformed when the event names none, and other errors (to be
+// retried) when the API cannot be reached or fails.
+func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+	if !strings.HasPrefix(ev.Type, "customer.subscription.") {
+		return nil, nil
+	}
+	var body struct {
+		Data struct {
+			Object struct {
+				ID string `json:"id"`
+			} `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(ev.Payload, &body); err != nil || body.Data.Object.ID == "" {
+		return nil, fmt.Errorf("stripe: event %s has no data.object.id to fetch: %w", ev.EventID, payhook.ErrMalformed)
+	}
+	return c.get(ctx, "v1/subscriptions/"+url.PathEscape(body.Data.Object.ID))
+}
+
+func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/"+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: GET /%s: %w", path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: GET /%s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("stripe: GET /%s: %w", path, err)
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, fmt.Errorf("stripe: GET /%s: %w", path, payhook.ErrNotFound)
+	case resp.StatusCode != http.StatusOK:
+		return nil, fmt.Errorf("stripe: GET /%s: %s: %.200s", path, resp.Status, b)
+	}
+	return b, nil
+}
