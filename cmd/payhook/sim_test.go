@@ -29,6 +29,7 @@ func TestSimStormAgainstServe(t *testing.T) {
 	dbtest.EachEngine(t, func(t *testing.T, engine string) {
 		for _, name := range flavour.Names() {
 			t.Run(name, func(t *testing.T) {
+				t.Parallel()
 				dbURL := dbtest.URL(t, engine)
 				f, _ := flavour.ByName(name)
 				secret := f.NewSecret()
