@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/payhook/payhook/api"
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/store"
 )
 
 // The billing views: payments, orders, subscriptions, the ledger and the
@@ -25,37 +28,38 @@ import (
 // Run.
 func (m *Main) billingCommands() map[string]func(context.Context, []string) error {
 	return map[string]func(context.Context, []string) error{
-		"payments":      m.payments,
-		"orders":        m.orders,
-		"subscriptions": m.subscriptions,
-		"ledger":        m.ledger,
-		"alerts":        m.alerts,
+		"payments":      m.subcommands("payments", paymentsHelp, subs{"list": m.paymentsList, "show": m.paymentsShow}),
+		"orders":        m.subcommands("orders", ordersHelp, subs{"list": m.ordersList, "show": m.ordersShow}),
+		"subscriptions": m.subcommands("subscriptions", subscriptionsHelp, subs{"list": m.subscriptionsList, "show": m.subscriptionsShow}),
+		"ledger":        m.subcommands("ledger", ledgerHelp, subs{"balances": m.ledgerBalances}),
+		"alerts":        m.subcommands("alerts", alertsHelp, subs{"list": m.alertsList, "ack": m.alertsAck}),
 	}
 }
 
-// subcommands dispatches args[0] among subs, printing help for help.
-func (m *Main) subcommands(ctx context.Context, cmd, help string, args []string,
-	subs map[string]func(context.Context, []string) error) error {
-	names := make([]string, 0, len(subs))
-	for name := range subs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+// subs are the subcommands of a command, by name.
+type subs map[string]func(context.Context, []string) error
+
+// subcommands returns the command cmd, which dispatches args[0] among
+// byName, printing help for help.
+func (m *Main) subcommands(cmd, help string, byName subs) func(context.Context, []string) error {
+	names := slices.Sorted(maps.Keys(byName))
 	want := strings.Join(names, " or ")
-	if len(args) == 0 {
-		return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, cmd, want)
+	return func(ctx context.Context, args []string) error {
+		if len(args) == 0 {
+			return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, cmd, want)
+		}
+		sub, rest := args[0], args[1:]
+		switch sub {
+		case "-h", "--help", "help":
+			fmt.Fprintln(m.Stdout, help)
+			return nil
+		}
+		run, ok := byName[sub]
+		if !ok {
+			return fmt.Errorf("%w: unknown %s subcommand %q (want %s)", errUsage, cmd, sub, want)
+		}
+		return run(ctx, rest)
 	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "-h", "--help", "help":
-		fmt.Fprintln(m.Stdout, help)
-		return nil
-	}
-	run, ok := subs[sub]
-	if !ok {
-		return fmt.Errorf("%w: unknown %s subcommand %q (want %s)", errUsage, cmd, sub, want)
-	}
-	return run(ctx, rest)
 }
 
 // checkOneOf checks an optional enumerated flag.
@@ -93,6 +97,91 @@ func dash(s string) string {
 	return s
 }
 
+// printTable prints a table: the header, then a line for each of rows
+// (row writes it), or the line empty when there are none.
+func printTable[T any](w io.Writer, rows []T, empty, header string, row func(tw io.Writer, r T)) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		row(tw, r)
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(tw, empty)
+	}
+	return tw.Flush()
+}
+
+// table returns a view's print for a list of T: printTable of the list.
+func table[T any](empty, header string, row func(tw io.Writer, r T)) func(io.Writer, any) error {
+	return func(w io.Writer, v any) error { return printTable(w, v.([]T), empty, header, row) }
+}
+
+// fields prints aligned "key value" rows; kv alternates keys and values.
+func fields(w io.Writer, kv ...any) error {
+	tw := newTable(w)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fmt.Fprintf(tw, "%s\t%v\n", kv[i], kv[i+1])
+	}
+	return tw.Flush()
+}
+
+// A view is a read-only command (payments list, events show, ...): it
+// parses its flags and argument, opens the existing database (--db),
+// loads one thing and prints it, as JSON with --json, else for people.
+type view struct {
+	// arg names the one positional argument for the usage error (REF,
+	// ID|EVENT_ID); "" when the command takes none.
+	arg string
+	// anyArgs, with arg "", ignores stray arguments instead of refusing
+	// them (events list always has).
+	anyArgs bool
+	// check, if set, checks the parsed flags before the database is opened.
+	check func() error
+	// load reads what the command shows, the value --json prints; arg is
+	// the positional argument.
+	load func(db *store.DB, arg string) (any, error)
+	// print writes what load returned for people.
+	print func(w io.Writer, v any) error
+}
+
+// runView runs the view v on args, with the command's flags fs, to which
+// it adds --db and --json.
+func (m *Main) runView(ctx context.Context, fs *flag.FlagSet, args []string, v view) error {
+	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	var arg string
+	var err error
+	switch {
+	case v.arg != "":
+		arg, err = oneArg(fs, args, v.arg)
+	case v.anyArgs:
+		err = parse(fs, args)
+	default:
+		err = parseNoArgs(fs, args)
+	}
+	if err != nil {
+		return err
+	}
+	if v.check != nil {
+		if err := v.check(); err != nil {
+			return err
+		}
+	}
+	db, err := m.openExisting(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	doc, err := v.load(db, arg)
+	if err != nil {
+		return ambiguous(err) // a REF in several sources: say which --source to give
+	}
+	if *asJSON {
+		return m.printJSON(doc)
+	}
+	return v.print(m.Stdout, doc)
+}
+
 // --- payments ---------------------------------------------------------------
 
 const paymentsHelp = `Usage: payhook payments list|show [flags]
@@ -112,116 +201,68 @@ Examples:
   payhook payments list --order ord_1042 --json
   payhook payments show pi_3Nx0001 --source stripe-live`
 
-func (m *Main) payments(ctx context.Context, args []string) error {
-	return m.subcommands(ctx, "payments", paymentsHelp, args, map[string]func(context.Context, []string) error{
-		"list": m.paymentsList,
-		"show": m.paymentsShow,
-	})
-}
-
 func (m *Main) paymentsList(ctx context.Context, args []string) error {
 	fs := m.flags("payments list", paymentsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	source := fs.String("source", "", "only payments of this source")
-	kind := fs.String("kind", "", "only payments of this kind: fiat or crypto")
-	status := fs.String("status", "", "only payments with this status")
-	orderID := fs.String("order", "", "only payments of this order id")
-	limit := fs.Int("limit", 50, "at most this many payments, newest first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
-	}
-	if err := checkOneOf("kind", *kind, []string{"fiat", "crypto"}); err != nil {
-		return err
-	}
-	if err := checkOneOf("status", *status, api.PaymentStatuses); err != nil {
-		return err
-	}
-	if err := checkLimit(*limit); err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ps, err := billing.ListPayments(ctx, db, billing.PaymentFilter{
-		Source: *source, Kind: *kind, Status: *status, OrderID: *orderID, Limit: *limit,
+	var f billing.PaymentFilter
+	fs.StringVar(&f.Source, "source", "", "only payments of this source")
+	fs.StringVar(&f.Kind, "kind", "", "only payments of this kind: fiat or crypto")
+	fs.StringVar(&f.Status, "status", "", "only payments with this status")
+	fs.StringVar(&f.OrderID, "order", "", "only payments of this order id")
+	fs.IntVar(&f.Limit, "limit", 50, "at most this many payments, newest first")
+	return m.runView(ctx, fs, args, view{
+		check: func() error {
+			return cmp.Or(checkOneOf("kind", f.Kind, []string{"fiat", "crypto"}),
+				checkOneOf("status", f.Status, api.PaymentStatuses), checkLimit(f.Limit))
+		},
+		load: func(db *store.DB, _ string) (any, error) { return billing.ListPayments(ctx, db, f) },
+		print: table("(no payments)", "SOURCE\tREF\tKIND\tSTATUS\tAMOUNT\tCURRENCY\tREFUNDED\tORDER\tCAPTURED_AT",
+			func(tw io.Writer, p billing.PaymentView) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Source, p.Ref, p.Kind, p.Status, p.Amount, p.Currency,
+					p.RefundedAmount, dash(p.OrderID), formatTime(p.CapturedAt))
+			}),
 	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(ps)
-	}
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "SOURCE\tREF\tKIND\tSTATUS\tAMOUNT\tCURRENCY\tREFUNDED\tORDER\tCAPTURED_AT")
-	for _, p := range ps {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Source, p.Ref, p.Kind, p.Status, p.Amount, p.Currency,
-			p.RefundedAmount, dash(p.OrderID), formatTime(p.CapturedAt))
-	}
-	if len(ps) == 0 {
-		fmt.Fprintln(tw, "(no payments)")
-	}
-	return tw.Flush()
 }
 
 func (m *Main) paymentsShow(ctx context.Context, args []string) error {
 	fs := m.flags("payments show", paymentsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
 	source := fs.String("source", "", "the payment's source (needed when REF exists in several)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	ref, err := oneArg(fs, args, "REF")
-	if err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	p, err := api.Payment(ctx, db, *source, ref)
-	if err != nil {
-		return ambiguous(err)
-	}
-	if *asJSON {
-		return m.printJSON(p)
-	}
-	tw := newTable(m.Stdout)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-	row("source", p.Source)
-	row("ref", p.Ref)
-	row("kind", p.Kind)
-	row("status", p.Status)
-	row("amount", fmt.Sprintf("%d %s", p.Amount, p.Currency))
-	row("refunded", fmt.Sprintf("%d %s", p.RefundedAmount, p.Currency))
-	row("order", dash(p.OrderID))
-	row("chain_ref", dash(p.ChainRef))
-	row("captured_at", formatTime(p.CapturedAt))
-	row("created_at", formatTime(p.CreatedAt))
-	row("updated_at", formatTime(p.UpdatedAt))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(m.Stdout, "\npostings:")
-	tw = newTable(m.Stdout)
-	fmt.Fprintln(tw, "ID\tKIND\tFACT_KEY\tAMOUNT\tREVERSES\tPOSTED_AT\tENTRIES")
-	for _, ps := range p.Postings {
-		entries := make([]string, len(ps.Entries))
-		for i, e := range ps.Entries {
-			entries[i] = fmt.Sprintf("%s %+d", e.Account, e.Amount)
-		}
-		reverses := "-"
-		if ps.ReversesID != 0 {
-			reverses = strconv.FormatInt(ps.ReversesID, 10)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d %s\t%s\t%s\t%s\n", ps.ID, ps.Kind, ps.FactKey, ps.Amount, ps.Currency, reverses,
-			formatTime(ps.PostedAt), strings.Join(entries, ", "))
-	}
-	if len(p.Postings) == 0 {
-		fmt.Fprintln(tw, "(no postings)")
-	}
-	return tw.Flush()
+	return m.runView(ctx, fs, args, view{
+		arg:  "REF",
+		load: func(db *store.DB, ref string) (any, error) { return api.Payment(ctx, db, *source, ref) },
+		print: func(w io.Writer, v any) error {
+			p := v.(*api.PaymentDetail)
+			err := fields(w,
+				"source", p.Source,
+				"ref", p.Ref,
+				"kind", p.Kind,
+				"status", p.Status,
+				"amount", fmt.Sprintf("%d %s", p.Amount, p.Currency),
+				"refunded", fmt.Sprintf("%d %s", p.RefundedAmount, p.Currency),
+				"order", dash(p.OrderID),
+				"chain_ref", dash(p.ChainRef),
+				"captured_at", formatTime(p.CapturedAt),
+				"created_at", formatTime(p.CreatedAt),
+				"updated_at", formatTime(p.UpdatedAt))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(w, "\npostings:")
+			return printTable(w, p.Postings, "(no postings)",
+				"ID\tKIND\tFACT_KEY\tAMOUNT\tREVERSES\tPOSTED_AT\tENTRIES",
+				func(tw io.Writer, ps billing.PostingView) {
+					entries := make([]string, len(ps.Entries))
+					for i, e := range ps.Entries {
+						entries[i] = fmt.Sprintf("%s %+d", e.Account, e.Amount)
+					}
+					reverses := "-"
+					if ps.ReversesID != 0 {
+						reverses = strconv.FormatInt(ps.ReversesID, 10)
+					}
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%d %s\t%s\t%s\t%s\n", ps.ID, ps.Kind, ps.FactKey, ps.Amount, ps.Currency, reverses,
+						formatTime(ps.PostedAt), strings.Join(entries, ", "))
+				})
+		},
+	})
 }
 
 // --- orders -----------------------------------------------------------------
@@ -239,79 +280,35 @@ Examples:
   payhook orders list --status paid
   payhook orders show ord_1042 --json`
 
-func (m *Main) orders(ctx context.Context, args []string) error {
-	return m.subcommands(ctx, "orders", ordersHelp, args, map[string]func(context.Context, []string) error{
-		"list": m.ordersList,
-		"show": m.ordersShow,
+func (m *Main) ordersList(ctx context.Context, args []string) error {
+	fs := m.flags("orders list", ordersHelp)
+	var f billing.OrderFilter
+	fs.StringVar(&f.Status, "status", "", "only orders with this status: pending or paid")
+	fs.IntVar(&f.Limit, "limit", 50, "at most this many orders, newest first")
+	return m.runView(ctx, fs, args, view{
+		check: func() error { return cmp.Or(checkOneOf("status", f.Status, api.OrderStatuses), checkLimit(f.Limit)) },
+		load:  func(db *store.DB, _ string) (any, error) { return billing.ListOrders(ctx, db, f) },
+		print: table("(no orders)", "ORDER_ID\tSTATUS\tPAID_BY\tPAID_AT\tCREATED_AT",
+			func(tw io.Writer, o billing.OrderView) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.OrderID, o.Status, dash(o.PaidBy), formatTime(o.PaidAt), formatTime(o.CreatedAt))
+			}),
 	})
 }
 
-func (m *Main) ordersList(ctx context.Context, args []string) error {
-	fs := m.flags("orders list", ordersHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	status := fs.String("status", "", "only orders with this status: pending or paid")
-	limit := fs.Int("limit", 50, "at most this many orders, newest first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
-	}
-	if err := checkOneOf("status", *status, api.OrderStatuses); err != nil {
-		return err
-	}
-	if err := checkLimit(*limit); err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	list, err := billing.ListOrders(ctx, db, billing.OrderFilter{Status: *status, Limit: *limit})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(list)
-	}
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "ORDER_ID\tSTATUS\tPAID_BY\tPAID_AT\tCREATED_AT")
-	for _, o := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.OrderID, o.Status, dash(o.PaidBy), formatTime(o.PaidAt), formatTime(o.CreatedAt))
-	}
-	if len(list) == 0 {
-		fmt.Fprintln(tw, "(no orders)")
-	}
-	return tw.Flush()
-}
-
 func (m *Main) ordersShow(ctx context.Context, args []string) error {
-	fs := m.flags("orders show", ordersHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	id, err := oneArg(fs, args, "ORDER_ID")
-	if err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	o, err := billing.GetOrder(ctx, db, id)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(o)
-	}
-	tw := newTable(m.Stdout)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-	row("order_id", o.OrderID)
-	row("status", o.Status)
-	row("paid_by", dash(o.PaidBy))
-	row("paid_at", formatTime(o.PaidAt))
-	row("created_at", formatTime(o.CreatedAt))
-	return tw.Flush()
+	return m.runView(ctx, m.flags("orders show", ordersHelp), args, view{
+		arg:  "ORDER_ID",
+		load: func(db *store.DB, id string) (any, error) { return billing.GetOrder(ctx, db, id) },
+		print: func(w io.Writer, v any) error {
+			o := v.(*billing.OrderView)
+			return fields(w,
+				"order_id", o.OrderID,
+				"status", o.Status,
+				"paid_by", dash(o.PaidBy),
+				"paid_at", formatTime(o.PaidAt),
+				"created_at", formatTime(o.CreatedAt))
+		},
+	})
 }
 
 // --- subscriptions ----------------------------------------------------------
@@ -330,87 +327,45 @@ Examples:
   payhook subscriptions list --status active
   payhook subscriptions show sub_1Nx0001 --json`
 
-func (m *Main) subscriptions(ctx context.Context, args []string) error {
-	return m.subcommands(ctx, "subscriptions", subscriptionsHelp, args, map[string]func(context.Context, []string) error{
-		"list": m.subscriptionsList,
-		"show": m.subscriptionsShow,
-	})
-}
-
 func (m *Main) subscriptionsList(ctx context.Context, args []string) error {
 	fs := m.flags("subscriptions list", subscriptionsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	source := fs.String("source", "", "only subscriptions of this source")
-	status := fs.String("status", "", "only subscriptions with this status (active, canceled, ended)")
-	customer := fs.String("customer", "", "only subscriptions of this customer")
-	limit := fs.Int("limit", 50, "at most this many subscriptions, newest first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
-	}
-	if err := checkLimit(*limit); err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	ss, err := billing.ListSubscriptions(ctx, db, billing.SubscriptionFilter{
-		Source: *source, Status: *status, Customer: *customer, Limit: *limit,
+	var f billing.SubscriptionFilter
+	fs.StringVar(&f.Source, "source", "", "only subscriptions of this source")
+	fs.StringVar(&f.Status, "status", "", "only subscriptions with this status (active, canceled, ended)")
+	fs.StringVar(&f.Customer, "customer", "", "only subscriptions of this customer")
+	fs.IntVar(&f.Limit, "limit", 50, "at most this many subscriptions, newest first")
+	return m.runView(ctx, fs, args, view{
+		check: func() error { return checkLimit(f.Limit) },
+		load:  func(db *store.DB, _ string) (any, error) { return billing.ListSubscriptions(ctx, db, f) },
+		print: table("(no subscriptions)", "SOURCE\tREF\tCUSTOMER\tPLAN\tSTATUS\tPERIOD_END\tENDED_AT\tPROVIDER_UPDATED_AT",
+			func(tw io.Writer, s billing.SubscriptionView) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Source, s.Ref, dash(s.Customer), dash(s.Plan), dash(s.Status),
+					formatTime(s.CurrentPeriodEnd), formatTime(s.EndedAt), formatTime(s.ProviderUpdatedAt))
+			}),
 	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(ss)
-	}
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "SOURCE\tREF\tCUSTOMER\tPLAN\tSTATUS\tPERIOD_END\tENDED_AT\tPROVIDER_UPDATED_AT")
-	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Source, s.Ref, dash(s.Customer), dash(s.Plan), dash(s.Status),
-			formatTime(s.CurrentPeriodEnd), formatTime(s.EndedAt), formatTime(s.ProviderUpdatedAt))
-	}
-	if len(ss) == 0 {
-		fmt.Fprintln(tw, "(no subscriptions)")
-	}
-	return tw.Flush()
 }
 
 func (m *Main) subscriptionsShow(ctx context.Context, args []string) error {
 	fs := m.flags("subscriptions show", subscriptionsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
 	source := fs.String("source", "", "the subscription's source (needed when REF exists in several)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	ref, err := oneArg(fs, args, "REF")
-	if err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	s, err := api.Subscription(ctx, db, *source, ref)
-	if err != nil {
-		return ambiguous(err)
-	}
-	if *asJSON {
-		return m.printJSON(s)
-	}
-	tw := newTable(m.Stdout)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-	row("source", s.Source)
-	row("ref", s.Ref)
-	row("customer", dash(s.Customer))
-	row("plan", dash(s.Plan))
-	row("status", dash(s.Status))
-	row("current_period_end", formatTime(s.CurrentPeriodEnd))
-	row("ended_at", formatTime(s.EndedAt))
-	row("provider_updated_at", formatTime(s.ProviderUpdatedAt))
-	row("created_at", formatTime(s.CreatedAt))
-	row("updated_at", formatTime(s.UpdatedAt))
-	return tw.Flush()
+	return m.runView(ctx, fs, args, view{
+		arg:  "REF",
+		load: func(db *store.DB, ref string) (any, error) { return api.Subscription(ctx, db, *source, ref) },
+		print: func(w io.Writer, v any) error {
+			s := v.(*billing.SubscriptionView)
+			return fields(w,
+				"source", s.Source,
+				"ref", s.Ref,
+				"customer", dash(s.Customer),
+				"plan", dash(s.Plan),
+				"status", dash(s.Status),
+				"current_period_end", formatTime(s.CurrentPeriodEnd),
+				"ended_at", formatTime(s.EndedAt),
+				"provider_updated_at", formatTime(s.ProviderUpdatedAt),
+				"created_at", formatTime(s.CreatedAt),
+				"updated_at", formatTime(s.UpdatedAt))
+		},
+	})
 }
 
 // --- ledger -----------------------------------------------------------------
@@ -427,54 +382,40 @@ Examples:
   payhook ledger balances
   payhook ledger balances --json`
 
-func (m *Main) ledger(ctx context.Context, args []string) error {
-	return m.subcommands(ctx, "ledger", ledgerHelp, args, map[string]func(context.Context, []string) error{
-		"balances": m.ledgerBalances,
-	})
-}
-
 func (m *Main) ledgerBalances(ctx context.Context, args []string) error {
-	fs := m.flags("ledger balances", ledgerHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
+	var b api.BalancesView
+	err := m.runView(ctx, m.flags("ledger balances", ledgerHelp), args, view{
+		load: func(db *store.DB, _ string) (any, error) {
+			var err error
+			b, err = api.Balances(ctx, db)
+			return b, err
+		},
+		print: func(w io.Writer, v any) error {
+			b := v.(api.BalancesView)
+			tw := newTable(w)
+			fmt.Fprintln(tw, "CURRENCY\tACCOUNT\tBALANCE")
+			for _, cur := range b.Currencies() {
+				cb := b.Balances[cur]
+				accounts := make([]string, 0, len(cb.Accounts))
+				for a := range cb.Accounts {
+					accounts = append(accounts, a)
+				}
+				slices.Sort(accounts)
+				for _, a := range accounts {
+					fmt.Fprintf(tw, "%s\t%s\t%d\n", cur, a, cb.Accounts[a])
+				}
+				fmt.Fprintf(tw, "%s\t(sum)\t%d\n", cur, cb.Sum)
+			}
+			if len(b.Balances) == 0 {
+				fmt.Fprintln(tw, "(no ledger entries)")
+			}
+			return tw.Flush()
+		},
+	})
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	b, err := api.Balances(ctx, db)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if err := m.printJSON(b); err != nil {
-			return err
-		}
-	} else {
-		tw := newTable(m.Stdout)
-		fmt.Fprintln(tw, "CURRENCY\tACCOUNT\tBALANCE")
-		for _, cur := range b.Currencies() {
-			cb := b.Balances[cur]
-			accounts := make([]string, 0, len(cb.Accounts))
-			for a := range cb.Accounts {
-				accounts = append(accounts, a)
-			}
-			slices.Sort(accounts)
-			for _, a := range accounts {
-				fmt.Fprintf(tw, "%s\t%s\t%d\n", cur, a, cb.Accounts[a])
-			}
-			fmt.Fprintf(tw, "%s\t(sum)\t%d\n", cur, cb.Sum)
-		}
-		if len(b.Balances) == 0 {
-			fmt.Fprintln(tw, "(no ledger entries)")
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
+	// Printed either way; an unbalanced ledger then fails the command.
 	if bad := b.Unbalanced(); len(bad) > 0 {
 		return fmt.Errorf("the ledger does not balance in %s", strings.Join(bad, ", "))
 	}
@@ -499,52 +440,25 @@ Examples:
   payhook alerts list --json
   payhook alerts ack 3`
 
-func (m *Main) alerts(ctx context.Context, args []string) error {
-	return m.subcommands(ctx, "alerts", alertsHelp, args, map[string]func(context.Context, []string) error{
-		"list": m.alertsList,
-		"ack":  m.alertsAck,
-	})
-}
-
 func (m *Main) alertsList(ctx context.Context, args []string) error {
 	fs := m.flags("alerts list", alertsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	open := fs.Bool("open", false, "only alerts not acknowledged")
-	kind := fs.String("kind", "", "only alerts of this kind")
-	limit := fs.Int("limit", 50, "at most this many alerts, most recently seen first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parseNoArgs(fs, args); err != nil {
-		return err
-	}
-	if err := checkLimit(*limit); err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	as, err := billing.ListAlerts(ctx, db, billing.AlertFilter{Kind: *kind, Unacknowledged: *open, Limit: *limit})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(as)
-	}
-	tw := newTable(m.Stdout)
-	fmt.Fprintln(tw, "ID\tKIND\tSUBJECT\tCOUNT\tACK\tLAST_SEEN\tMESSAGE")
-	for _, a := range as {
-		ack := "no"
-		if a.Acknowledged {
-			ack = "yes"
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", a.ID, a.Kind, a.Subject, a.Count, ack, formatTime(a.LastSeen),
-			strings.ReplaceAll(a.Message, "\n", " "))
-	}
-	if len(as) == 0 {
-		fmt.Fprintln(tw, "(no alerts)")
-	}
-	return tw.Flush()
+	var f billing.AlertFilter
+	fs.BoolVar(&f.Unacknowledged, "open", false, "only alerts not acknowledged")
+	fs.StringVar(&f.Kind, "kind", "", "only alerts of this kind")
+	fs.IntVar(&f.Limit, "limit", 50, "at most this many alerts, most recently seen first")
+	return m.runView(ctx, fs, args, view{
+		check: func() error { return checkLimit(f.Limit) },
+		load:  func(db *store.DB, _ string) (any, error) { return billing.ListAlerts(ctx, db, f) },
+		print: table("(no alerts)", "ID\tKIND\tSUBJECT\tCOUNT\tACK\tLAST_SEEN\tMESSAGE",
+			func(tw io.Writer, a billing.AlertView) {
+				ack := "no"
+				if a.Acknowledged {
+					ack = "yes"
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", a.ID, a.Kind, a.Subject, a.Count, ack, formatTime(a.LastSeen),
+					strings.ReplaceAll(a.Message, "\n", " "))
+			}),
+	})
 }
 
 func (m *Main) alertsAck(ctx context.Context, args []string) error {

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -50,86 +50,68 @@ func (m *Main) events(ctx context.Context, args []string) error {
 
 func (m *Main) eventsList(ctx context.Context, args []string) error {
 	fs := m.flags("events list", eventsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
 	source := fs.String("source", "", "only events of this source")
 	status := fs.String("status", "", "only events with this status: received, processed, ignored or failed")
 	limit := fs.Int("limit", 50, "at most this many events, newest first")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if *status != "" && !payhook.Status(*status).Valid() {
-		return fmt.Errorf("%w: --status %q: want received, processed, ignored or failed", errUsage, *status)
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: *limit})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return m.printJSON(views(evs, false))
-	}
-	tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSOURCE\tEVENT_ID\tTYPE\tSTATUS\tATTEMPTS\tRECEIVED_AT")
-	for _, ev := range evs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", ev.ID, ev.Source, ev.EventID, ev.Type, ev.Status,
-			ev.Attempts, ev.ReceivedAt.Format(time.RFC3339))
-	}
-	if len(evs) == 0 {
-		fmt.Fprintln(tw, "(no events)")
-	}
-	return tw.Flush()
+	return m.runView(ctx, fs, args, view{
+		anyArgs: true,
+		check: func() error {
+			if *status != "" && !payhook.Status(*status).Valid() {
+				return fmt.Errorf("%w: --status %q: want received, processed, ignored or failed", errUsage, *status)
+			}
+			return nil
+		},
+		load: func(db *store.DB, _ string) (any, error) {
+			evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: *limit})
+			return views(evs, false), err
+		},
+		print: table("(no events)", "ID\tSOURCE\tEVENT_ID\tTYPE\tSTATUS\tATTEMPTS\tRECEIVED_AT",
+			func(tw io.Writer, ev eventView) {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", ev.ID, ev.Source, ev.EventID, ev.Type, ev.Status,
+					ev.Attempts, ev.ReceivedAt.Format(time.RFC3339))
+			}),
+	})
 }
 
 func (m *Main) eventsShow(ctx context.Context, args []string) error {
-	fs := m.flags("events show", eventsHelp)
-	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	key, err := oneArg(fs, args, "ID|EVENT_ID")
-	if err != nil {
-		return err
-	}
-	db, err := m.openExisting(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	evs, err := findEvents(ctx, db, key)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		if len(evs) == 1 {
-			return m.printJSON(views(evs, true)[0])
-		}
-		return m.printJSON(views(evs, true))
-	}
-	for i, ev := range evs {
-		if i > 0 {
-			fmt.Fprintln(m.Stdout)
-		}
-		tw := tabwriter.NewWriter(m.Stdout, 0, 0, 2, ' ', 0)
-		row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
-		row("id", ev.ID)
-		row("source", ev.Source)
-		row("event_id", ev.EventID)
-		row("type", ev.Type)
-		row("environment", ev.Environment)
-		row("status", ev.Status)
-		row("attempts", ev.Attempts)
-		row("last_error", ev.LastError)
-		row("occurred_at", formatTime(ev.OccurredAt))
-		row("received_at", formatTime(ev.ReceivedAt))
-		row("processed_at", formatTime(ev.ProcessedAt))
-		row("secret_id", ev.SecretID)
-		tw.Flush()
-		fmt.Fprintf(m.Stdout, "payload:\n%s\n", ev.Payload)
-	}
-	return nil
+	var evs []*payhook.Event
+	return m.runView(ctx, m.flags("events show", eventsHelp), args, view{
+		arg: "ID|EVENT_ID",
+		// In JSON one event is an object, several (an EVENT_ID in
+		// several sources) an array.
+		load: func(db *store.DB, key string) (any, error) {
+			var err error
+			if evs, err = findEvents(ctx, db, key); err != nil {
+				return nil, err
+			}
+			if len(evs) == 1 {
+				return views(evs, true)[0], nil
+			}
+			return views(evs, true), nil
+		},
+		print: func(w io.Writer, _ any) error {
+			for i, ev := range evs {
+				if i > 0 {
+					fmt.Fprintln(w)
+				}
+				fields(w,
+					"id", ev.ID,
+					"source", ev.Source,
+					"event_id", ev.EventID,
+					"type", ev.Type,
+					"environment", ev.Environment,
+					"status", ev.Status,
+					"attempts", ev.Attempts,
+					"last_error", ev.LastError,
+					"occurred_at", formatTime(ev.OccurredAt),
+					"received_at", formatTime(ev.ReceivedAt),
+					"processed_at", formatTime(ev.ProcessedAt),
+					"secret_id", ev.SecretID)
+				fmt.Fprintf(w, "payload:\n%s\n", ev.Payload)
+			}
+			return nil
+		},
+	})
 }
 
 func (m *Main) eventsReplay(ctx context.Context, args []string) error {
