@@ -390,6 +390,10 @@ func TestFetchIgnoreAndOnFailed(t *testing.T) {
 				t.Errorf("%s = %s (%q), want %s", evs[i].EventID, got.Status, got.LastError, want)
 			}
 		}
+		// OnFailed runs just after the event is marked failed.
+		for deadline := time.Now().Add(10 * time.Second); failed.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		if effects(t, db, "evt_fetch") != 1 || failed.Load() != 1 {
 			t.Fatalf("effects %d, OnFailed %d times; want 1 and 1", effects(t, db, "evt_fetch"), failed.Load())
 		}
@@ -419,6 +423,9 @@ func TestMalformedFailsAtOnce(t *testing.T) {
 		ingest(t, q, ev)
 		start(t, q)
 		got := waitDone(t, db, ev.ID)
+		for deadline := time.Now().Add(10 * time.Second); alerted.Load() == 0 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 		time.Sleep(100 * time.Millisecond) // a retry, if one were scheduled, would run by now
 		if got.Status != payhook.StatusFailed || calls.Load() != 1 || alerted.Load() != 1 || !strings.Contains(got.LastError, "data.refund.id") {
 			t.Fatalf("event %s after %d calls, %d alerts (%q); want failed after 1 with 1 alert", got.Status, calls.Load(), alerted.Load(), got.LastError)
