@@ -75,10 +75,18 @@ func TestSIGTERMFinishesInFlight(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(300 * time.Millisecond)
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			t.Error("payhook still accepts connections after SIGTERM")
+		// The listener closes once the signal is handled; under load that
+		// can take a moment.
+		refused := false
+		for deadline := time.Now().Add(10 * time.Second); !refused && time.Now().Before(deadline); {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if refused = err != nil; !refused {
+				c.Close()
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if !refused {
+			t.Error("payhook still accepts connections 10s after SIGTERM")
 		}
 		conn.Write(body[20:])
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
