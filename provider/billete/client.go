@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/apiget"
 )
 
 // Client reads resources from the provider's API with a secret API key
@@ -25,29 +24,16 @@ type Client struct {
 	HTTP *http.Client
 }
 
-// resourcePaths maps an event type's prefix to the collection of the
-// resource it is about.
-var resourcePaths = []struct{ prefix, collection string }{
-	{"checkout.", "checkouts"},
-	{"payment.", "payments"},
-	{"refund.", "refunds"},
-	{"subscription.", "subscriptions"},
-	{"invoice.", "invoices"},
-}
-
-// Fetch returns the current state of the resource ev is about (its
-// data.id), as the API's JSON, or nil when the event is about no resource
-// (webhook_endpoint.test, unknown types). It returns an error wrapping
-// payhook.ErrNotFound when the API does not know the resource, and other
+// Fetch returns the current state of the subscription a subscription.*
+// event is about (GET /subscriptions/{data.id}), as the API's JSON, and
+// nil for every other type: payments, refunds and settlements keep the
+// event's own data, which says which movement it was, so an API outage
+// never holds money events back. It returns an error wrapping
+// payhook.ErrNotFound when the API does not know the subscription, one
+// wrapping payhook.ErrMalformed when the event names none, and other
 // errors (to be retried) when the API cannot be reached or fails.
 func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-	collection := ""
-	for _, p := range resourcePaths {
-		if strings.HasPrefix(ev.Type, p.prefix) {
-			collection = p.collection
-		}
-	}
-	if collection == "" {
+	if !strings.HasPrefix(ev.Type, "subscription.") {
 		return nil, nil
 	}
 	var body struct {
@@ -58,33 +44,9 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	if err := json.Unmarshal(ev.Payload, &body); err != nil || body.Data.ID == "" {
 		return nil, fmt.Errorf("billete: event %s has no data.id to fetch: %w", ev.EventID, payhook.ErrMalformed)
 	}
-	return c.get(ctx, collection+"/"+url.PathEscape(body.Data.ID))
-}
-
-func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/"+path, nil)
+	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "subscriptions/"+url.PathEscape(body.Data.ID))
 	if err != nil {
-		return nil, fmt.Errorf("billete: GET %s: %w", path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("billete: GET %s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("billete: GET %s: %w", path, err)
-	}
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("billete: GET %s: %w", path, payhook.ErrNotFound)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("billete: GET %s: %s: %.200s", path, resp.Status, b)
+		return nil, fmt.Errorf("billete: %w", err)
 	}
 	return b, nil
 }

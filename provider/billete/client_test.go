@@ -42,7 +42,8 @@ func TestClientFetchesCurrentState(t *testing.T) {
 		{"subscription, current state", "subscription.created", `{"data":{"id":"` + sub.ID + `","plan":"basic"}}`, "pro", nil},
 		{"about no resource", "webhook_endpoint.test", `{"data":{}}`, "", nil},
 		{"unknown resource", "subscription.updated", `{"data":{"id":"sub_nope"}}`, "", payhook.ErrNotFound},
-		{"no data.id", "payment.succeeded", `{"data":{}}`, "", payhook.ErrMalformed},
+		{"no data.id", "subscription.renewed", `{"data":{}}`, "", payhook.ErrMalformed},
+		{"money events keep their own data", "payment.refunded", `{"data":{"id":"pay_1"}}`, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := c.Fetch(context.Background(), &payhook.Event{EventID: "evt_1", Type: tc.typ, Payload: []byte(tc.payload)})

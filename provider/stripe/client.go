@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/apiget"
 )
 
 // Client reads resources from Stripe's API (or the simulator's stripe
@@ -48,33 +47,9 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	if err := json.Unmarshal(ev.Payload, &body); err != nil || body.Data.Object.ID == "" {
 		return nil, fmt.Errorf("stripe: event %s has no data.object.id to fetch: %w", ev.EventID, payhook.ErrMalformed)
 	}
-	return c.get(ctx, "v1/subscriptions/"+url.PathEscape(body.Data.Object.ID))
-}
-
-func (c *Client) get(ctx context.Context, path string) ([]byte, error) {
-	hc := c.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(c.BaseURL, "/")+"/"+path, nil)
+	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(body.Data.Object.ID))
 	if err != nil {
-		return nil, fmt.Errorf("stripe: GET /%s: %w", path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Key)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("stripe: GET /%s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("stripe: GET /%s: %w", path, err)
-	}
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("stripe: GET /%s: %w", path, payhook.ErrNotFound)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("stripe: GET /%s: %s: %.200s", path, resp.Status, b)
+		return nil, fmt.Errorf("stripe: %w", err)
 	}
 	return b, nil
 }

@@ -22,7 +22,7 @@ type Target struct {
 	Flavour flavour.Flavour
 }
 
-// Outage is a window, measured from the dispatcher's first Send in provider
+// Outage is a window, measured from the dispatcher's first attempt in provider
 // time (divided by Config.TimeScale, like every delay), during which the
 // target is down: deliveries fail as if the connection were refused,
 // without reaching the target.

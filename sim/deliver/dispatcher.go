@@ -45,6 +45,10 @@ const (
 	ResponseExcerpt = 256
 )
 
+// ReorderHold is how long, in real time, a reorder window that does not
+// fill waits before it is released.
+const ReorderHold = 200 * time.Millisecond
+
 // OutageError is the Attempt.Error of an attempt failed by an outage window.
 const OutageError = "outage: target down"
 
@@ -103,7 +107,7 @@ type Dispatcher struct {
 	client *http.Client
 	owned  *http.Transport // the default client's transport, closed by Close
 	log    *slog.Logger
-	start  time.Time // the first Send, where outage windows are measured from
+	start  time.Time // the first attempt, where outage windows are measured from
 	prefix string    // of delivery ids
 
 	ctx    context.Context
@@ -153,7 +157,7 @@ type series struct {
 	k     int // attempts made in this series
 }
 
-// New returns a dispatcher. Outage windows count from its first Send.
+// New returns a dispatcher. Outage windows count from its first attempt.
 func New(cfg Config) *Dispatcher {
 	if cfg.Schedule == nil {
 		cfg.Schedule = DefaultSchedule
@@ -229,9 +233,6 @@ func (d *Dispatcher) Send(t Target, ev flavour.Event) {
 		return
 	}
 	d.stats.Events++
-	if d.start.IsZero() {
-		d.start = time.Now()
-	}
 	// Always four draws per Send, whatever the outcome, so that one
 	// decision does not shift the others.
 	drop := d.rng.Float64() < f.Drop
@@ -250,6 +251,18 @@ func (d *Dispatcher) Send(t Target, ev flavour.Event) {
 		if len(w) < f.ReorderWindow {
 			d.windows[t.ID] = w
 			d.mu.Unlock()
+			if len(w) == 1 {
+				// A window that does not fill (a quiet provider, as under
+				// sim serve) is released all the same after a while.
+				d.after(ReorderHold, func() {
+					d.mu.Lock()
+					defer d.mu.Unlock()
+					if cur := d.windows[t.ID]; len(cur) > 0 && cur[0] == it {
+						delete(d.windows, t.ID)
+						d.releaseLocked(cur)
+					}
+				})
+			}
 			return
 		}
 		delete(d.windows, t.ID)
@@ -409,6 +422,9 @@ func (d *Dispatcher) run(s *series) {
 		EventType:  it.ev.Type,
 		N:          dl.n,
 		Fault:      s.fault,
+	}
+	if d.start.IsZero() {
+		d.start = time.Now()
 	}
 	start := d.start
 	d.mu.Unlock()

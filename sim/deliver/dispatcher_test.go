@@ -783,3 +783,20 @@ func TestCloseDoesNotHang(t *testing.T) {
 		t.Error("Resend after Close succeeded")
 	}
 }
+
+// TestReorderWindowReleasedWhenQuiet: events that never fill a window
+// (a quiet provider) are delivered all the same, without Wait.
+func TestReorderWindowReleasedWhenQuiet(t *testing.T) {
+	t.Parallel()
+	s := newSink(t, nil)
+	d := newDispatcher(t, Config{Faults: Faults{ReorderWindow: 5}})
+	for i := range 3 {
+		d.Send(s.target("ep"), event(i))
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(s.got()) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 events delivered without Wait, want all", len(s.got()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
