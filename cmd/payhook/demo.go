@@ -90,13 +90,14 @@ acknowledged  %d answered 200; %d attempts failed (%d while the target was down 
 stored once   %d events, one row each under the unique (source, event id) index
 deduplicated  %d deliveries answered 200 without storing anything
 rejected      %d forged deliveries (wrong secret, expired timestamp, tampered body) answered 400, nothing stored
-processed     %d processed, %d ignored (they change no billing state), %d failed, %d still waiting
+processed     %d processed, %d ignored (they change no billing state), %d failed, %d still waiting;
+              %d took more than one attempt (they came before what they are about, and waited for it)
 
 every event the provider created is stored exactly once and processed exactly once: %s
 billing state (%d payments, %d orders, %d subscriptions; kept %s) equals the provider's: %s
 Look around: payhook events list --db %s
 `, st.Attempts, len(res.Expected.Events), st.Duplicates, st.Bursts,
-		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Ignored, rep.Failed, rep.Waiting,
+		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Ignored, rep.Failed, rep.Waiting, rep.Retried,
 		yesNo(rep.ExactlyOnce()), len(res.Expected.Payments)+len(res.Expected.Invoices), len(res.Expected.Orders),
 		len(res.Expected.Subscriptions), formatBalances(res.Expected.Balances), yesNo(len(diffs) == 0), *dbURL)
 	if !rep.ExactlyOnce() {
