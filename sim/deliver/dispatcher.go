@@ -45,6 +45,14 @@ const (
 	ResponseExcerpt = 256
 )
 
+// A long-running dispatcher (payhook sim serve) keeps bounded memory: the
+// last KeepAttempts attempts per endpoint in its log, and the last
+// KeepDeliveries deliveries for Resend (an older one is unknown).
+const (
+	KeepAttempts   = 10_000
+	KeepDeliveries = 50_000
+)
+
 // ReorderHold is how long, in real time, a reorder window that does not
 // fill waits before it is released.
 const ReorderHold = 200 * time.Millisecond
@@ -124,6 +132,7 @@ type Dispatcher struct {
 	idle       chan struct{} // closed while pending == 0
 	windows    map[string][]*item
 	deliveries map[string]*delivery
+	issued     []string // delivery ids, oldest first, to forget the oldest
 	logs       map[string][]Attempt
 	consec     map[string]int
 	failing    map[string]bool
@@ -324,6 +333,13 @@ func (d *Dispatcher) newDeliveryLocked(it *item, fault string) *delivery {
 	d.seq++
 	dl := &delivery{id: fmt.Sprintf("dlv_%s%08d", d.prefix, d.seq), it: it, fault: fault}
 	d.deliveries[dl.id] = dl
+	d.issued = append(d.issued, dl.id)
+	if len(d.issued) >= 2*KeepDeliveries { // amortised: forget the older half at once
+		for _, id := range d.issued[:len(d.issued)-KeepDeliveries] {
+			delete(d.deliveries, id)
+		}
+		d.issued = append([]string(nil), d.issued[len(d.issued)-KeepDeliveries:]...)
+	}
 	return dl
 }
 
@@ -539,7 +555,11 @@ func (d *Dispatcher) record(s *series, a Attempt) {
 	)
 
 	d.mu.Lock()
-	d.logs[ep] = append(d.logs[ep], a)
+	log := append(d.logs[ep], a)
+	if len(log) >= 2*KeepAttempts { // amortised: drop the older half at once
+		log = append([]Attempt(nil), log[len(log)-KeepAttempts:]...)
+	}
+	d.logs[ep] = log
 	d.stats.Attempts++
 	if ok {
 		d.stats.Acked++
@@ -662,11 +682,12 @@ func (d *Dispatcher) Close() {
 }
 
 // Log returns a copy of the endpoint's delivery log, in the order the
-// attempts ended.
+// attempts ended: the last KeepAttempts of them.
 func (d *Dispatcher) Log(endpointID string) []Attempt {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return append([]Attempt(nil), d.logs[endpointID]...)
+	log := d.logs[endpointID]
+	return append([]Attempt(nil), log[max(0, len(log)-KeepAttempts):]...)
 }
 
 // Resend delivers that delivery's event again now, as one more series of
