@@ -58,6 +58,18 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w\n%s", err, logs.String())
 	}
 	defer srv.stop()
+	db, err := store.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// The summary compares the database with one story: it must hold
+	// nothing else.
+	if evs, err := db.ListEvents(ctx, store.Filter{Limit: 1}); err != nil {
+		return err
+	} else if len(evs) > 0 {
+		return fmt.Errorf("demo: %s already holds events; give --db an empty database", db.URL)
+	}
 	target := srv.url + "/webhooks/demo"
 	fmt.Fprintf(m.Stdout, "payhook serving on %s (%s); playing the storm scenario against %s ...\n", srv.url, *dbURL, target)
 
@@ -70,11 +82,6 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, *dbURL)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 	rep, err := waitProcessed(ctx, db, "demo", res, time.Minute)
 	if err != nil {
 		return err

@@ -171,3 +171,21 @@ func TestSimServe(t *testing.T) {
 		t.Fatalf("sim serve exited %d", code)
 	}
 }
+
+// TestDemoRefusesAUsedDatabase: the summary compares the database with
+// one story, so a second run on the same (non-SQLite-file) database is
+// refused rather than reported wrong.
+func TestDemoRefusesAUsedDatabase(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		if code, out, errOut := run(t, nil, "demo", "--db", dbURL, "--size", "0.05"); code != 0 {
+			t.Fatalf("first demo = %d\n%s\n%s", code, out, errOut)
+		}
+		if strings.HasPrefix(dbURL, "sqlite://") {
+			return // the demo starts a SQLite file afresh: nothing to refuse
+		}
+		code, _, errOut := run(t, nil, "demo", "--db", dbURL, "--size", "0.05")
+		if code != 1 || !strings.Contains(errOut, "already holds events") {
+			t.Fatalf("second demo on the same database = %d, %q; want 1 and a refusal", code, errOut)
+		}
+	})
+}
