@@ -8,8 +8,9 @@
 //	GET  /api/v1/payments/{id}         a payment by provider reference, with its ledger postings;
 //	                                   ?source=S when the reference exists in several sources (else 409)
 //	GET  /api/v1/payments              ?source= &kind= &status= &order_id= &limit= (newest first)
-//	GET  /api/v1/orders/{id}           an order by the application's order id
-//	GET  /api/v1/orders                ?status= &limit=
+//	GET  /api/v1/orders/{id}           an order by the application's order id; ?source= as for payments
+//	                                   (the same order id in a test and a live source is two orders)
+//	GET  /api/v1/orders                ?source= &status= &limit=
 //	GET  /api/v1/subscriptions/{id}    a subscription by provider reference; ?source= as for payments
 //	GET  /api/v1/subscriptions         ?source= &status= &customer= &limit=
 //	GET  /api/v1/ledger/balances       balances per currency and account, and each currency's sum (0)
@@ -23,7 +24,7 @@
 // the status of payhook.HTTPStatus (404 for what does not exist), 400 for
 // a bad parameter, 401 with WWW-Authenticate: Bearer for a missing or
 // wrong token, 405 for another method and 409 for an ambiguous reference
-// (with "sources": [...]).
+// or order id (with "sources": [...]).
 //
 // The handler uses full paths, so it works on its own or mounted at
 // "/api/v1/" of another mux.
@@ -237,7 +238,7 @@ func (a *api) payments(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) order(w http.ResponseWriter, r *http.Request) {
-	o, err := billing.GetOrder(r.Context(), a.db, r.PathValue("id"))
+	o, err := Order(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -246,6 +247,7 @@ func (a *api) order(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) orders(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	n, err := limit(r)
 	if err != nil {
 		a.fail(w, r, err)
@@ -256,7 +258,7 @@ func (a *api) orders(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	list, err := billing.ListOrders(r.Context(), a.db, billing.OrderFilter{Status: status, Limit: n})
+	list, err := billing.ListOrders(r.Context(), a.db, billing.OrderFilter{Source: q.Get("source"), Status: status, Limit: n})
 	if err != nil {
 		a.fail(w, r, err)
 		return

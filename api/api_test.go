@@ -27,8 +27,8 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // seed opens and migrates a database and applies a small billing story:
 //
 //	stripe: pay_1 captured for ord_1 (10000 USD), refunded 3000;
-//	        sub_1 active; pay_dup and sub_dup (also in paddle)
-//	paddle: pay_dup (2500 EUR), sub_dup
+//	        sub_1 active; pay_dup for ord_dup and sub_dup (also in paddle)
+//	paddle: pay_dup (2500 EUR) for ord_dup, sub_dup
 //	crypto: inv_1 settled with chain ref tx_1 for ord_2 (50000 BTC);
 //	        inv_2 settled reusing tx_1: rejected, one alert
 //
@@ -62,11 +62,11 @@ func seed(t *testing.T, dbURL string) (*store.DB, int64) {
 		billing.Captured{Payment: billing.Payment{Ref: "pay_1", OrderID: "ord_1", Amount: 10000, Currency: "USD", CapturedAt: t0.Add(-time.Hour)}},
 		billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 3000, Currency: "USD", At: t0},
 		billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "pro", Status: "active", CurrentPeriodEnd: t0.AddDate(0, 1, 0), UpdatedAt: t0},
-		billing.Captured{Payment: billing.Payment{Ref: "pay_dup", Amount: 1000, Currency: "USD", CapturedAt: t0}},
+		billing.Captured{Payment: billing.Payment{Ref: "pay_dup", OrderID: "ord_dup", Amount: 1000, Currency: "USD", CapturedAt: t0}},
 		billing.Subscription{Ref: "sub_dup", Customer: "cus_2", Plan: "basic", Status: "active", UpdatedAt: t0},
 	)
 	apply("paddle",
-		billing.Captured{Payment: billing.Payment{Ref: "pay_dup", Amount: 2500, Currency: "EUR", CapturedAt: t0}},
+		billing.Captured{Payment: billing.Payment{Ref: "pay_dup", OrderID: "ord_dup", Amount: 2500, Currency: "EUR", CapturedAt: t0}},
 		billing.Subscription{Ref: "sub_dup", Customer: "cus_3", Plan: "basic", Status: "canceled", UpdatedAt: t0},
 	)
 	apply("crypto", billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_2", Amount: 50000, Currency: "BTC", ChainRef: "tx_1", At: t0})
@@ -227,9 +227,18 @@ func TestAPI(t *testing.T) {
 		t.Run("orders", func(t *testing.T) {
 			var o billing.OrderView
 			c.get("/api/v1/orders/ord_1", &o)
-			if o.OrderID != "ord_1" || o.Status != "paid" || o.PaidBy != "pay_1" || o.PaidAt.IsZero() {
-				t.Errorf("ord_1 = %+v; want paid by pay_1", o)
+			if o.Source != "stripe" || o.OrderID != "ord_1" || o.Status != "paid" || o.PaidBy != "pay_1" || o.PaidAt.IsZero() {
+				t.Errorf("ord_1 = %+v; want stripe's, paid by pay_1", o)
 			}
+			// The same order id in two sources is two orders.
+			for _, source := range []string{"paddle", "stripe"} {
+				var o billing.OrderView
+				c.get("/api/v1/orders/ord_dup?source="+source, &o)
+				if o.Source != source || o.Status != "paid" || o.PaidBy != "pay_dup" {
+					t.Errorf("ord_dup of %s = %+v", source, o)
+				}
+			}
+			c.call("GET", "/api/v1/orders/ord_1?source=paddle", 404, nil)
 			var l struct{ Orders []billing.OrderView }
 			c.get("/api/v1/orders?status=paid", &l)
 			paid := map[string]string{}
@@ -242,6 +251,10 @@ func TestAPI(t *testing.T) {
 			c.get("/api/v1/orders", &l)
 			if len(l.Orders) < 2 {
 				t.Errorf("orders = %+v", l.Orders)
+			}
+			c.get("/api/v1/orders?source=paddle", &l)
+			if len(l.Orders) != 1 || l.Orders[0].OrderID != "ord_dup" || l.Orders[0].Source != "paddle" {
+				t.Errorf("orders of paddle = %+v", l.Orders)
 			}
 		})
 
@@ -376,7 +389,7 @@ func TestAPI(t *testing.T) {
 		})
 
 		t.Run("ambiguous", func(t *testing.T) {
-			for _, path := range []string{"/api/v1/payments/pay_dup", "/api/v1/subscriptions/sub_dup"} {
+			for _, path := range []string{"/api/v1/payments/pay_dup", "/api/v1/subscriptions/sub_dup", "/api/v1/orders/ord_dup"} {
 				var e errorBody
 				c.call("GET", path, 409, &e)
 				if !slices.Equal(e.Sources, []string{"paddle", "stripe"}) || !strings.Contains(e.Error, "paddle, stripe") {

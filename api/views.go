@@ -17,14 +17,14 @@ import (
 // `payhook payments show --json` prints what GET /api/v1/payments/{id}
 // answers.
 
-// ErrAmbiguous: a provider reference exists in several sources and no
-// source was given. The API answers it with 409; test for it with
+// ErrAmbiguous: a provider reference (or an application's order id)
+// exists in several sources and no source was given. The API answers it with 409; test for it with
 // errors.Is and read the sources with errors.As(*AmbiguousError).
 var ErrAmbiguous = errors.New("ambiguous reference")
 
 // AmbiguousError says which sources hold the reference.
 type AmbiguousError struct {
-	// What is "payment" or "subscription".
+	// What is "payment", "subscription" or "order".
 	What    string
 	Ref     string
 	Sources []string
@@ -49,7 +49,7 @@ type PaymentDetail struct {
 // *AmbiguousError.
 func Payment(ctx context.Context, db *store.DB, source, ref string) (*PaymentDetail, error) {
 	if source == "" {
-		s, err := onlySource(ctx, db, "payment", "payhook_payments", ref)
+		s, err := onlySource(ctx, db, "payment", "payhook_payments", "ref", ref)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func Payment(ctx context.Context, db *store.DB, source, ref string) (*PaymentDet
 // source empty as for Payment.
 func Subscription(ctx context.Context, db *store.DB, source, ref string) (*billing.SubscriptionView, error) {
 	if source == "" {
-		s, err := onlySource(ctx, db, "subscription", "payhook_subscriptions", ref)
+		s, err := onlySource(ctx, db, "subscription", "payhook_subscriptions", "ref", ref)
 		if err != nil {
 			return nil, err
 		}
@@ -79,10 +79,24 @@ func Subscription(ctx context.Context, db *store.DB, source, ref string) (*billi
 	return billing.GetSubscription(ctx, db, source, ref)
 }
 
-// onlySource returns the one source whose table holds ref. table is one of
-// payhook's own table names, never user input.
-func onlySource(ctx context.Context, db *store.DB, what, table, ref string) (string, error) {
-	rows, err := db.SQL.QueryContext(ctx, `SELECT DISTINCT source FROM `+table+` WHERE ref = $1 ORDER BY source`, ref)
+// Order returns the order with the application's order id orderID; source
+// empty as for Payment (the same order id in several sources, such as a
+// test and a live account, is an *AmbiguousError).
+func Order(ctx context.Context, db *store.DB, source, orderID string) (*billing.OrderView, error) {
+	if source == "" {
+		s, err := onlySource(ctx, db, "order", "payhook_orders", "order_id", orderID)
+		if err != nil {
+			return nil, err
+		}
+		source = s
+	}
+	return billing.GetOrder(ctx, db, source, orderID)
+}
+
+// onlySource returns the one source whose table holds ref in column. table
+// and column are payhook's own names, never user input.
+func onlySource(ctx context.Context, db *store.DB, what, table, column, ref string) (string, error) {
+	rows, err := db.SQL.QueryContext(ctx, `SELECT DISTINCT source FROM `+table+` WHERE `+column+` = $1 ORDER BY source`, ref)
 	if err != nil {
 		return "", fmt.Errorf("find %s %s: %w", what, ref, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
 )
 
 func pay(ref, orderID string, amount int64, currency string) billing.Payment {
@@ -44,10 +45,20 @@ func TestCapturedOnce(t *testing.T) {
 		if bal["USD"][billing.AccountReceivable] != 10000 || bal["USD"][billing.AccountRevenue] != -10000 {
 			t.Fatalf("balances = %v", bal)
 		}
-		// The same ref with another amount contradicts what is stored.
-		if _, err := applyTx(context.Background(), db, billing.Captured{Payment: pay("pay_1", "ord_1", 999, "USD")}); err == nil ||
-			errors.Is(err, billing.ErrNotSeenYet) {
-			t.Fatalf("capture with another amount: %v; want an error", err)
+		// The same ref with another amount: the first capture decides, the
+		// event is a success (never retried) and the mismatch is an alert,
+		// raised once however often the event is replayed.
+		other := billing.Captured{Payment: pay("pay_1", "ord_1", 999, "USD")}
+		out = apply(t, db, other)
+		apply(t, db, other)
+		if !slices.Equal(out.Alerts, []string{"payment_mismatch:pay_1"}) || len(out.Posted) != 0 {
+			t.Fatalf("capture with another amount: outcome %+v; want one payment_mismatch alert", out)
+		}
+		if p := payment(t, db, "pay_1"); p.Amount != 10000 || p.Currency != "USD" {
+			t.Fatalf("payment = %+v; want the first capture's 10000 USD", p)
+		}
+		if as := alerts(t, db); len(as) != 1 || as[0].Count != 1 {
+			t.Fatalf("alerts = %+v; want payment_mismatch once", as)
 		}
 	})
 }
@@ -70,7 +81,7 @@ func TestRefunds(t *testing.T) {
 		for _, f := range []billing.Refunded{
 			{PaymentRef: "pay_1", RefundRef: "re_x", Amount: 100, Currency: "EUR"},
 			{PaymentRef: "pay_1", RefundRef: "re_x", Amount: 0, Currency: "USD"},
-			{Payment: &billing.Payment{Ref: "pay_1", Amount: 5, Currency: "USD"}, RefundRef: "re_x", Amount: 1, Currency: "USD"},
+			{Payment: &billing.Payment{Ref: "pay_1", Amount: 10000, Currency: "EUR"}, RefundRef: "re_x", Amount: 1, Currency: "EUR"},
 		} {
 			if _, err := applyTx(ctx, db, f); err == nil || errors.Is(err, billing.ErrNotSeenYet) {
 				t.Errorf("refund %+v: %v; want an error that is not ErrNotSeenYet", f, err)
@@ -210,8 +221,9 @@ func TestChargeback(t *testing.T) {
 			t.Fatalf("kept = %d after the chargeback; want 0", k)
 		}
 		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
-		if last := ps[len(ps)-1]; last.FactKey != "chargeback:dp_1" || last.Amount != 8000 || last.ReversesID != ps[0].ID {
-			t.Fatalf("chargeback posting = %+v; want 8000 reversing the capture", last)
+		if last := ps[len(ps)-1]; last.FactKey != "chargeback:dp_1" || last.Amount != -8000 || last.RequestedAmount != 9000 ||
+			last.ReversesID != ps[0].ID {
+			t.Fatalf("chargeback posting = %+v; want -8000 (of 9000) reversing the capture", last)
 		}
 
 		// A refund made before the dispute, reported after it: a success,
@@ -222,6 +234,11 @@ func TestChargeback(t *testing.T) {
 		}
 		if k := kept(t, db, "USD"); k != 0 {
 			t.Fatalf("kept = %d after a late refund; want 0", k)
+		}
+		ps, _ = billing.ListPostings(ctx, db, src, "pay_1")
+		if last := ps[len(ps)-1]; last.FactKey != "refund:re_2" || last.Amount != 0 || last.RequestedAmount != 500 ||
+			len(last.Entries) != 0 {
+			t.Fatalf("late refund posting = %+v; want amount 0 (nothing moves), requested 500", last)
 		}
 
 		out := apply(t, db, won)
@@ -236,8 +253,8 @@ func TestChargeback(t *testing.T) {
 			t.Fatalf("kept = %d after the won chargeback; want 7500", k)
 		}
 		ps, _ = billing.ListPostings(ctx, db, src, "pay_1")
-		if last := ps[len(ps)-1]; last.ReversesID != ps[2].ID {
-			t.Fatalf("won posting reverses %d; want the chargeback %d", last.ReversesID, ps[2].ID)
+		if last := ps[len(ps)-1]; last.ReversesID != ps[2].ID || last.Amount != 7500 {
+			t.Fatalf("won posting = %+v; want +7500 reversing the chargeback %d", last, ps[2].ID)
 		}
 
 		// Charged back with the payment in the payload places it.
@@ -271,12 +288,27 @@ func TestOrders(t *testing.T) {
 		if o := order(t, db, "ord_1"); o.Status != "paid" || o.PaidBy != "pay_1" {
 			t.Fatalf("order = %+v; want paid by pay_1", o)
 		}
+		// Raised once for pay_2, although both its capture and its order
+		// fact tried to pay the order, and not again by a replay: an
+		// acknowledged alert stays acknowledged.
 		as := alerts(t, db)
-		if len(as) != 1 || as[0].Kind != billing.AlertOrderPaidTwice || as[0].Subject != "ord_1" || as[0].Count != 2 {
-			t.Fatalf("alerts = %+v; want order_paid_twice ord_1 raised twice", as)
+		if len(as) != 1 || as[0].Kind != billing.AlertOrderPaidTwice || as[0].Subject != "ord_1" || as[0].Count != 1 {
+			t.Fatalf("alerts = %+v; want order_paid_twice ord_1 raised once", as)
 		}
 		if !slices.Equal(out.Alerts, []string{"order_paid_twice:ord_1"}) {
 			t.Fatalf("outcome = %+v", out)
+		}
+		if err := billing.AckAlert(ctx, db, as[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		out = apply(t, db, billing.Captured{Payment: pay("pay_2", "ord_1", 100, "USD")}, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_2"})
+		if as := alerts(t, db); len(out.Alerts) != 0 || as[0].Count != 1 || !as[0].Acknowledged {
+			t.Fatalf("replay: outcome %+v, alerts %+v; want nothing raised", out, as)
+		}
+		// A third payment is new: counted.
+		apply(t, db, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_9"})
+		if as := alerts(t, db); as[0].Count != 2 || as[0].Acknowledged {
+			t.Fatalf("third payment: alerts %+v; want count 2, unacknowledged", as)
 		}
 		// An order heard of but not paid stays pending.
 		p := pay("pay_3", "ord_3", 100, "USD")
@@ -383,10 +415,21 @@ func TestCrypto(t *testing.T) {
 		if k := kept(t, db, "BTC"); k != 5010 {
 			t.Fatalf("kept = %d; want 5010", k)
 		}
-		// The same invoice with another chain reference: alert, no credit.
-		apply(t, db, billing.Settled{InvoiceRef: "inv_4", Amount: 10, Currency: "BTC", ChainRef: "tx_c", At: t0})
+		// The same invoice with another chain reference: alert, no credit;
+		// its replay raises nothing more.
+		second := billing.Settled{InvoiceRef: "inv_4", Amount: 10, Currency: "BTC", ChainRef: "tx_c", At: t0}
+		out = apply(t, db, second)
+		if again := apply(t, db, second, second); !slices.Equal(out.Alerts, []string{"crypto_second_reference:inv_4"}) ||
+			len(again.Alerts) != 0 {
+			t.Fatalf("second reference: outcomes %+v then %+v; want one alert", out, again)
+		}
 		if k := kept(t, db, "BTC"); k != 5010 {
 			t.Fatalf("kept = %d; want 5010", k)
+		}
+		for _, a := range alerts(t, db) {
+			if a.Count != 1 {
+				t.Errorf("alert %s:%s counted %d; want 1", a.Kind, a.Subject, a.Count)
+			}
 		}
 		crypto, err := billing.ListPayments(ctx, db, billing.PaymentFilter{Kind: "crypto", Status: "rejected"})
 		if err != nil || len(crypto) != 2 {
@@ -432,7 +475,7 @@ func TestAlertsAndReads(t *testing.T) {
 		if _, err := billing.GetPayment(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
 			t.Fatalf("GetPayment = %v; want ErrNotFound", err)
 		}
-		if _, err := billing.GetOrder(ctx, db, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+		if _, err := billing.GetOrder(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
 			t.Fatalf("GetOrder = %v; want ErrNotFound", err)
 		}
 		if _, err := billing.GetSubscription(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
@@ -442,6 +485,238 @@ func TestAlertsAndReads(t *testing.T) {
 		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 1, "USD")})
 		if _, err := billing.GetPayment(ctx, db, "other", "pay_1"); !errors.Is(err, payhook.ErrNotFound) {
 			t.Fatalf("GetPayment(other source) = %v; want ErrNotFound", err)
+		}
+	})
+}
+
+// applySource applies facts of source in their own transaction.
+func applySource(t *testing.T, db *store.DB, source string, facts ...billing.Fact) billing.Outcome {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := billing.ApplyOutcome(ctx, db, tx, source, facts, t0)
+	if err != nil {
+		tx.Rollback()
+		t.Fatalf("apply %s %#v: %v", source, facts, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Orders belong to their source: the same order id paid in a test source
+// and in a live one is two paid orders, no alert, nothing rejected.
+func TestOrdersScopedBySource(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		applySource(t, db, "stripe-test", billing.Captured{Payment: pay("pi_test", "ord_1", 100, "USD")},
+			billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pi_test"})
+		out := applySource(t, db, "crypto-live",
+			billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_1", Amount: 500, Currency: "BTC", ChainRef: "tx_1", At: t0})
+		if !slices.Equal(out.OrdersPaid, []string{"ord_1"}) || len(out.Alerts) != 0 {
+			t.Fatalf("live settlement: outcome %+v; want ord_1 paid, no alert", out)
+		}
+		if p, err := billing.GetPayment(ctx, db, "crypto-live", "inv_1"); err != nil || p.Status != "settled" {
+			t.Fatalf("inv_1 = %+v, %v; want settled", p, err)
+		}
+		for source, by := range map[string]string{"stripe-test": "pi_test", "crypto-live": "inv_1"} {
+			o, err := billing.GetOrder(ctx, db, source, "ord_1")
+			if err != nil || o.Source != source || o.Status != "paid" || o.PaidBy != by {
+				t.Errorf("order ord_1 of %s = %+v, %v; want paid by %s", source, o, err, by)
+			}
+		}
+		if _, err := billing.GetOrder(ctx, db, "other", "ord_1"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Errorf("GetOrder(other source) = %v; want ErrNotFound", err)
+		}
+		if os, err := billing.ListOrders(ctx, db, billing.OrderFilter{Source: "stripe-test"}); err != nil || len(os) != 1 ||
+			os[0].Source != "stripe-test" {
+			t.Errorf("ListOrders(stripe-test) = %+v, %v", os, err)
+		}
+		if as := alerts(t, db); len(as) != 0 {
+			t.Errorf("alerts = %+v; want none", as)
+		}
+	})
+}
+
+// A snapshot that disagrees with the stored payment (Stripe's partial
+// capture: payment_intent.succeeded books amount_received, the charge in
+// charge.refunded says amount) does not fail the fact: the first capture
+// decides, the refund applies, one alert says so.
+func TestSnapshotDisagrees(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pi_1", "ord_1", 8000, "USD")})
+		charge := pay("pi_1", "ord_1", 10000, "USD")
+		r := billing.Refunded{Payment: &charge, PaymentRef: "pi_1", RefundRef: "re_1", Amount: 3000, Currency: "USD"}
+		out := apply(t, db, r)
+		apply(t, db, r)
+		if !slices.Equal(out.Posted, []string{"refund:re_1"}) || !slices.Equal(out.Alerts, []string{"payment_mismatch:pi_1"}) {
+			t.Fatalf("outcome = %+v; want the refund posted and one alert", out)
+		}
+		if p := payment(t, db, "pi_1"); p.Amount != 8000 || p.RefundedAmount != 3000 || p.Status != "partially_refunded" {
+			t.Fatalf("payment = %+v; want 8000 refunded 3000", p)
+		}
+		if k := kept(t, db, "USD"); k != 5000 {
+			t.Fatalf("kept = %d; want 5000", k)
+		}
+		cb := billing.ChargedBack{Payment: &charge, PaymentRef: "pi_1", DisputeRef: "dp_1"}
+		apply(t, db, cb)
+		if as := alerts(t, db); len(as) != 1 || as[0].Count != 1 {
+			t.Fatalf("alerts = %+v; want payment_mismatch once for the same snapshot", as)
+		}
+		// The snapshot first: it places the payment, and the capture that
+		// disagrees later is a success that changes nothing.
+		snap := pay("pi_2", "", 10000, "EUR")
+		apply(t, db, billing.Refunded{Payment: &snap, PaymentRef: "pi_2", RefundRef: "re_2", Amount: 1000, Currency: "EUR"})
+		apply(t, db, billing.Captured{Payment: pay("pi_2", "", 8000, "EUR")})
+		if p := payment(t, db, "pi_2"); p.Amount != 10000 || p.RefundedAmount != 1000 {
+			t.Fatalf("pi_2 = %+v; want the first capture's 10000", p)
+		}
+		// A refund in another currency than its payment stays an error.
+		if _, err := applyTx(ctx, db, billing.Refunded{PaymentRef: "pi_2", RefundRef: "re_3", Amount: 1, Currency: "USD"}); err == nil ||
+			errors.Is(err, billing.ErrNotSeenYet) {
+			t.Fatalf("refund in another currency: %v; want an error", err)
+		}
+	})
+}
+
+// A payment placed by a snapshot that did not know its order gets the
+// order from the first snapshot that does, and that call pays the order.
+func TestOrderIDFilledLater(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		snap := pay("pi_1", "", 5000, "USD")
+		apply(t, db, billing.Refunded{Payment: &snap, PaymentRef: "pi_1", RefundRef: "re_1", Amount: 500, Currency: "USD"})
+		if p := payment(t, db, "pi_1"); p.OrderID != "" {
+			t.Fatalf("payment = %+v; want no order yet", p)
+		}
+		out := apply(t, db, billing.Captured{Payment: pay("pi_1", "ord_1", 5000, "USD")})
+		if !slices.Equal(out.OrdersPaid, []string{"ord_1"}) || len(out.Posted) != 0 {
+			t.Fatalf("outcome = %+v; want ord_1 paid, nothing posted", out)
+		}
+		if p := payment(t, db, "pi_1"); p.OrderID != "ord_1" {
+			t.Fatalf("payment = %+v; want order ord_1", p)
+		}
+		// Known: another snapshot does not change it, nor pay another order.
+		out = apply(t, db, billing.Captured{Payment: pay("pi_1", "ord_2", 5000, "USD")},
+			billing.Captured{Payment: pay("pi_1", "", 5000, "USD")})
+		if len(out.OrdersPaid)+len(out.Posted)+len(out.Alerts) != 0 {
+			t.Fatalf("outcome = %+v; want nothing", out)
+		}
+		if p := payment(t, db, "pi_1"); p.OrderID != "ord_1" {
+			t.Fatalf("payment = %+v; want order ord_1 kept", p)
+		}
+		if o := order(t, db, "ord_1"); o.Status != "paid" || o.PaidBy != "pi_1" {
+			t.Fatalf("order = %+v", o)
+		}
+	})
+}
+
+// Every posting's amount is what its entries move on the receivable side,
+// also when that is not the amount the fact names.
+func TestPostingAmounts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 100, "USD")})
+		apply(t, db, billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1"})
+		apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 30, Currency: "USD"})
+		apply(t, db, billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_1"})
+		apply(t, db, billing.RefundFailed{PaymentRef: "pay_1", RefundRef: "re_1"})
+		apply(t, db, billing.Settled{InvoiceRef: "inv_1", Amount: 500, Currency: "BTC", ChainRef: "tx_1", At: t0})
+		ps, err := billing.ListPostings(ctx, db, src, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range ps {
+			got = append(got, fmt.Sprintf("%s %+d/%d", p.FactKey, p.Amount, p.RequestedAmount))
+		}
+		want := []string{"capture:pay_1 +100/100", "chargeback:dp_1 -100/100", "refund:re_1 +0/30",
+			"chargeback_won:dp_1 +70/100", "refund_failed:re_1 +30/30", "settle:inv_1 +500/500"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("postings (key amount/requested):\n got %q\nwant %q", got, want)
+		}
+		if p := payment(t, db, "pay_1"); p.Status != "succeeded" || p.RefundedAmount != 0 {
+			t.Fatalf("payment = %+v", p)
+		}
+		if k := kept(t, db, "USD"); k != 100 {
+			t.Fatalf("kept = %d; want 100", k)
+		}
+		// checkLedger (at cleanup) checks amount = entries for every posting.
+	})
+}
+
+// A crypto payment is final: refunds, chargebacks, failures and captures
+// about it (and a settlement of a fiat payment) succeed, change nothing,
+// and raise one alert each.
+func TestEventsAboutAFinalPayment(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_1", Amount: 500, Currency: "BTC", ChainRef: "tx_1", At: t0})
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 100, "USD")})
+		snap := pay("inv_1", "ord_9", 500, "BTC")
+		facts := []billing.Fact{
+			billing.Refunded{PaymentRef: "inv_1", RefundRef: "re_1", Amount: 100, Currency: "BTC"},
+			&billing.Refunded{Payment: &snap, RefundRef: "re_2", Amount: 100, Currency: "BTC"},
+			billing.ChargedBack{PaymentRef: "inv_1", DisputeRef: "dp_1"},
+			billing.RefundFailed{PaymentRef: "inv_1", RefundRef: "re_3"},
+			billing.Captured{Payment: pay("inv_1", "ord_9", 500, "BTC")},
+			billing.Settled{InvoiceRef: "pay_1", Amount: 100, Currency: "BTC", ChainRef: "tx_2", At: t0},
+		}
+		for _, f := range facts {
+			apply(t, db, f)
+			apply(t, db, f) // a replay: nothing more
+		}
+		if got := postingKeys(t, db); !slices.Equal(got, []string{"capture:pay_1", "settle:inv_1"}) {
+			t.Fatalf("postings = %v; want only the capture and the settlement", got)
+		}
+		if p := payment(t, db, "inv_1"); p.Status != "settled" || p.OrderID != "ord_1" || p.RefundedAmount != 0 {
+			t.Fatalf("inv_1 = %+v", p)
+		}
+		if p := payment(t, db, "pay_1"); p.Kind != "fiat" || p.Status != "succeeded" {
+			t.Fatalf("pay_1 = %+v", p)
+		}
+		if k := kept(t, db, "BTC"); k != 500 {
+			t.Fatalf("kept BTC = %d; want 500", k)
+		}
+		as := alerts(t, db)
+		counts := map[string]int{}
+		for _, a := range as {
+			counts[a.Kind+":"+a.Subject] = a.Count
+		}
+		if len(counts) != 2 || counts["payment_kind_mismatch:inv_1"] != 5 || counts["payment_kind_mismatch:pay_1"] != 1 {
+			t.Fatalf("alerts = %v; want inv_1 once per fact (5) and pay_1 once", counts)
+		}
+	})
+}
+
+// Facts are applied the same whether passed as values or pointers; a nil
+// pointer is an error.
+func TestFactPointers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		p := pay("pay_1", "ord_1", 100, "USD")
+		out := apply(t, db, &billing.Captured{Payment: p}, &billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1"},
+			&billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 10, Currency: "USD"},
+			&billing.RefundFailed{PaymentRef: "pay_1", RefundRef: "re_1"},
+			&billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1"},
+			&billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_1"},
+			&billing.Settled{InvoiceRef: "inv_1", Amount: 5, Currency: "BTC", ChainRef: "tx_1", At: t0},
+			&billing.Subscription{Ref: "sub_1", Status: "ended", UpdatedAt: t0})
+		want := []string{"capture:pay_1", "refund:re_1", "refund_failed:re_1", "chargeback:dp_1", "chargeback_won:dp_1", "settle:inv_1"}
+		if !slices.Equal(out.Posted, want) || !slices.Equal(out.OrdersPaid, []string{"ord_1"}) ||
+			!slices.Equal(out.EndedClaimed, []string{"sub_1"}) {
+			t.Fatalf("outcome = %+v", out)
+		}
+		if _, err := applyTx(context.Background(), db, (*billing.Captured)(nil)); err == nil {
+			t.Fatal("nil *Captured: no error")
 		}
 	})
 }

@@ -33,7 +33,12 @@ type Payment struct {
 	CapturedAt time.Time
 }
 
-// Captured: a fiat payment succeeded. It posts the capture once.
+// Captured: a fiat payment succeeded. It posts the capture once. The first
+// capture of a ref (or the first snapshot that placed it) decides its
+// amount and currency: a later one that disagrees is a success that
+// changes nothing and raises AlertPaymentMismatch once. OrderID fills in a
+// payment stored without an order, and the call that does pays the order.
+// A ref stored as a crypto payment is left alone (AlertPaymentKindMismatch).
 type Captured struct {
 	Payment Payment
 }
@@ -42,7 +47,8 @@ type Captured struct {
 // the capture for Amount once per RefundRef.
 type Refunded struct {
 	// Payment places the payment if it was not seen yet; nil if the
-	// payload does not say enough.
+	// payload does not say enough. Once the payment is stored, the stored
+	// row is used, as for Captured.
 	Payment    *Payment
 	PaymentRef string
 	RefundRef  string
@@ -82,7 +88,9 @@ type ChargebackWon struct {
 }
 
 // OrderPaid: a checkout for OrderID completed, paid by PaymentRef. The
-// order goes from pending to paid once.
+// order (of the event's source: orders are per source) goes from pending
+// to paid once. The first time another payment tries to pay it, it raises
+// AlertOrderPaidTwice; a duplicate or replay raises nothing.
 type OrderPaid struct {
 	OrderID    string
 	PaymentRef string

@@ -56,8 +56,10 @@ func apply(t *testing.T, db *store.DB, facts ...billing.Fact) billing.Outcome {
 }
 
 // checkLedger checks that every posting's entries and every currency's
-// entries sum to zero, and that each payment's money in the ledger is
-// what its row says it keeps.
+// entries sum to zero, that each posting's amount is what its entries move
+// on the receivable side (provider_receivable or crypto_wallet) in its
+// currency, and that each payment's money in the ledger is what its row
+// says it keeps.
 func checkLedger(t *testing.T, db *store.DB) {
 	t.Helper()
 	ctx := context.Background()
@@ -72,6 +74,27 @@ func checkLedger(t *testing.T, db *store.DB) {
 		t.Errorf("ledger: posting %d's entries sum to %d", id, sum)
 	}
 	rows.Close()
+	ps, err := billing.ListPostings(ctx, db, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		var moved int64
+		for _, e := range p.Entries {
+			if e.Currency != p.Currency {
+				t.Errorf("ledger: posting %s (%s) has an entry in %s", p.FactKey, p.Currency, e.Currency)
+			}
+			if e.Account == billing.AccountReceivable || e.Account == billing.AccountCryptoWallet {
+				moved += e.Amount
+			}
+		}
+		if moved != p.Amount {
+			t.Errorf("ledger: posting %s says amount %d; its entries move %d", p.FactKey, p.Amount, moved)
+		}
+		if p.RequestedAmount < 0 {
+			t.Errorf("ledger: posting %s requests %d", p.FactKey, p.RequestedAmount)
+		}
+	}
 	bal, err := billing.Balances(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +145,7 @@ func payment(t *testing.T, db *store.DB, ref string) billing.PaymentView {
 
 func order(t *testing.T, db *store.DB, id string) billing.OrderView {
 	t.Helper()
-	o, err := billing.GetOrder(context.Background(), db, id)
+	o, err := billing.GetOrder(context.Background(), db, src, id)
 	if err != nil {
 		t.Fatal(err)
 	}

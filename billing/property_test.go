@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ func story() [][]billing.Fact {
 	p4 := p("pay_4", "ord_4", 2000, "USD")
 	p5 := p("pay_5", "ord_5", 6000, "EUR")
 	p6 := p("pay_6", "ord_6", 9000, "USD")
+	p7 := p("pay_7", "ord_7", 7000, "USD")
+	p8 := p("pay_8", "ord_8", 4000, "USD")
+	p8NoOrder := p("pay_8", "", 4000, "USD")
 	sub := func(ref, customer, plan, status string, m int) billing.Fact {
 		return billing.Subscription{Ref: ref, Customer: customer, Plan: plan, Status: status,
 			CurrentPeriodEnd: at(m).Add(30 * 24 * time.Hour).Truncate(24 * time.Hour), UpdatedAt: at(m)}
@@ -68,6 +72,14 @@ func story() [][]billing.Fact {
 		{billing.ChargedBack{PaymentRef: "pay_6", DisputeRef: "dp_6"}},
 		{billing.ChargebackWon{PaymentRef: "pay_6", DisputeRef: "dp_6"}},
 		{refund("pay_6", "re_6b", 1000, "USD", nil)},
+		// pay_7, Stripe-like on a modern API version: refund.created (no
+		// payment in it) is sent before payment_intent.succeeded; it waits.
+		{refund("pay_7", "re_7", 1500, "USD", nil)},
+		{billing.Captured{Payment: *p7}, billing.OrderPaid{OrderID: "ord_7", PaymentRef: "pay_7"}},
+		// pay_8: a refund whose payment snapshot does not know the order
+		// (a charge without metadata) before the capture that does.
+		{refund("pay_8", "re_8", 1000, "USD", p8NoOrder)},
+		{billing.Captured{Payment: *p8}, billing.OrderPaid{OrderID: "ord_8", PaymentRef: "pay_8"}},
 		// An order whose payment payhook never hears of.
 		{billing.OrderPaid{OrderID: "ord_20", PaymentRef: "pay_20"}},
 		// Subscriptions: created, upgraded, renewed, canceled, ended.
@@ -83,6 +95,8 @@ func story() [][]billing.Fact {
 		// Crypto invoices settling once each.
 		{billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_10", Amount: 12345, Currency: "BTC", ChainRef: "tx_1", At: at(8)}},
 		{billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_11", Amount: 54321, Currency: "BTC", ChainRef: "tx_2", At: at(9)}},
+		// A refund of a crypto invoice (final): a success, nothing moves, one alert.
+		{refund("inv_1", "re_inv_1", 100, "BTC", nil)},
 	}
 }
 
@@ -94,7 +108,8 @@ type state struct {
 	Subscriptions []billing.SubscriptionView
 	Balances      map[string]map[string]int64
 	PostingKeys   []string
-	Alerts        []string
+	// Alerts are "kind:subject xCount": a duplicate must not count again.
+	Alerts []string
 	// Once: how many times each downstream fact was reported by Outcome.
 	Once map[string]int
 }
@@ -134,7 +149,7 @@ func snapshot(t *testing.T, db *store.DB) state {
 	}
 	s.PostingKeys = postingKeys(t, db)
 	for _, a := range alerts(t, db) {
-		s.Alerts = append(s.Alerts, a.Kind+":"+a.Subject)
+		s.Alerts = append(s.Alerts, fmt.Sprintf("%s:%s x%d", a.Kind, a.Subject, a.Count))
 	}
 	sort.Strings(s.Alerts)
 	return s
@@ -180,7 +195,7 @@ func deliver(t *testing.T, db *store.DB, events [][]billing.Fact) map[string]int
 func reset(t *testing.T, db *store.DB) {
 	t.Helper()
 	for _, table := range []string{"payhook_ledger_entries", "payhook_ledger_postings", "payhook_payments",
-		"payhook_subscriptions", "payhook_orders", "payhook_alerts"} {
+		"payhook_subscriptions", "payhook_orders", "payhook_alerts", "payhook_alert_occurrences"} {
 		if _, err := db.SQL.ExecContext(context.Background(), `DELETE FROM `+table); err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +216,15 @@ func TestDeliveryOrderDoesNotMatter(t *testing.T) {
 				t.Fatalf("in order: %s reported %d times", k, n)
 			}
 		}
-		if want.Balances["USD"][billing.AccountReceivable] != 0+(8000)+(2000)+(9000-1500) ||
+		if !slices.Equal(want.Alerts, []string{"payment_kind_mismatch:inv_1 x1"}) {
+			t.Fatalf("in-order alerts = %v", want.Alerts)
+		}
+		for _, p := range want.Payments {
+			if p.Ref == "pay_8" && p.OrderID != "ord_8" {
+				t.Fatalf("pay_8 = %+v; want the order its capture names", p)
+			}
+		}
+		if want.Balances["USD"][billing.AccountReceivable] != 0+(8000)+(2000)+(9000-1500)+(7000-1500)+(4000-1000) ||
 			want.Balances["EUR"][billing.AccountReceivable] != 0+(6000-2000) ||
 			want.Balances["BTC"][billing.AccountCryptoWallet] != 12345+54321 {
 			t.Fatalf("in-order balances = %v", want.Balances)
@@ -253,6 +276,7 @@ func TestConcurrentApply(t *testing.T) {
 		db := openDB(t, dbURL)
 		ctx := context.Background()
 		p := pay("pay_1", "ord_1", 10000, "USD")
+		p3NoOrder := pay("pay_3", "", 500, "USD")
 		batches := [][]billing.Fact{
 			{billing.Captured{Payment: p}, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1"}},
 			{billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 2500, Currency: "USD"}},
@@ -265,6 +289,13 @@ func TestConcurrentApply(t *testing.T) {
 			{billing.Subscription{Ref: "sub_1", Status: "active", UpdatedAt: t0}},
 			{billing.Subscription{Ref: "sub_1", Status: "ended", UpdatedAt: t0.Add(time.Minute)}},
 			{billing.Captured{Payment: pay("pay_2", "ord_1", 10, "USD")}},
+			// The order filled in by the first snapshot that knows it.
+			{billing.Refunded{Payment: &p3NoOrder, RefundRef: "re_3", Amount: 100, Currency: "USD"}},
+			{billing.Captured{Payment: pay("pay_3", "ord_4", 500, "USD")}},
+			// A second payment of ord_4 heard of by its order fact only.
+			{billing.OrderPaid{OrderID: "ord_4", PaymentRef: "pay_9"}},
+			// A refund of a crypto invoice: a no-op with one alert.
+			{billing.Refunded{PaymentRef: "inv_1", RefundRef: "re_inv", Amount: 1, Currency: "BTC"}},
 		}
 		once := map[string]int{}
 		for _, batch := range batches {
@@ -310,7 +341,8 @@ func TestConcurrentApply(t *testing.T) {
 		}
 		for _, k := range []string{"posted capture:pay_1", "posted refund:re_1", "posted refund_failed:re_1",
 			"posted chargeback:dp_1", "posted chargeback_won:dp_1", "posted settle:inv_1", "paid ord_1", "paid ord_2",
-			"ended sub_1", "alert crypto_reference_reused:tx_1", "alert order_paid_twice:ord_1"} {
+			"ended sub_1", "alert crypto_reference_reused:tx_1", "alert order_paid_twice:ord_1",
+			"paid ord_4", "alert order_paid_twice:ord_4", "alert payment_kind_mismatch:inv_1"} {
 			if once[k] != 1 {
 				t.Errorf("%s happened %d times; want once", k, once[k])
 			}
@@ -318,8 +350,13 @@ func TestConcurrentApply(t *testing.T) {
 		if p := payment(t, db, "pay_1"); p.Status != "partially_refunded" || p.RefundedAmount != 1000 {
 			t.Fatalf("pay_1 = %+v", p)
 		}
-		if k := kept(t, db, "USD"); k != 9000+10 {
-			t.Fatalf("kept USD = %d; want 9010", k)
+		if k := kept(t, db, "USD"); k != 9000+10+400 {
+			t.Fatalf("kept USD = %d; want 9410", k)
+		}
+		for _, a := range alerts(t, db) {
+			if a.Count != 1 {
+				t.Errorf("alert %s:%s counted %d; want 1", a.Kind, a.Subject, a.Count)
+			}
 		}
 		if k := kept(t, db, "BTC"); k != 100 {
 			t.Fatalf("kept BTC = %d; want 100", k)

@@ -102,8 +102,10 @@ func ListPayments(ctx context.Context, db *store.DB, f PaymentFilter) ([]Payment
 	return out, nil
 }
 
-// OrderView is one application order.
+// OrderView is one application order of a source: the same order id in
+// two sources (a test and a live account) is two orders.
 type OrderView struct {
+	Source  string `json:"source"`
 	OrderID string `json:"order_id"`
 	Status  string `json:"status"` // pending | paid
 	// PaidBy is the payment or crypto invoice that paid it.
@@ -112,28 +114,31 @@ type OrderView struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-const orderColumns = `order_id, status, paid_by, paid_at, created_at`
+const orderColumns = `source, order_id, status, paid_by, paid_at, created_at`
 
 func scanOrder(row interface{ Scan(...any) error }) (OrderView, error) {
 	var v OrderView
-	err := row.Scan(&v.OrderID, &v.Status, &v.PaidBy, store.ScanTime(&v.PaidAt), store.ScanTime(&v.CreatedAt))
+	err := row.Scan(&v.Source, &v.OrderID, &v.Status, &v.PaidBy, store.ScanTime(&v.PaidAt), store.ScanTime(&v.CreatedAt))
 	return v, err
 }
 
-// GetOrder returns the order, or an error wrapping payhook.ErrNotFound.
-func GetOrder(ctx context.Context, db *store.DB, orderID string) (*OrderView, error) {
-	v, err := scanOrder(db.SQL.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM payhook_orders WHERE order_id = $1`, orderID))
+// GetOrder returns the order of source with the application's order id
+// orderID, or an error wrapping payhook.ErrNotFound.
+func GetOrder(ctx context.Context, db *store.DB, source, orderID string) (*OrderView, error) {
+	v, err := scanOrder(db.SQL.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM payhook_orders
+		WHERE source = $1 AND order_id = $2`, source, orderID))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("order %s: %w", orderID, payhook.ErrNotFound)
+		return nil, fmt.Errorf("order %s of %s: %w", orderID, source, payhook.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get order %s: %w", orderID, err)
+		return nil, fmt.Errorf("get order %s of %s: %w", orderID, source, err)
 	}
 	return &v, nil
 }
 
 // OrderFilter selects orders for ListOrders. Zero fields match everything.
 type OrderFilter struct {
+	Source string
 	Status string
 	// Limit caps the result; 0 means 100.
 	Limit int
@@ -142,6 +147,9 @@ type OrderFilter struct {
 // ListOrders returns matching orders, newest first.
 func ListOrders(ctx context.Context, db *store.DB, f OrderFilter) ([]OrderView, error) {
 	var q query
+	if f.Source != "" {
+		q.where("source = $%d", f.Source)
+	}
 	if f.Status != "" {
 		q.where("status = $%d", f.Status)
 	}
@@ -284,11 +292,20 @@ type PostingView struct {
 	Kind       string `json:"kind"`
 	PaymentRef string `json:"payment_ref"`
 	// ReversesID is the posting this one reverses; 0 if none.
-	ReversesID int64       `json:"reverses_id,omitempty"`
-	Amount     int64       `json:"amount"`
-	Currency   string      `json:"currency"`
-	PostedAt   time.Time   `json:"posted_at"`
-	Entries    []EntryView `json:"entries"`
+	ReversesID int64 `json:"reverses_id,omitempty"`
+	// Amount is what the posting's entries move on the receivable side
+	// (provider_receivable for fiat, crypto_wallet for crypto), signed:
+	// positive for captures, settlements, failed refunds and won
+	// chargebacks, negative for refunds and chargebacks, 0 when nothing
+	// moves (a refund reported after its payment was charged back).
+	Amount int64 `json:"amount"`
+	// RequestedAmount is the amount the fact names, >= 0: the payment's for
+	// a capture, settlement or chargeback, the refund's for a refund and
+	// for its failure.
+	RequestedAmount int64       `json:"requested_amount"`
+	Currency        string      `json:"currency"`
+	PostedAt        time.Time   `json:"posted_at"`
+	Entries         []EntryView `json:"entries"`
 }
 
 // EntryView is one ledger entry: a signed amount on an account.
@@ -314,7 +331,7 @@ func ListPostings(ctx context.Context, db *store.DB, source, paymentRef string) 
 		where = " WHERE " + strings.Join(q.conds, " AND ")
 	}
 	rows, err := db.SQL.QueryContext(ctx, `SELECT p.id, p.source, p.fact_key, p.kind, p.payment_ref,
-		COALESCE(p.reverses_id, 0), p.amount, p.currency, p.posted_at,
+		COALESCE(p.reverses_id, 0), p.amount, p.requested_amount, p.currency, p.posted_at,
 		COALESCE(e.account, ''), COALESCE(e.currency, ''), COALESCE(e.amount, 0)
 		FROM payhook_ledger_postings p LEFT JOIN payhook_ledger_entries e ON e.posting_id = p.id`+where+`
 		ORDER BY p.id, e.id`, q.args...)
@@ -327,7 +344,7 @@ func ListPostings(ctx context.Context, db *store.DB, source, paymentRef string) 
 		var p PostingView
 		var e EntryView
 		if err := rows.Scan(&p.ID, &p.Source, &p.FactKey, &p.Kind, &p.PaymentRef, &p.ReversesID, &p.Amount,
-			&p.Currency, store.ScanTime(&p.PostedAt), &e.Account, &e.Currency, &e.Amount); err != nil {
+			&p.RequestedAmount, &p.Currency, store.ScanTime(&p.PostedAt), &e.Account, &e.Currency, &e.Amount); err != nil {
 			return nil, fmt.Errorf("list postings: %w", err)
 		}
 		if n := len(out); n == 0 || out[n-1].ID != p.ID {

@@ -47,11 +47,16 @@
 //	                               subscription/setup or payment_status is not paid
 //	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id)
 //	charge.refunded                one Refunded per refund of refunds.data that did not fail, with a
-//	                               Payment snapshot of the charge; PaymentRef is the payment_intent
-//	charge.refund.updated,         RefundFailed{payment_intent, id} when status is failed, else nil
-//	refund.updated, refund.failed
+//	                               Payment snapshot of the charge (amount_captured, else amount);
+//	                               PaymentRef is the payment_intent. Without refunds.data (API
+//	                               versions from 2022-11-15) nil: the refund.* events carry them
+//	refund.created, refund.updated, the refund object: status succeeded or pending →
+//	refund.failed,                 Refunded{payment_intent, id, amount, currency, at created} (no
+//	charge.refund.updated          Payment snapshot); failed or canceled → RefundFailed{payment_intent,
+//	                               id}; requires_action → nil; another status is an error
 //	charge.dispute.created,        ChargedBack{payment_intent, dispute id} (no Payment snapshot: a
-//	charge.dispute.funds_withdrawn dispute's amount is the disputed amount, not the payment's)
+//	charge.dispute.funds_withdrawn dispute's amount is the disputed amount, not the payment's); an
+//	                               inquiry (created with a status warning_*) moves no money: nil
 //	charge.dispute.closed,         ChargebackWon when status is won (closed), else nil
 //	charge.dispute.funds_reinstated
 //	customer.subscription.created/updated
@@ -79,9 +84,11 @@
 //	adjustment.created, adjustment.updated
 //	                       action refund: approved → Refunded{transaction_id, refund_id or id,
 //	                       totals.total}; rejected → RefundFailed; pending_approval → nil.
-//	                       action chargeback: ChargedBack{transaction_id, adjustment id} unless
-//	                       rejected. Other actions (credit, chargeback_reverse, whose id is not
-//	                       the chargeback's...) → nil; an unknown refund status is an error.
+//	                       action chargeback: ChargedBack{transaction_id, adjustment id};
+//	                       reversed (won) → ChargebackWon{transaction_id, adjustment id};
+//	                       rejected → nil. Other actions (credit, chargeback_reverse, whose id
+//	                       is not the chargeback's...) → nil; an unknown refund status is an
+//	                       error.
 //	subscription.created, subscription.updated
 //	                       Subscription: scheduled_change.action cancel → canceled; status canceled →
 //	                       ended; active/trialing/past_due/paused → active; others are an error

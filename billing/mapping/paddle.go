@@ -71,7 +71,8 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 	return captured(billing.Payment{Ref: ref, OrderID: order, Amount: amount, Currency: currency, CapturedAt: at}), nil
 }
 
-// paddleAdjustment maps refunds (approved, or rejected) and chargebacks.
+// paddleAdjustment maps refunds (approved, or rejected) and chargebacks
+// (reversed: won).
 // Adjustments do not carry the transaction's total, so there is no
 // Payment snapshot.
 func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
@@ -97,8 +98,17 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 		return nil, err
 	}
 	if action == "chargeback" {
-		if status == "rejected" {
+		switch status {
+		case "rejected":
 			return ignore()
+		case "reversed":
+			// The dispute was won: the same adjustment, so the same
+			// DisputeRef as its ChargedBack.
+			at, err := d.timeOr(e.at, "updated_at")
+			if err != nil {
+				return nil, err
+			}
+			return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: id, At: at}}, nil
 		}
 		at, err := d.timeOr(e.at, "created_at")
 		if err != nil {

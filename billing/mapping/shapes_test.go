@@ -210,9 +210,67 @@ func TestFactsShapes(t *testing.T) {
 			}},
 		},
 		{
-			name: "stripe charge.refunded without refunds (newer API versions)", provider: "stripe",
-			payload:  `{"type":"charge.refunded","data":{"object":{"id":"ch_1","payment_intent":"pi_1","amount":5000,"currency":"usd","amount_refunded":5000}}}`,
-			errField: "data.object.refunds.data",
+			// API versions from 2022-11-15: the refund.* events carry the refunds.
+			name: "stripe charge.refunded without refunds (newer API versions): ignored", provider: "stripe",
+			payload: `{"type":"charge.refunded","data":{"object":{"id":"ch_1","payment_intent":"pi_1","amount":5000,"currency":"usd","amount_refunded":5000}}}`,
+		},
+		{
+			name: "stripe charge.refunded of a partial capture: the snapshot is amount_captured", provider: "stripe",
+			payload: `{"type":"charge.refunded","created":1772366500,"data":{"object":{
+				"id":"ch_1","object":"charge","payment_intent":"pi_1","amount":10000,"amount_captured":8000,"currency":"usd",
+				"created":1772360000,"refunds":{"object":"list","data":[
+					{"id":"re_1","amount":3000,"currency":"usd","status":"succeeded","created":1772366490}]}}}}`,
+			want: []billing.Fact{billing.Refunded{
+				Payment:    &billing.Payment{Ref: "pi_1", Amount: 8000, Currency: "USD", CapturedAt: unixT(1772360000)},
+				PaymentRef: "pi_1", RefundRef: "re_1", Amount: 3000, Currency: "USD", At: unixT(1772366490),
+			}},
+		},
+		{
+			name: "stripe refund.created (newer API versions)", provider: "stripe",
+			payload: `{"type":"refund.created","created":1772366500,"data":{"object":{"id":"re_1","object":"refund",
+				"amount":3000,"currency":"usd","payment_intent":"pi_1","charge":"ch_1","status":"succeeded","created":1772366490}}}`,
+			want: []billing.Fact{billing.Refunded{PaymentRef: "pi_1", RefundRef: "re_1", Amount: 3000, Currency: "USD", At: unixT(1772366490)}},
+		},
+		{
+			name: "stripe refund.updated pending: refunded", provider: "stripe",
+			payload: `{"type":"refund.updated","created":1772366500,"data":{"object":{"id":"re_1","object":"refund",
+				"amount":3000,"currency":"eur","payment_intent":{"id":"pi_1","object":"payment_intent"},"status":"pending"}}}`,
+			want: []billing.Fact{billing.Refunded{PaymentRef: "pi_1", RefundRef: "re_1", Amount: 3000, Currency: "EUR", At: unixT(1772366500)}},
+		},
+		{
+			name: "stripe charge.refund.updated succeeded: refunded", provider: "stripe",
+			payload: `{"type":"charge.refund.updated","created":1772366500,"data":{"object":{"id":"re_1","object":"refund",
+				"amount":100,"currency":"usd","payment_intent":"pi_1","status":"succeeded","created":1772366400}}}`,
+			want: []billing.Fact{billing.Refunded{PaymentRef: "pi_1", RefundRef: "re_1", Amount: 100, Currency: "USD", At: unixT(1772366400)}},
+		},
+		{
+			name: "stripe refund.updated canceled: failed", provider: "stripe",
+			payload: `{"type":"refund.updated","created":1772366500,"data":{"object":{"id":"re_1","object":"refund",
+				"amount":3000,"currency":"usd","payment_intent":"pi_1","status":"canceled","created":1772366000}}}`,
+			want: []billing.Fact{billing.RefundFailed{PaymentRef: "pi_1", RefundRef: "re_1", At: unixT(1772366500)}},
+		},
+		{
+			name: "stripe refund requires_action: nothing yet", provider: "stripe",
+			payload: `{"type":"refund.created","data":{"object":{"id":"re_1","object":"refund","amount":3000,"currency":"usd",
+				"payment_intent":"pi_1","status":"requires_action"}}}`,
+		},
+		{
+			name: "stripe refund.created without amount", provider: "stripe",
+			payload: `{"type":"refund.created","data":{"object":{"id":"re_1","object":"refund","currency":"usd",
+				"payment_intent":"pi_1","status":"succeeded"}}}`,
+			errField: "data.object.amount",
+		},
+		{
+			name: "stripe refund.created without payment intent", provider: "stripe",
+			payload: `{"type":"refund.created","data":{"object":{"id":"re_1","object":"refund","amount":1,"currency":"usd",
+				"charge":"ch_1","status":"succeeded"}}}`,
+			errField: "data.object.payment_intent",
+		},
+		{
+			name: "stripe refund unknown status", provider: "stripe",
+			payload: `{"type":"refund.updated","data":{"object":{"id":"re_1","object":"refund","amount":1,"currency":"usd",
+				"payment_intent":"pi_1","status":"bounced"}}}`,
+			errField: "data.object.status",
 		},
 		{
 			name: "stripe refund without id", provider: "stripe",
@@ -227,10 +285,6 @@ func TestFactsShapes(t *testing.T) {
 			errField: "data.object.refunds.data[0].amount",
 		},
 		{
-			name: "stripe refund updated but not failed", provider: "stripe",
-			payload: `{"type":"charge.refund.updated","data":{"object":{"id":"re_1","payment_intent":"pi_1","status":"succeeded"}}}`,
-		},
-		{
 			name: "stripe refund.failed", provider: "stripe",
 			payload: `{"type":"refund.failed","created":1772366500,"data":{"object":{"id":"re_1","object":"refund",
 				"payment_intent":"pi_1","status":"failed","created":1772366000}}}`,
@@ -240,6 +294,23 @@ func TestFactsShapes(t *testing.T) {
 			name: "stripe dispute created", provider: "stripe",
 			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_1","object":"dispute",
 				"charge":"ch_1","payment_intent":"pi_1","amount":5000,"currency":"usd","status":"needs_response","created":1772366590}}}`,
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", At: unixT(1772366590)}},
+		},
+		{
+			name: "stripe inquiry (warning_needs_response): no money moves", provider: "stripe",
+			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_1","object":"dispute",
+				"payment_intent":"pi_1","amount":5000,"currency":"usd","status":"warning_needs_response","is_charge_refundable":true}}}`,
+		},
+		{
+			name: "stripe dispute created under review", provider: "stripe",
+			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_1","object":"dispute",
+				"payment_intent":"pi_1","amount":5000,"currency":"usd","status":"under_review"}}}`,
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", At: unixT(1772366600)}},
+		},
+		{
+			name: "stripe dispute funds withdrawn: the same dispute", provider: "stripe",
+			payload: `{"type":"charge.dispute.funds_withdrawn","created":1772366650,"data":{"object":{"id":"dp_1","object":"dispute",
+				"payment_intent":"pi_1","amount":5000,"currency":"usd","status":"needs_response","created":1772366590}}}`,
 			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", At: unixT(1772366590)}},
 		},
 		{
@@ -391,6 +462,18 @@ func TestFactsShapes(t *testing.T) {
 			payload: `{"event_type":"adjustment.created","occurred_at":"2026-03-01T12:00:10Z","data":{"id":"adj_cb",
 				"action":"chargeback","status":"approved","transaction_id":"txn_1","totals":{"total":"1999"}}}`,
 			want: []billing.Fact{billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb", At: t0.Add(10 * time.Second)}},
+		},
+		{
+			// The same adjustment as the chargeback above, so the same DisputeRef.
+			name: "paddle chargeback reversed: won", provider: "paddle",
+			payload: `{"event_type":"adjustment.updated","occurred_at":"2026-03-01T12:05:00Z","data":{"id":"adj_cb",
+				"action":"chargeback","status":"reversed","transaction_id":"txn_1","totals":{"total":"1999"},
+				"created_at":"2026-03-01T12:00:00Z","updated_at":"2026-03-01T12:04:00Z"}}`,
+			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb", At: t0.Add(4 * time.Minute)}},
+		},
+		{
+			name: "paddle chargeback rejected", provider: "paddle",
+			payload: `{"event_type":"adjustment.updated","data":{"id":"adj_cb","action":"chargeback","status":"rejected","transaction_id":"txn_1"}}`,
 		},
 		{
 			name: "paddle subscription past_due", provider: "paddle",

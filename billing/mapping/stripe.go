@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"strings"
 	"time"
 
 	"github.com/payhook/payhook/billing"
@@ -43,25 +44,17 @@ func stripe(e *event) ([]billing.Fact, error) {
 		return captured(p), nil
 	case "charge.refunded":
 		return stripeRefunds(e, o)
-	case "charge.refund.updated", "refund.updated", "refund.failed":
-		status, err := o.str("status")
-		if err != nil || status != "failed" {
-			return nil, err
-		}
-		pay, err := o.needRef("payment_intent")
-		if err != nil {
-			return nil, err
-		}
-		ref, err := o.need("id")
-		if err != nil {
-			return nil, err
-		}
-		at, err := o.timeOr(e.at, "updated_at", "created_at")
-		if err != nil {
-			return nil, err
-		}
-		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
+	case "refund.created", "refund.updated", "refund.failed", "charge.refund.updated":
+		return stripeRefund(e, o)
 	case "charge.dispute.created", "charge.dispute.funds_withdrawn":
+		if e.typ == "charge.dispute.created" {
+			// An inquiry (warning_needs_response, warning_under_review,
+			// warning_closed) takes no money; a real dispute does.
+			status, err := o.str("status")
+			if err != nil || strings.HasPrefix(status, "warning_") {
+				return nil, err
+			}
+		}
 		pay, dispute, err := stripeDispute(o)
 		if err != nil {
 			return nil, err
@@ -145,8 +138,22 @@ func stripeCheckout(e *event, o obj) ([]billing.Fact, error) {
 }
 
 // stripeRefunds returns one Refunded per refund of the charge that did
-// not fail; the charge itself is the payment's snapshot.
+// not fail; the charge itself is the payment's snapshot: amount_captured
+// (what a partial capture booked) when there, else amount.
 func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
+	refunds, err := o.child("refunds")
+	if err != nil {
+		return nil, err
+	}
+	list, err := refunds.list("data")
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		// API versions from 2022-11-15 no longer include the refunds: the
+		// refund.* events carry them.
+		return ignore()
+	}
 	pay, err := o.needRef("payment_intent")
 	if err != nil {
 		return nil, err
@@ -159,22 +166,15 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := o.snapshot(pay, order, "amount", "currency", snapAt)
+	amountField := "amount"
+	if n, ok, err := o.amount("amount_captured"); err != nil {
+		return nil, err
+	} else if ok && n > 0 {
+		amountField = "amount_captured"
+	}
+	snap, err := o.snapshot(pay, order, amountField, "currency", snapAt)
 	if err != nil {
 		return nil, err
-	}
-	refunds, err := o.child("refunds")
-	if err != nil {
-		return nil, err
-	}
-	list, err := refunds.list("data")
-	if err != nil {
-		return nil, err
-	}
-	if len(list) == 0 {
-		// API versions from 2022-11-15 no longer include the refunds: the
-		// refund's id is not in the payload.
-		return nil, malformed("field %q is missing", refunds.name("data"))
 	}
 	var facts []billing.Fact
 	for _, r := range list {
@@ -205,6 +205,51 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 		})
 	}
 	return facts, nil
+}
+
+// stripeRefund maps a Refund object (refund.created, refund.updated,
+// refund.failed, charge.refund.updated): succeeded or pending is a
+// Refunded (no Payment snapshot: a refund does not carry its payment's
+// amount), failed or canceled a RefundFailed, requires_action nothing yet.
+func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
+	status, err := o.need("status")
+	if err != nil {
+		return nil, err
+	}
+	if status == "requires_action" {
+		return ignore()
+	}
+	pay, err := o.needRef("payment_intent")
+	if err != nil {
+		return nil, err
+	}
+	ref, err := o.need("id")
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case "succeeded", "pending":
+		amount, err := o.needAmount("amount")
+		if err != nil {
+			return nil, err
+		}
+		cur, err := needCurrency("currency", o)
+		if err != nil {
+			return nil, err
+		}
+		at, err := o.timeOr(e.at, "created_at", "created")
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.Refunded{PaymentRef: pay, RefundRef: ref, Amount: amount, Currency: cur, At: at}}, nil
+	case "failed", "canceled":
+		at, err := o.timeOr(e.at, "updated_at", "created_at")
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
+	}
+	return nil, errStatus(o, "status", status)
 }
 
 // stripeDispute returns a dispute's payment and id.

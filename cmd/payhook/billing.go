@@ -191,7 +191,9 @@ const paymentsHelp = `Usage: payhook payments list|show [flags]
 
 REF is the provider's payment reference (pi_..., txn_..., an invoice id).
 When it exists in several sources, give --source. show prints the payment
-and its ledger postings. Amounts are in minor units of the currency.
+and its ledger postings. Amounts are in minor units of the currency; a
+posting's AMOUNT is what it moves on the receivable side (signed, 0 for a
+refund made after a chargeback), REQUESTED the amount its fact names.
 Statuses: succeeded, partially_refunded, refunded, charged_back (fiat);
 settled, rejected (crypto). Every subcommand takes --db URL (env
 PAYHOOK_DB) like serve.
@@ -248,7 +250,7 @@ func (m *Main) paymentsShow(ctx context.Context, args []string) error {
 			}
 			fmt.Fprintln(w, "\npostings:")
 			return printTable(w, p.Postings, "(no postings)",
-				"ID\tKIND\tFACT_KEY\tAMOUNT\tREVERSES\tPOSTED_AT\tENTRIES",
+				"ID\tKIND\tFACT_KEY\tAMOUNT\tREQUESTED\tREVERSES\tPOSTED_AT\tENTRIES",
 				func(tw io.Writer, ps billing.PostingView) {
 					entries := make([]string, len(ps.Entries))
 					for i, e := range ps.Entries {
@@ -258,8 +260,8 @@ func (m *Main) paymentsShow(ctx context.Context, args []string) error {
 					if ps.ReversesID != 0 {
 						reverses = strconv.FormatInt(ps.ReversesID, 10)
 					}
-					fmt.Fprintf(tw, "%d\t%s\t%s\t%d %s\t%s\t%s\t%s\n", ps.ID, ps.Kind, ps.FactKey, ps.Amount, ps.Currency, reverses,
-						formatTime(ps.PostedAt), strings.Join(entries, ", "))
+					fmt.Fprintf(tw, "%d\t%s\t%s\t%+d %s\t%d\t%s\t%s\t%s\n", ps.ID, ps.Kind, ps.FactKey, ps.Amount, ps.Currency,
+						ps.RequestedAmount, reverses, formatTime(ps.PostedAt), strings.Join(entries, ", "))
 				})
 		},
 	})
@@ -269,39 +271,45 @@ func (m *Main) paymentsShow(ctx context.Context, args []string) error {
 
 const ordersHelp = `Usage: payhook orders list|show [flags]
 
-  payhook orders list [--status pending|paid] [--limit N] [--json]
-  payhook orders show ORDER_ID [--json]
+  payhook orders list [--source S] [--status pending|paid] [--limit N] [--json]
+  payhook orders show ORDER_ID [--source S] [--json]
 
 ORDER_ID is the application's order id, from the checkout's metadata.
+Orders belong to a source: the same ORDER_ID in two sources (a test and a
+live account) is two orders; when it exists in several, give --source.
 An order is paid once, by the payment or crypto invoice shown in PAID_BY.
 Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook orders list --status paid
-  payhook orders show ord_1042 --json`
+  payhook orders show ord_1042 --source stripe-live --json`
 
 func (m *Main) ordersList(ctx context.Context, args []string) error {
 	fs := m.flags("orders list", ordersHelp)
 	var f billing.OrderFilter
+	fs.StringVar(&f.Source, "source", "", "only orders of this source")
 	fs.StringVar(&f.Status, "status", "", "only orders with this status: pending or paid")
 	fs.IntVar(&f.Limit, "limit", 50, "at most this many orders, newest first")
 	return m.runView(ctx, fs, args, view{
 		check: func() error { return cmp.Or(checkOneOf("status", f.Status, api.OrderStatuses), checkLimit(f.Limit)) },
 		load:  func(db *store.DB, _ string) (any, error) { return billing.ListOrders(ctx, db, f) },
-		print: table("(no orders)", "ORDER_ID\tSTATUS\tPAID_BY\tPAID_AT\tCREATED_AT",
+		print: table("(no orders)", "SOURCE\tORDER_ID\tSTATUS\tPAID_BY\tPAID_AT\tCREATED_AT",
 			func(tw io.Writer, o billing.OrderView) {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.OrderID, o.Status, dash(o.PaidBy), formatTime(o.PaidAt), formatTime(o.CreatedAt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Source, o.OrderID, o.Status, dash(o.PaidBy), formatTime(o.PaidAt), formatTime(o.CreatedAt))
 			}),
 	})
 }
 
 func (m *Main) ordersShow(ctx context.Context, args []string) error {
-	return m.runView(ctx, m.flags("orders show", ordersHelp), args, view{
+	fs := m.flags("orders show", ordersHelp)
+	source := fs.String("source", "", "the order's source (needed when ORDER_ID exists in several)")
+	return m.runView(ctx, fs, args, view{
 		arg:  "ORDER_ID",
-		load: func(db *store.DB, id string) (any, error) { return billing.GetOrder(ctx, db, id) },
+		load: func(db *store.DB, id string) (any, error) { return api.Order(ctx, db, *source, id) },
 		print: func(w io.Writer, v any) error {
 			o := v.(*billing.OrderView)
 			return fields(w,
+				"source", o.Source,
 				"order_id", o.OrderID,
 				"status", o.Status,
 				"paid_by", dash(o.PaidBy),

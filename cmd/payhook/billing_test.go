@@ -60,9 +60,9 @@ func seedBilling(t *testing.T, dbURL string) {
 		billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 3000, Currency: "USD", At: billingT0},
 		billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "pro", Status: "active",
 			CurrentPeriodEnd: billingT0.AddDate(0, 1, 0), UpdatedAt: billingT0},
-		billing.Captured{Payment: billing.Payment{Ref: "pay_dup", Amount: 1000, Currency: "USD", CapturedAt: billingT0}},
+		billing.Captured{Payment: billing.Payment{Ref: "pay_dup", OrderID: "ord_dup", Amount: 1000, Currency: "USD", CapturedAt: billingT0}},
 	)
-	apply("paddle", billing.Captured{Payment: billing.Payment{Ref: "pay_dup", Amount: 2500, Currency: "EUR", CapturedAt: billingT0}})
+	apply("paddle", billing.Captured{Payment: billing.Payment{Ref: "pay_dup", OrderID: "ord_dup", Amount: 2500, Currency: "EUR", CapturedAt: billingT0}})
 	apply("crypto", billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_2", Amount: 50000, Currency: "BTC", ChainRef: "tx_1", At: billingT0})
 	apply("crypto", billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_3", Amount: 50000, Currency: "BTC", ChainRef: "tx_1", At: billingT0})
 }
@@ -174,8 +174,13 @@ func TestBillingCLI(t *testing.T) {
 
 		t.Run("orders", func(t *testing.T) {
 			out := mustCLI(t, dbURL, nil, "orders", "list")
-			if !hasRow(out, "ord_1", "paid", "pay_1") || !hasRow(out, "ord_2", "paid", "inv_1") {
+			if !hasRow(out, "stripe", "ord_1", "paid", "pay_1") || !hasRow(out, "crypto", "ord_2", "paid", "inv_1") ||
+				!hasRow(out, "paddle", "ord_dup", "paid", "pay_dup") || !hasRow(out, "stripe", "ord_dup", "paid", "pay_dup") {
 				t.Errorf("orders list:\n%s", out)
+			}
+			if out := mustCLI(t, dbURL, nil, "orders", "list", "--source", "paddle"); !hasRow(out, "paddle", "ord_dup") ||
+				strings.Contains(out, "ord_1") {
+				t.Errorf("orders list --source paddle:\n%s", out)
 			}
 			var list []billing.OrderView
 			mustCLI(t, dbURL, &list, "orders", "list", "--status", "paid", "--json")
@@ -192,8 +197,16 @@ func TestBillingCLI(t *testing.T) {
 			}
 			var o billing.OrderView
 			mustCLI(t, dbURL, &o, "orders", "show", "ord_1", "--json")
-			if o.OrderID != "ord_1" || o.Status != "paid" || o.PaidBy != "pay_1" || o.PaidAt.IsZero() {
+			if o.Source != "stripe" || o.OrderID != "ord_1" || o.Status != "paid" || o.PaidBy != "pay_1" || o.PaidAt.IsZero() {
 				t.Errorf("orders show --json = %+v", o)
+			}
+			mustCLI(t, dbURL, &o, "orders", "show", "--source", "paddle", "ord_dup", "--json")
+			if o.Source != "paddle" || o.OrderID != "ord_dup" || o.PaidBy != "pay_dup" {
+				t.Errorf("orders show ord_dup --source paddle = %+v", o)
+			}
+			_, err := cli(t, dbURL, "orders", "show", "ord_dup")
+			if !errors.Is(err, errUsage) || !errors.Is(err, api.ErrAmbiguous) || !strings.Contains(err.Error(), "--source paddle") {
+				t.Errorf("orders show of an ambiguous order id: %v; want a usage error naming the sources", err)
 			}
 		})
 
@@ -280,6 +293,7 @@ func TestBillingCLI(t *testing.T) {
 				{"payments", "show", "pay_nope"},
 				{"payments", "show", "pay_1", "--source", "paddle"},
 				{"orders", "show", "ord_nope", "--json"},
+				{"orders", "show", "ord_1", "--source", "paddle"},
 				{"subscriptions", "show", "sub_nope"},
 				{"alerts", "ack", "999999"},
 			} {

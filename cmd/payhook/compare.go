@@ -99,7 +99,7 @@ func compareBilling(ctx context.Context, db *store.DB, source string, exp sim.Ex
 	}
 
 	for _, o := range orders {
-		got, err := billing.GetOrder(ctx, db, o.ID)
+		got, err := billing.GetOrder(ctx, db, source, o.ID)
 		if errors.Is(err, payhook.ErrNotFound) {
 			diff("order %s: missing", o.ID)
 			continue

@@ -39,7 +39,9 @@ func TestSimStormAgainstServe(t *testing.T) {
 				if name == "stripe" {
 					addr := freeLoopbackAddr(t)
 					api = []string{"    api_url: http://" + addr, "    api_key: sk_test_storm"}
-					apiArgs = []string{"--api-addr", addr, "--api-key", "sk_test_storm"}
+					// Linger long enough that payhook, processing behind the
+					// deliveries (slowly on SQLite under -race), can still fetch.
+					apiArgs = []string{"--api-addr", addr, "--api-key", "sk_test_storm", "--api-linger", "15s"}
 				}
 				config := filepath.Join(t.TempDir(), "payhook.yaml")
 				os.WriteFile(config, fmt.Appendf(nil, "sources:\n  - name: %s\n    provider: %s\n    secrets: [\"${SECRET}\"]\n%s"+
