@@ -169,7 +169,9 @@ const AlertReusedReference = "crypto_reference_reused"
 
 // Run plays the named scenario against cfg.Target and waits until every
 // delivery has been acknowledged or has given up. It returns the result
-// and the provider, whose API (Handler) still answers, e.g. for GET /events.
+// and the provider, whose API (Handler) still answers reads, e.g.
+// GET /events; its deliveries have ended with the run, so events created
+// on it afterwards are recorded but not delivered.
 func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, error) {
 	sc, ok := Scenarios[name]
 	if !ok {
