@@ -96,3 +96,46 @@ func (s KeyValueHeader) Verify(d payhook.Delivery, secrets []Secret, tolerance t
 	}
 	return secret, nil
 }
+
+// HeaderVerifier is a whole verifier for a KeyValueHeader provider: its
+// secrets and tolerance, the scheme, and the reader of its envelope. The
+// provider packages wrap it under their own documented Config.
+type HeaderVerifier struct {
+	name      string
+	scheme    KeyValueHeader
+	envelope  func(body []byte) (payhook.Envelope, error)
+	secrets   []Secret
+	tolerance time.Duration
+}
+
+// NewHeaderVerifier returns a verifier named name (the prefix of its
+// errors). It returns an error wrapping payhook.ErrConfig when no secret
+// is given, a secret is empty or the tolerance is negative.
+func NewHeaderVerifier(name string, scheme KeyValueHeader, envelope func([]byte) (payhook.Envelope, error),
+	secrets []string, tolerance time.Duration) (*HeaderVerifier, error) {
+	parsed, err := ParseSecrets(secrets)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	tol, err := Tolerance(tolerance)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &HeaderVerifier{name: name, scheme: scheme, envelope: envelope, secrets: parsed, tolerance: tol}, nil
+}
+
+// Verify checks the signature, then reads the envelope of the signed body
+// and sets the matching secret's fingerprint on it. Errors wrap
+// payhook.ErrSignature or payhook.ErrMalformed, prefixed with the name.
+func (v *HeaderVerifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
+	secret, err := v.scheme.Verify(d, v.secrets, v.tolerance)
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("%s: %w", v.name, err)
+	}
+	env, err := v.envelope(d.Body)
+	if err != nil {
+		return payhook.Envelope{}, fmt.Errorf("%s: %w", v.name, err)
+	}
+	env.SecretID = secret.ID
+	return env, nil
+}

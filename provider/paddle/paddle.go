@@ -1,7 +1,6 @@
 package paddle
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -23,8 +22,7 @@ type Config struct {
 
 // Verifier verifies Paddle deliveries. It is safe for concurrent use.
 type Verifier struct {
-	secrets   []signing.Secret
-	tolerance time.Duration
+	v *signing.HeaderVerifier
 }
 
 var _ payhook.Verifier = (*Verifier)(nil)
@@ -37,15 +35,11 @@ var scheme = signing.KeyValueHeader{Header: Header, Sep: ";", TimestampKey: "ts"
 // payhook.ErrConfig when no secret is given, a secret is empty or the
 // tolerance is negative.
 func New(cfg Config) (*Verifier, error) {
-	secrets, err := signing.ParseSecrets(cfg.Secrets)
+	v, err := signing.NewHeaderVerifier("paddle", scheme, envelope, cfg.Secrets, cfg.Tolerance)
 	if err != nil {
-		return nil, fmt.Errorf("paddle: %w", err)
+		return nil, err
 	}
-	tol, err := signing.Tolerance(cfg.Tolerance)
-	if err != nil {
-		return nil, fmt.Errorf("paddle: %w", err)
-	}
-	return &Verifier{secrets: secrets, tolerance: tol}, nil
+	return &Verifier{v}, nil
 }
 
 // Verify checks the Paddle-Signature header over the raw body and, when a
@@ -57,16 +51,7 @@ func New(cfg Config) (*Verifier, error) {
 // payhook.ErrMalformed when the signed body is not a JSON object or lacks
 // event_id or event_type.
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
-	secret, err := scheme.Verify(d, v.secrets, v.tolerance)
-	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
-	}
-	env, err := envelope(d.Body)
-	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("paddle: %w", err)
-	}
-	env.SecretID = secret.ID
-	return env, nil
+	return v.v.Verify(d)
 }
 
 // envelope reads a verified Paddle event.

@@ -1,7 +1,6 @@
 package stripe
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -23,8 +22,7 @@ type Config struct {
 
 // Verifier verifies Stripe deliveries. It is safe for concurrent use.
 type Verifier struct {
-	secrets   []signing.Secret
-	tolerance time.Duration
+	v *signing.HeaderVerifier
 }
 
 var _ payhook.Verifier = (*Verifier)(nil)
@@ -37,15 +35,11 @@ var scheme = signing.KeyValueHeader{Header: Header, Sep: ",", TimestampKey: "t",
 // payhook.ErrConfig when no secret is given, a secret is empty or the
 // tolerance is negative.
 func New(cfg Config) (*Verifier, error) {
-	secrets, err := signing.ParseSecrets(cfg.Secrets)
+	v, err := signing.NewHeaderVerifier("stripe", scheme, envelope, cfg.Secrets, cfg.Tolerance)
 	if err != nil {
-		return nil, fmt.Errorf("stripe: %w", err)
+		return nil, err
 	}
-	tol, err := signing.Tolerance(cfg.Tolerance)
-	if err != nil {
-		return nil, fmt.Errorf("stripe: %w", err)
-	}
-	return &Verifier{secrets: secrets, tolerance: tol}, nil
+	return &Verifier{v}, nil
 }
 
 // Verify checks the Stripe-Signature header over the raw body and, when a
@@ -56,16 +50,7 @@ func New(cfg Config) (*Verifier, error) {
 // tolerance, and payhook.ErrMalformed when the signed body is not a JSON
 // object or lacks an id or type.
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
-	secret, err := scheme.Verify(d, v.secrets, v.tolerance)
-	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
-	}
-	env, err := envelope(d.Body)
-	if err != nil {
-		return payhook.Envelope{}, fmt.Errorf("stripe: %w", err)
-	}
-	env.SecretID = secret.ID
-	return env, nil
+	return v.v.Verify(d)
 }
 
 // envelope reads a verified Stripe event.
