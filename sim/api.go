@@ -31,7 +31,8 @@ const maxBody = 1 << 20
 //	GET    /checkouts/{id}
 //	POST   /checkouts/{id}/complete              → the payment
 //	GET    /payments/{id}
-//	POST   /payments/{id}/chargeback
+//	POST   /payments/{id}/chargeback             → the payment, charged_back (its dispute_id set)
+//	POST   /payments/{id}/chargeback/win         → the payment, back to succeeded or partially_refunded
 //	POST   /refunds                              {payment_id, amount, simulate_failure?} + Idempotency-Key → 201
 //	GET    /refunds/{id}
 //	POST   /subscriptions                        {customer, plan} → 201
@@ -156,6 +157,9 @@ func (p *Provider) Handler() http.Handler {
 	})
 	h("POST /payments/{id}/chargeback", func(w http.ResponseWriter, r *http.Request, env string) error {
 		return reply(w, http.StatusOK)(p.Chargeback(env, r.PathValue("id")))
+	})
+	h("POST /payments/{id}/chargeback/win", func(w http.ResponseWriter, r *http.Request, env string) error {
+		return reply(w, http.StatusOK)(p.WinChargeback(env, r.PathValue("id")))
 	})
 	h("POST /refunds", func(w http.ResponseWriter, r *http.Request, env string) error {
 		var in struct {

@@ -42,6 +42,7 @@ var EventTypes = []string{
 	"payment.succeeded",
 	"payment.refunded",
 	"payment.charged_back",
+	"payment.chargeback_won",
 	"refund.failed",
 	"subscription.created",
 	"subscription.updated",
@@ -153,16 +154,22 @@ type Checkout struct {
 
 // Payment is the money a completed checkout collected.
 type Payment struct {
-	ID             string    `json:"id"`
-	Object         string    `json:"object"`
-	Amount         int64     `json:"amount"`
-	Currency       string    `json:"currency"`
-	Status         string    `json:"status"` // succeeded | partially_refunded | refunded | charged_back
-	RefundedAmount int64     `json:"refunded_amount"`
-	OrderID        string    `json:"order_id"`
-	CheckoutID     string    `json:"checkout_id"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
+	ID             string `json:"id"`
+	Object         string `json:"object"`
+	Amount         int64  `json:"amount"`
+	Currency       string `json:"currency"`
+	Status         string `json:"status"` // succeeded | partially_refunded | refunded | charged_back
+	RefundedAmount int64  `json:"refunded_amount"`
+	OrderID        string `json:"order_id"`
+	CheckoutID     string `json:"checkout_id"`
+	// DisputeID is the id of the payment's chargeback ("dp_" + the
+	// payment id), set when it is charged back; the event of a won
+	// dispute carries the same id. A payment is disputed at most once.
+	DisputeID string `json:"dispute_id,omitempty"`
+	// ChargedBackAt is when it was charged back.
+	ChargedBackAt time.Time `json:"charged_back_at,omitzero"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // Refund is a refund of (part of) a payment.
@@ -868,8 +875,10 @@ func (p *Provider) GetRefund(env, id string) (Refund, error) {
 	return *r, nil
 }
 
-// Chargeback charges a payment back (payment.charged_back). A payment
-// already charged back or fully refunded is a conflict.
+// Chargeback charges a payment back (payment.charged_back), opening its
+// dispute DisputeID ("dp_" + the payment id). A payment already charged
+// back, fully refunded or whose dispute was won is a conflict: a payment
+// is disputed at most once.
 func (p *Provider) Chargeback(env, paymentID string) (Payment, error) {
 	p.mu.Lock()
 	w, err := p.world(env)
@@ -886,8 +895,47 @@ func (p *Provider) Chargeback(env, paymentID string) (Payment, error) {
 		p.mu.Unlock()
 		return Payment{}, conflict("payment %s is %s", paymentID, pay.Status)
 	}
-	pay.Status, pay.UpdatedAt = "charged_back", p.now()
+	if pay.DisputeID != "" {
+		p.mu.Unlock()
+		return Payment{}, conflict("payment %s was already disputed (%s, won)", paymentID, pay.DisputeID)
+	}
+	now := p.now()
+	pay.Status, pay.UpdatedAt = "charged_back", now
+	pay.DisputeID, pay.ChargedBackAt = "dp_"+pay.ID, now
 	ds := p.emit(env, w, "payment.charged_back", pay.ID, pay.data(), "")
+	out := *pay
+	p.mu.Unlock()
+	p.send(ds)
+	return out, nil
+}
+
+// WinChargeback closes a charged back payment's dispute in the merchant's
+// favour (payment.chargeback_won, data the payment with its dispute_id):
+// the money comes back and the payment returns to the status it had
+// before, succeeded or partially_refunded by its refunded amount. A
+// payment that is not charged back is a conflict.
+func (p *Provider) WinChargeback(env, paymentID string) (Payment, error) {
+	p.mu.Lock()
+	w, err := p.world(env)
+	if err != nil {
+		p.mu.Unlock()
+		return Payment{}, err
+	}
+	pay, ok := w.payments[paymentID]
+	if !ok {
+		p.mu.Unlock()
+		return Payment{}, notFound("payment", paymentID)
+	}
+	if pay.Status != "charged_back" {
+		p.mu.Unlock()
+		return Payment{}, conflict("payment %s is %s, not charged_back", paymentID, pay.Status)
+	}
+	pay.Status = "succeeded"
+	if pay.RefundedAmount > 0 {
+		pay.Status = "partially_refunded"
+	}
+	pay.UpdatedAt = p.now()
+	ds := p.emit(env, w, "payment.chargeback_won", pay.ID, pay.data(), "")
 	out := *pay
 	p.mu.Unlock()
 	p.send(ds)
@@ -1171,11 +1219,18 @@ func (c *Checkout) data() map[string]any {
 }
 
 func (pay *Payment) data() map[string]any {
-	return map[string]any{
+	d := map[string]any{
 		"id": pay.ID, "object": pay.Object, "amount": pay.Amount, "currency": pay.Currency,
 		"status": pay.Status, "refunded_amount": pay.RefundedAmount, "order_id": pay.OrderID,
 		"checkout_id": pay.CheckoutID, "created_at": ts(pay.CreatedAt), "updated_at": ts(pay.UpdatedAt),
 	}
+	if pay.DisputeID != "" {
+		d["dispute_id"] = pay.DisputeID
+	}
+	if !pay.ChargedBackAt.IsZero() {
+		d["charged_back_at"] = ts(pay.ChargedBackAt)
+	}
+	return d
 }
 
 func (r *Refund) data() map[string]any {

@@ -29,7 +29,8 @@ type Scenario struct {
 var Scenarios = map[string]Scenario{
 	"storm": {
 		Name: "storm",
-		Description: "checkouts paid, some refunded (fully, partly, failed) and some charged back; " +
+		Description: "checkouts paid, some refunded (fully, partly, failed) and some charged back, a third of " +
+			"those disputes won back; " +
 			"subscriptions created, upgraded, renewed, canceled and ended; crypto invoices settled, one with a " +
 			"reused chain reference; delivered with duplicates, parallel bursts, reordering, delays and one outage",
 		Faults: deliver.Faults{
@@ -121,8 +122,9 @@ type Expected struct {
 	Invoices      []ExpectedInvoice `json:"invoices"`
 	Alerts        []ExpectedAlert   `json:"alerts"`
 	// Balances is the money kept per currency, in minor units: fiat
-	// payments minus their refunds and chargebacks, plus credited crypto
-	// invoices.
+	// payments minus their refunds, nothing of a payment charged back (a
+	// payment whose dispute was won keeps amount - refunded again), plus
+	// credited crypto invoices.
 	Balances map[string]int64 `json:"balances"`
 }
 
@@ -292,7 +294,10 @@ func (s *story) mixed(checkouts, subscriptions, invoices int) error {
 
 // checkouts completes n checkouts; of their payments a fifth are refunded
 // (alternately in full, in part, and in two parts), one in fifty has a
-// failed refund, and a tenth are charged back.
+// failed refund, and a tenth are charged back, as is one in thirty after
+// its partial refund. Then every third chargeback, from the second on, is
+// won by the merchant: its payment goes back to succeeded or
+// partially_refunded.
 func (s *story) checkouts(n int) error {
 	var pays []Payment
 	for range n {
@@ -306,6 +311,7 @@ func (s *story) checkouts(n int) error {
 		}
 		pays = append(pays, pay)
 	}
+	var disputed []string // charged back payments, in order
 	for i, pay := range pays {
 		key := func(k int) string { return fmt.Sprintf("refund-%s-%d", pay.ID, k) }
 		var err error
@@ -313,7 +319,10 @@ func (s *story) checkouts(n int) error {
 		case i%5 == 0 && i%3 == 0:
 			_, err = s.p.Refund(s.env, pay.ID, pay.Amount, key(1), false)
 		case i%5 == 0 && i%3 == 1:
-			_, err = s.p.Refund(s.env, pay.ID, pay.Amount/3, key(1), false)
+			if _, err = s.p.Refund(s.env, pay.ID, pay.Amount/3, key(1), false); err == nil && i%30 == 10 {
+				_, err = s.p.Chargeback(s.env, pay.ID)
+				disputed = append(disputed, pay.ID)
+			}
 		case i%5 == 0:
 			if _, err = s.p.Refund(s.env, pay.ID, pay.Amount/4, key(1), false); err == nil {
 				_, err = s.p.Refund(s.env, pay.ID, pay.Amount/4, key(2), false)
@@ -322,9 +331,17 @@ func (s *story) checkouts(n int) error {
 			_, err = s.p.Refund(s.env, pay.ID, pay.Amount, key(1), true)
 		case i%10 == 3:
 			_, err = s.p.Chargeback(s.env, pay.ID)
+			disputed = append(disputed, pay.ID)
 		}
 		if err != nil {
 			return err
+		}
+	}
+	for k, id := range disputed {
+		if k%3 == 1 {
+			if _, err := s.p.WinChargeback(s.env, id); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -413,6 +430,8 @@ func expect(st State, f flavour.Flavour, reused map[string]bool, delivered func(
 		}
 	}
 	for _, p := range st.Payments {
+		// A won dispute puts the payment back to succeeded or
+		// partially_refunded: it keeps amount - refunded again.
 		kept := p.Amount - p.RefundedAmount
 		if p.Status == "charged_back" {
 			kept = 0

@@ -82,6 +82,52 @@ func TestStormEveryFlavour(t *testing.T) {
 	}
 }
 
+// The storm wins back a third of its chargebacks, one of them of a
+// partially refunded payment, and expects their money kept again.
+func TestStormWinsChargebacksBack(t *testing.T) {
+	t.Parallel()
+	f := flavour.Billete()
+	secret := f.NewSecret()
+	srv, _ := verifyingServer(t, f, secret)
+	res, _, err := sim.Run(context.Background(), "storm", sim.RunConfig{Target: srv.URL, Secret: secret, Flavour: f,
+		Seed: 7, TimeScale: 20000, Size: 0.15, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, ev := range res.Expected.Events {
+		count[ev.Type]++
+	}
+	if cb, won := count[flavour.PaymentChargedBack], count[flavour.ChargebackWon]; cb < 3 || won != (cb+1)/3 {
+		t.Fatalf("%d chargebacks, %d won; want every third won", cb, won)
+	}
+	balances := map[string]int64{}
+	statuses := map[string]int{}
+	for _, p := range res.Expected.Payments {
+		if p.DisputeID == "" {
+			balances[p.Currency] += p.Amount - p.RefundedAmount
+			continue
+		}
+		statuses[p.Status]++
+		if p.Status != "charged_back" {
+			balances[p.Currency] += p.Amount - p.RefundedAmount
+		}
+	}
+	if statuses["succeeded"] == 0 || statuses["partially_refunded"] == 0 || statuses["charged_back"] == 0 {
+		t.Errorf("disputed payments end %v; want some won back to each status, some lost", statuses)
+	}
+	for _, inv := range res.Expected.Invoices {
+		if inv.Credited {
+			balances[inv.Currency] += inv.Amount
+		}
+	}
+	for cur, n := range res.Expected.Balances {
+		if balances[cur] != n {
+			t.Errorf("balance %s: expected %d, payments say %d", cur, n, balances[cur])
+		}
+	}
+}
+
 func TestStormIsReproducible(t *testing.T) {
 	t.Parallel()
 	run := func() *sim.Result {

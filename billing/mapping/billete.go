@@ -55,6 +55,8 @@ func billete(e *event) ([]billing.Fact, error) {
 		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
 	case "payment.charged_back":
 		return billeteChargeback(e, d)
+	case "payment.chargeback_won":
+		return billeteChargebackWon(e, d)
 	case "subscription.created", "subscription.updated", "subscription.renewed",
 		"subscription.canceled", "subscription.ended":
 		return billeteSubscription(e, d)
@@ -141,29 +143,37 @@ func billeteRefund(e *event, d obj) ([]billing.Fact, error) {
 	}}, nil
 }
 
-// billeteChargeback: data is the payment, status charged_back. The sim's
-// payment carries no dispute id; "dp_" + the payment id stands for its one
-// chargeback.
-func billeteChargeback(e *event, d obj) ([]billing.Fact, error) {
-	pay, err := d.need("id")
-	if err != nil {
-		return nil, err
+// billeteDispute returns the payment (data.id) and the dispute a
+// chargeback event is about: data.dispute_id, else data.dispute.id, else
+// "dp_" + the payment id, which stands for the payment's one chargeback
+// (the simulator sets dispute_id to just that).
+func billeteDispute(d obj) (pay, dispute string, err error) {
+	if pay, err = d.need("id"); err != nil {
+		return "", "", err
 	}
-	dispute, err := d.str("dispute_id")
-	if err != nil {
-		return nil, err
+	if dispute, err = d.str("dispute_id"); err != nil {
+		return "", "", err
 	}
 	if dispute == "" {
 		dd, err := d.child("dispute")
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		if dispute, err = dd.str("id"); err != nil {
-			return nil, err
+			return "", "", err
 		}
 	}
 	if dispute == "" {
 		dispute = "dp_" + pay
+	}
+	return pay, dispute, nil
+}
+
+// billeteChargeback: data is the payment, status charged_back.
+func billeteChargeback(e *event, d obj) ([]billing.Fact, error) {
+	pay, dispute, err := billeteDispute(d)
+	if err != nil {
+		return nil, err
 	}
 	at, err := d.timeOr(e.at, "charged_back_at", "updated_at")
 	if err != nil {
@@ -174,6 +184,21 @@ func billeteChargeback(e *event, d obj) ([]billing.Fact, error) {
 		return nil, err
 	}
 	return []billing.Fact{billing.ChargedBack{Payment: snap, PaymentRef: pay, DisputeRef: dispute, At: at}}, nil
+}
+
+// billeteChargebackWon: data is the payment after its dispute was won,
+// with the dispute id of its chargeback (the same fallbacks as
+// billeteChargeback, so that the two name one dispute).
+func billeteChargebackWon(e *event, d obj) ([]billing.Fact, error) {
+	pay, dispute, err := billeteDispute(d)
+	if err != nil {
+		return nil, err
+	}
+	at, err := d.timeOr(e.at, "updated_at")
+	if err != nil {
+		return nil, err
+	}
+	return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: dispute, At: at}}, nil
 }
 
 func billeteSubscription(e *event, d obj) ([]billing.Fact, error) {

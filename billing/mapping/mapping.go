@@ -34,7 +34,9 @@
 //	payment.refunded       Refunded{Payment: snapshot of data, data.id, refund.id, refund.amount, at refund.created_at}
 //	refund.failed          RefundFailed{data.payment_id, data.id, at updated_at or created_at}
 //	payment.charged_back   ChargedBack{Payment: snapshot of data, data.id, dispute "dp_"+data.id
-//	                       (or data.dispute_id / data.dispute.id when given), at updated_at}
+//	                       (or data.dispute_id / data.dispute.id when given), at charged_back_at
+//	                       or updated_at}
+//	payment.chargeback_won ChargebackWon{data.id, the dispute as for payment.charged_back, at updated_at}
 //	subscription.*         Subscription{id, customer, plan, status active|canceled|ended
 //	                       (subscription.ended: ended), current_period_end, updated_at}
 //	invoice.settled        Settled{id, order_id, amount, currency, chain_ref, at updated_at}

@@ -88,6 +88,23 @@ func TestFactsShapes(t *testing.T) {
 			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_real", At: t0}},
 		},
 		{
+			name: "billete chargeback won: the dispute id of its chargeback", provider: "billete",
+			payload: `{"type":"payment.chargeback_won","created_at":"2026-03-01T12:00:09Z",
+				"data":{"id":"pay_1","dispute_id":"dp_real","status":"succeeded","updated_at":"2026-03-01T12:00:05Z"}}`,
+			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_real", At: t0.Add(5 * time.Second)}},
+		},
+		{
+			name: "billete chargeback won without a dispute id: dp_ + the payment, as its chargeback", provider: "billete",
+			payload: `{"type":"payment.chargeback_won","created_at":"2026-03-01T12:00:00Z",
+				"data":{"id":"pay_1","status":"partially_refunded"}}`,
+			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_pay_1", At: t0}},
+		},
+		{
+			name: "billete chargeback won without the payment", provider: "billete",
+			payload:  `{"type":"payment.chargeback_won","data":{"dispute_id":"dp_1"}}`,
+			errField: "data.id",
+		},
+		{
 			name: "billete refund without its refund id", provider: "billete",
 			payload: `{"type":"payment.refunded","data":{"id":"pay_1","amount":1000,"currency":"USD",
 				"refund":{"amount":300,"status":"succeeded"}}}`,

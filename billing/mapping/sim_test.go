@@ -108,11 +108,15 @@ func playStory(t *testing.T, name string) (flavour.Flavour, []delivered) {
 	partial := pay(2500, "EUR", "ord_2")
 	failed := pay(777, "USD", "ord_3")
 	disputed := pay(4200, "USD", "ord_4")
+	won := pay(3100, "EUR", "ord_5")
 	must(p.Refund(env, full.ID, full.Amount, "k1", false))
 	must(p.Refund(env, partial.ID, 1000, "k2", false))
 	must(p.Refund(env, partial.ID, 500, "k3", false))
 	must(p.Refund(env, failed.ID, 300, "k4", true))
 	must(p.Chargeback(env, disputed.ID))
+	must(p.Refund(env, won.ID, 100, "k5", false))
+	must(p.Chargeback(env, won.ID))
+	must(p.WinChargeback(env, won.ID))
 	sub, err := p.CreateSubscription(env, "cus_0001", "basic")
 	if err != nil {
 		t.Fatal(err)
@@ -224,11 +228,12 @@ func want(t *testing.T, name string, ev flavour.Event) []billing.Fact {
 		return []billing.Fact{billing.RefundFailed{PaymentRef: r.PaymentID, RefundRef: r.ID, At: at}}
 	case flavour.PaymentChargedBack:
 		p := decode[sim.Payment](t, ev.Data)
+		if p.DisputeID != "dp_"+p.ID || !p.ChargedBackAt.Equal(p.UpdatedAt) {
+			t.Fatalf("the sim's chargeback names dispute %q at %v", p.DisputeID, p.ChargedBackAt)
+		}
 		switch name {
 		case "stripe":
-			return []billing.Fact{billing.ChargedBack{
-				PaymentRef: p.ID, DisputeRef: "dp_" + strings.TrimPrefix(p.ID, "pay_"), At: p.UpdatedAt,
-			}}
+			return []billing.Fact{billing.ChargedBack{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: p.UpdatedAt}}
 		case "paddle":
 			return []billing.Fact{billing.ChargedBack{PaymentRef: p.ID, DisputeRef: "adj_cb_" + p.ID, At: ev.CreatedAt}}
 		}
@@ -236,8 +241,22 @@ func want(t *testing.T, name string, ev flavour.Event) []billing.Fact {
 			Payment: &billing.Payment{
 				Ref: p.ID, OrderID: p.OrderID, Amount: p.Amount, Currency: p.Currency, CapturedAt: p.CreatedAt,
 			},
-			PaymentRef: p.ID, DisputeRef: "dp_" + p.ID, At: p.UpdatedAt,
+			PaymentRef: p.ID, DisputeRef: p.DisputeID, At: p.UpdatedAt,
 		}}
+	case flavour.ChargebackWon:
+		// The same dispute as the chargeback's, so that ChargebackWon
+		// finds its posting.
+		p := decode[sim.Payment](t, ev.Data)
+		if p.Status == "charged_back" || p.DisputeID != "dp_"+p.ID {
+			t.Fatalf("the sim's won chargeback says %s, dispute %q", p.Status, p.DisputeID)
+		}
+		switch name {
+		case "stripe": // charge.dispute.closed: the event's time
+			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: ev.CreatedAt}}
+		case "paddle": // the chargeback's adjustment, reversed at its updated_at
+			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: "adj_cb_" + p.ID, At: ev.CreatedAt}}
+		}
+		return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: p.UpdatedAt}}
 	case flavour.SubscriptionCreated, flavour.SubscriptionUpdated, flavour.SubscriptionRenewed,
 		flavour.SubscriptionCanceled, flavour.SubscriptionEnded:
 		s := decode[sim.Subscription](t, ev.Data)
@@ -303,6 +322,41 @@ func TestFactsFromSimulator(t *testing.T) {
 						}
 					}
 				})
+			}
+		})
+	}
+}
+
+// A won dispute's ChargebackWon names the DisputeRef of its payment's
+// ChargedBack, as each flavour renders the two, so that billing finds the
+// chargeback it reverses (crypto maps neither).
+func TestChargebackWonMatchesItsChargeback(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"billete", "stripe", "paddle"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f, evs := playStory(t, name)
+			charged := map[string]string{} // payment -> dispute
+			won := 0
+			for _, d := range evs {
+				got, err := mapping.Facts(f.Provider(), d.stored)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, fact := range got {
+					switch fact := fact.(type) {
+					case billing.ChargedBack:
+						charged[fact.PaymentRef] = fact.DisputeRef
+					case billing.ChargebackWon:
+						won++
+						if dp, ok := charged[fact.PaymentRef]; !ok || dp != fact.DisputeRef {
+							t.Errorf("won dispute %s of %s; its chargeback's is %q", fact.DisputeRef, fact.PaymentRef, dp)
+						}
+					}
+				}
+			}
+			if won != 1 {
+				t.Errorf("%d won disputes, want 1", won)
 			}
 		})
 	}

@@ -23,6 +23,7 @@ const (
 	PaymentRefunded      = "payment.refunded"
 	RefundFailed         = "refund.failed"
 	PaymentChargedBack   = "payment.charged_back"
+	ChargebackWon        = "payment.chargeback_won"
 	SubscriptionCreated  = "subscription.created"
 	SubscriptionUpdated  = "subscription.updated"
 	SubscriptionRenewed  = "subscription.renewed"
@@ -45,7 +46,7 @@ const (
 // Types returns the neutral event types, in the order of Event's doc.
 func Types() []string {
 	return []string{
-		CheckoutCompleted, PaymentSucceeded, PaymentRefunded, RefundFailed, PaymentChargedBack,
+		CheckoutCompleted, PaymentSucceeded, PaymentRefunded, RefundFailed, PaymentChargedBack, ChargebackWon,
 		SubscriptionCreated, SubscriptionUpdated, SubscriptionRenewed, SubscriptionCanceled, SubscriptionEnded,
 		InvoiceSettled, WebhookEndpointTest,
 	}
@@ -277,6 +278,16 @@ func pick(m map[string]any, keys ...string) map[string]any {
 		}
 	}
 	return out
+}
+
+// disputeID returns the id of the dispute a chargeback event's payment
+// data is about: data.dispute_id as the sim sets it, else "dp_" + the
+// payment id (what payhook's billete mapping falls back to).
+func disputeID(d map[string]any) string {
+	if id := str(d, "dispute_id"); id != "" {
+		return id
+	}
+	return "dp_" + str(d, "id")
 }
 
 // sub returns m[k] as an object, or nil.

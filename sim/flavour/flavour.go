@@ -33,6 +33,8 @@
 //	payment.refunded        charge.refunded                 adjustment.created (action refund)  PaymentRefunded
 //	refund.failed           charge.refund.updated (failed)  adjustment.updated (rejected)       RefundFailed
 //	payment.charged_back    charge.dispute.created          adjustment.created (chargeback)     PaymentChargedBack
+//	payment.chargeback_won  charge.dispute.closed (won)     adjustment.updated (chargeback,     PaymentChargebackWon
+//	                                                        reversed)
 //	subscription.created    customer.subscription.created   subscription.created                SubscriptionCreated
 //	subscription.updated    customer.subscription.updated   subscription.updated                SubscriptionUpdated
 //	subscription.renewed    customer.subscription.updated   subscription.updated                SubscriptionRenewed
@@ -50,10 +52,18 @@
 //
 // Stripe puts the object in data.object with "object" set (checkout.session,
 // payment_intent, charge with refunds, refund, dispute, subscription with
-// plan/items and unix times, invoice, webhook_endpoint). Paddle puts the
+// plan/items and unix times, invoice, webhook_endpoint). A dispute's id is
+// the payment's dispute_id (else "dp_" + the payment id), its
+// payment_intent the payment; charge.dispute.closed carries status "won"
+// (Stripe also sends charge.dispute.funds_reinstated on a win; the sim
+// sends one event per neutral event, so only the closed one). Paddle puts the
 // entity in data with currency_code, custom_data (the metadata, or
 // {order_id}), amounts as strings of minor units, refunds and chargebacks
-// as adjustments of the payment's transaction, and notification_id
+// as adjustments of the payment's transaction (a chargeback's is
+// "adj_cb_" + the payment id; when its dispute is won, adjustment.updated
+// repeats it with status "reversed" and updated_at, as Paddle sets it
+// when it creates the chargeback_reverse adjustment, which the sim does
+// not emit), and notification_id
 // "ntf_<deliveryID>". Crypto payloads carry deliveryId (= deliveryID),
 // webhookId (fixed per flavour), originalDeliveryId (= deliveryId),
 // isRedelivery false, unix timestamp, storeId "store_sim", metadata.orderId
@@ -79,7 +89,9 @@ import (
 //	payment.succeeded          data: the payment (id, amount, currency, status, refunded_amount, order_id, checkout_id)
 //	payment.refunded           data: the payment after the refund, plus data.refund (id, amount, status)
 //	refund.failed              data: the refund (id, payment_id, amount, status "failed", reason)
-//	payment.charged_back       data: the payment (status "charged_back")
+//	payment.charged_back       data: the payment (status "charged_back", dispute_id, charged_back_at)
+//	payment.chargeback_won     data: the payment back to succeeded or partially_refunded, with the
+//	                           dispute_id and charged_back_at of its chargeback
 //	subscription.created|updated|renewed|canceled|ended
 //	                           data: the subscription (id, customer, plan, status, current_period_end, updated_at)
 //	invoice.settled            data: the crypto invoice (id, amount, currency, order_id, chain_ref, status "settled")

@@ -35,46 +35,49 @@ var verifiers = map[string]func(secrets []string) (payhook.Verifier, error){
 // type (written out here, independently of the package's tables).
 var wantTypes = map[string]map[string]string{
 	"stripe": {
-		"checkout.completed":    "checkout.session.completed",
-		"payment.succeeded":     "payment_intent.succeeded",
-		"payment.refunded":      "charge.refunded",
-		"refund.failed":         "charge.refund.updated",
-		"payment.charged_back":  "charge.dispute.created",
-		"subscription.created":  "customer.subscription.created",
-		"subscription.updated":  "customer.subscription.updated",
-		"subscription.renewed":  "customer.subscription.updated",
-		"subscription.canceled": "customer.subscription.updated",
-		"subscription.ended":    "customer.subscription.deleted",
-		"invoice.settled":       "invoice.paid",
-		"webhook_endpoint.test": "ping",
+		"checkout.completed":     "checkout.session.completed",
+		"payment.succeeded":      "payment_intent.succeeded",
+		"payment.refunded":       "charge.refunded",
+		"refund.failed":          "charge.refund.updated",
+		"payment.charged_back":   "charge.dispute.created",
+		"payment.chargeback_won": "charge.dispute.closed",
+		"subscription.created":   "customer.subscription.created",
+		"subscription.updated":   "customer.subscription.updated",
+		"subscription.renewed":   "customer.subscription.updated",
+		"subscription.canceled":  "customer.subscription.updated",
+		"subscription.ended":     "customer.subscription.deleted",
+		"invoice.settled":        "invoice.paid",
+		"webhook_endpoint.test":  "ping",
 	},
 	"paddle": {
-		"checkout.completed":    "transaction.completed",
-		"payment.succeeded":     "transaction.paid",
-		"payment.refunded":      "adjustment.created",
-		"refund.failed":         "adjustment.updated",
-		"payment.charged_back":  "adjustment.created",
-		"subscription.created":  "subscription.created",
-		"subscription.updated":  "subscription.updated",
-		"subscription.renewed":  "subscription.updated",
-		"subscription.canceled": "subscription.updated",
-		"subscription.ended":    "subscription.canceled",
-		"invoice.settled":       "transaction.completed",
-		"webhook_endpoint.test": "notification.test",
+		"checkout.completed":     "transaction.completed",
+		"payment.succeeded":      "transaction.paid",
+		"payment.refunded":       "adjustment.created",
+		"refund.failed":          "adjustment.updated",
+		"payment.charged_back":   "adjustment.created",
+		"payment.chargeback_won": "adjustment.updated",
+		"subscription.created":   "subscription.created",
+		"subscription.updated":   "subscription.updated",
+		"subscription.renewed":   "subscription.updated",
+		"subscription.canceled":  "subscription.updated",
+		"subscription.ended":     "subscription.canceled",
+		"invoice.settled":        "transaction.completed",
+		"webhook_endpoint.test":  "notification.test",
 	},
 	"crypto": {
-		"checkout.completed":    "CheckoutCompleted",
-		"payment.succeeded":     "PaymentSucceeded",
-		"payment.refunded":      "PaymentRefunded",
-		"refund.failed":         "RefundFailed",
-		"payment.charged_back":  "PaymentChargedBack",
-		"subscription.created":  "SubscriptionCreated",
-		"subscription.updated":  "SubscriptionUpdated",
-		"subscription.renewed":  "SubscriptionRenewed",
-		"subscription.canceled": "SubscriptionCanceled",
-		"subscription.ended":    "SubscriptionEnded",
-		"invoice.settled":       "InvoiceSettled",
-		"webhook_endpoint.test": "WebhookEndpointTest",
+		"checkout.completed":     "CheckoutCompleted",
+		"payment.succeeded":      "PaymentSucceeded",
+		"payment.refunded":       "PaymentRefunded",
+		"refund.failed":          "RefundFailed",
+		"payment.charged_back":   "PaymentChargedBack",
+		"payment.chargeback_won": "PaymentChargebackWon",
+		"subscription.created":   "SubscriptionCreated",
+		"subscription.updated":   "SubscriptionUpdated",
+		"subscription.renewed":   "SubscriptionRenewed",
+		"subscription.canceled":  "SubscriptionCanceled",
+		"subscription.ended":     "SubscriptionEnded",
+		"invoice.settled":        "InvoiceSettled",
+		"webhook_endpoint.test":  "WebhookEndpointTest",
 	},
 }
 
@@ -99,7 +102,7 @@ func sample(t string, n int, env string) flavour.Event {
 		ev.ObjectID = "chk_1"
 		ev.Data = map[string]any{"id": "chk_1", "amount": 4200, "currency": "eur", "status": "completed",
 			"metadata": map[string]any{"order_id": "ord_1"}, "payment_id": "pay_1"}
-	case "payment.succeeded", "payment.charged_back":
+	case "payment.succeeded", "payment.charged_back", "payment.chargeback_won":
 		ev.ObjectID = "pay_1"
 		status := "succeeded"
 		if t == "payment.charged_back" {
@@ -107,6 +110,10 @@ func sample(t string, n int, env string) flavour.Event {
 		}
 		ev.Data = map[string]any{"id": "pay_1", "amount": 4200, "currency": "eur", "status": status,
 			"refunded_amount": 0, "order_id": "ord_1", "checkout_id": "chk_1"}
+		if t != "payment.succeeded" {
+			ev.Data["dispute_id"] = "dp_pay_1"
+			ev.Data["charged_back_at"] = base.Format(time.RFC3339Nano)
+		}
 	case "payment.refunded":
 		ev.ObjectID = "pay_1"
 		ev.Data = map[string]any{"id": "pay_1", "amount": 4200, "currency": "eur", "status": "refunded",
@@ -284,7 +291,47 @@ func TestBodyShapes(t *testing.T) {
 			eq(t, path(t, o, "custom_data")["order_id"], "ord_1")
 		}},
 		{"paddle", "payment.charged_back", func(t *testing.T, ev flavour.Event, b map[string]any) {
-			eq(t, path(t, b, "data")["action"], "chargeback")
+			o := path(t, b, "data")
+			eq(t, o["action"], "chargeback")
+			eq(t, o["id"], "adj_cb_pay_1")
+			eq(t, o["status"], "approved")
+			eq(t, o["transaction_id"], "pay_1")
+		}},
+		{"paddle", "payment.chargeback_won", func(t *testing.T, ev flavour.Event, b map[string]any) {
+			o := path(t, b, "data")
+			eq(t, o["action"], "chargeback")
+			eq(t, o["id"], "adj_cb_pay_1") // the chargeback's adjustment
+			eq(t, o["status"], "reversed")
+			eq(t, o["transaction_id"], "pay_1")
+			eq(t, o["created_at"], base.Format(time.RFC3339Nano))
+			eq(t, o["updated_at"], ev.CreatedAt.Format(time.RFC3339Nano))
+			eq(t, path(t, o, "totals")["total"], "4200")
+		}},
+		{"stripe", "payment.charged_back", func(t *testing.T, ev flavour.Event, b map[string]any) {
+			o := path(t, b, "data", "object")
+			eq(t, o["object"], "dispute")
+			eq(t, o["id"], "dp_pay_1")
+			eq(t, o["payment_intent"], "pay_1")
+			eq(t, o["status"], "needs_response")
+		}},
+		{"stripe", "payment.chargeback_won", func(t *testing.T, ev flavour.Event, b map[string]any) {
+			o := path(t, b, "data", "object")
+			eq(t, o["object"], "dispute")
+			eq(t, o["id"], "dp_pay_1") // the chargeback's dispute
+			eq(t, o["payment_intent"], "pay_1")
+			eq(t, o["status"], "won")
+			eq(t, o["amount"], 4200.0)
+		}},
+		{"billete", "payment.chargeback_won", func(t *testing.T, ev flavour.Event, b map[string]any) {
+			o := path(t, b, "data")
+			eq(t, o["id"], "pay_1")
+			eq(t, o["dispute_id"], "dp_pay_1")
+			eq(t, o["status"], "succeeded")
+		}},
+		{"crypto", "payment.chargeback_won", func(t *testing.T, ev flavour.Event, b map[string]any) {
+			eq(t, b["invoiceId"], ev.ID) // not an invoice: its own event id
+			eq(t, b["objectId"], "pay_1")
+			eq(t, path(t, b, "data")["dispute_id"], "dp_pay_1")
 		}},
 		{"paddle", "refund.failed", func(t *testing.T, ev flavour.Event, b map[string]any) {
 			eq(t, path(t, b, "data")["status"], "rejected")

@@ -27,6 +27,7 @@ var paddleTypes = typeMap{to: map[string]string{
 	PaymentRefunded:      "adjustment.created",
 	RefundFailed:         "adjustment.updated",
 	PaymentChargedBack:   "adjustment.created",
+	ChargebackWon:        "adjustment.updated",
 	SubscriptionCreated:  "subscription.created",
 	SubscriptionUpdated:  "subscription.updated",
 	SubscriptionRenewed:  "subscription.updated",
@@ -98,7 +99,7 @@ func paddleEntity(ev Event) map[string]any {
 		o["origin"] = "web"
 		o["details"] = totals(d["amount"])
 		delete(o, "amount")
-	case PaymentRefunded, PaymentChargedBack:
+	case PaymentRefunded, PaymentChargedBack, ChargebackWon:
 		// An adjustment of the payment's transaction.
 		o = map[string]any{
 			"custom_data":    o["custom_data"],
@@ -119,9 +120,18 @@ func paddleEntity(ev Event) map[string]any {
 				o["status"] = "rejected"
 			}
 		} else {
+			// One chargeback per payment: its adjustment keeps its id when
+			// the dispute is won (adjustment.updated, status reversed).
 			o["action"] = "chargeback"
 			o["id"] = "adj_cb_" + str(d, "id")
 			o["totals"] = map[string]any{"total": amountString(d["amount"]), "currency_code": d["currency"]}
+			if ev.Type == ChargebackWon {
+				o["status"] = "reversed"
+				o["updated_at"] = o["created_at"]
+				if t, ok := d["charged_back_at"]; ok {
+					o["created_at"] = rfc3339(t)
+				}
+			}
 		}
 	case RefundFailed:
 		o = map[string]any{

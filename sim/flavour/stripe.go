@@ -27,6 +27,7 @@ var stripeTypes = typeMap{to: map[string]string{
 	PaymentRefunded:      "charge.refunded",
 	RefundFailed:         "charge.refund.updated",
 	PaymentChargedBack:   "charge.dispute.created",
+	ChargebackWon:        "charge.dispute.closed",
 	SubscriptionCreated:  "customer.subscription.created",
 	SubscriptionUpdated:  "customer.subscription.updated",
 	SubscriptionRenewed:  "customer.subscription.updated",
@@ -106,14 +107,21 @@ func stripeObject(ev Event) map[string]any {
 		rename(o, "payment_id", "payment_intent")
 		rename(o, "reason", "failure_reason")
 		o["status"] = "failed"
-	case PaymentChargedBack:
+	case PaymentChargedBack, ChargebackWon:
 		o["object"] = "dispute"
-		o["id"] = "dp_" + strings.TrimPrefix(str(d, "id"), "pay_")
+		o["id"] = disputeID(d)
+		delete(o, "dispute_id")
 		o["payment_intent"] = d["id"]
 		o["charge"] = d["id"]
 		o["status"] = "needs_response"
 		o["reason"] = "fraudulent"
 		o["payment_status"] = d["status"]
+		if ev.Type == ChargebackWon {
+			// charge.dispute.closed: the merchant won, the funds are
+			// reinstated.
+			o["status"] = "won"
+			o["is_charge_refundable"] = false
+		}
 	case SubscriptionCreated, SubscriptionUpdated, SubscriptionRenewed, SubscriptionCanceled, SubscriptionEnded:
 		o["object"] = "subscription"
 		if p, ok := d["plan"]; ok {
