@@ -14,24 +14,22 @@ import (
 )
 
 // BenchmarkReceive measures acknowledged deliveries over loopback HTTP:
-// verify, insert, enqueue, commit, answer. Each answer waits for its own
-// durable commit (SQLite synchronous=FULL, PostgreSQL synchronous_commit=on).
+// verify, insert, enqueue, commit, answer. Each answer waits for the
+// durable commit holding its event (SQLite synchronous=FULL, PostgreSQL
+// synchronous_commit=on): its own, or with -grouped one shared by the
+// deliveries that arrived together (groupcommit).
 func BenchmarkReceive(b *testing.B) {
 	for _, engine := range dbtest.Engines {
-		for _, dup := range []bool{false, true} {
-			name := engine + "/new"
-			if dup {
-				name = engine + "/duplicate"
-			}
-			b.Run(name, func(b *testing.B) {
-				benchReceive(b, dbtest.URL(b, engine), dup)
+		for _, mode := range []string{"new", "duplicate", "new-grouped"} {
+			b.Run(engine+"/"+mode, func(b *testing.B) {
+				benchReceive(b, dbtest.URL(b, engine), mode == "duplicate", mode == "new-grouped")
 			})
 		}
 	}
 }
 
-func benchReceive(b *testing.B, dbURL string, dup bool) {
-	e := newEnv(b, dbURL, newSecret)
+func benchReceive(b *testing.B, dbURL string, dup, grouped bool) {
+	e := newEnvWith(b, dbURL, nil, grouped, newSecret)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	var seq atomic.Int64
 	b.SetParallelism(8) // 8×GOMAXPROCS concurrent deliveries

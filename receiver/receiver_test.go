@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/provider/billete"
@@ -52,6 +53,12 @@ func newEnv(t testing.TB, dbURL string, secrets ...string) *env {
 
 // newEnvProcessing is newEnv with a started queue running handlers.
 func newEnvProcessing(t testing.TB, dbURL string, handlers *payhook.Mux, secrets ...string) *env {
+	return newEnvWith(t, dbURL, handlers, false, secrets...)
+}
+
+// newEnvWith is newEnvProcessing, storing through a group committer when
+// grouped is set.
+func newEnvWith(t testing.TB, dbURL string, handlers *payhook.Mux, grouped bool, secrets ...string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
@@ -83,12 +90,18 @@ func newEnvProcessing(t testing.TB, dbURL string, handlers *payhook.Mux, secrets
 	if err != nil {
 		t.Fatal(err)
 	}
+	var inbox receiver.Inbox = q
+	if grouped {
+		c := groupcommit.New(q, groupcommit.Config{})
+		t.Cleanup(c.Close)
+		inbox = c
+	}
 	r, err := receiver.New(receiver.Config{
 		Sources: []payhook.Source{
 			{Name: "billete-test", Provider: "billete", Environment: "test", Verifier: v},
 			{Name: "stripe-live", Provider: "stripe", Environment: "live", Verifier: sv},
 		},
-		Inbox:        q,
+		Inbox:        inbox,
 		MaxBodyBytes: 4096,
 		Logger:       slog.New(slog.DiscardHandler),
 	})

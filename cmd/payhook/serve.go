@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook/api"
+	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
@@ -72,7 +73,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: queue, Logger: log, Now: m.Now})
+	// Deliveries that arrive together share one durable commit.
+	committer := groupcommit.New(queue, groupcommit.Config{})
+	defer committer.Close()
+	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: committer, Logger: log, Now: m.Now})
 	if err != nil {
 		return err
 	}
