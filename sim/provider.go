@@ -714,17 +714,7 @@ func (c *Checkout) clone() Checkout {
 
 // GetCheckout returns a checkout of env.
 func (p *Provider) GetCheckout(env, id string) (Checkout, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, err := p.world(env)
-	if err != nil {
-		return Checkout{}, err
-	}
-	c, ok := w.checkouts[id]
-	if !ok {
-		return Checkout{}, notFound("checkout", id)
-	}
-	return c.clone(), nil
+	return lookup(p, env, "checkout", id, func(w *world) map[string]*Checkout { return w.checkouts }, (*Checkout).clone)
 }
 
 // CompleteCheckout completes an open checkout: it creates the payment and
@@ -762,19 +752,26 @@ func (p *Provider) CompleteCheckout(env, id string) (Payment, error) {
 	return out, nil
 }
 
-// GetPayment returns a payment of env.
-func (p *Provider) GetPayment(env, id string) (Payment, error) {
+// lookup returns a copy of env's resource of the kind with the id, or
+// an error matching ErrNotFound.
+func lookup[T any](p *Provider, env, kind, id string, of func(*world) map[string]*T, copyOf func(*T) T) (T, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	var zero T
 	w, err := p.world(env)
 	if err != nil {
-		return Payment{}, err
+		return zero, err
 	}
-	pay, ok := w.payments[id]
+	v, ok := of(w)[id]
 	if !ok {
-		return Payment{}, notFound("payment", id)
+		return zero, notFound(kind, id)
 	}
-	return *pay, nil
+	return copyOf(v), nil
+}
+
+// GetPayment returns a payment of env.
+func (p *Provider) GetPayment(env, id string) (Payment, error) {
+	return lookup(p, env, "payment", id, func(w *world) map[string]*Payment { return w.payments }, func(v *Payment) Payment { return *v })
 }
 
 // Refund refunds amount of a payment. With an idempotencyKey, the same key
@@ -862,17 +859,7 @@ func (p *Provider) newRefund(env string, w *world, paymentID string, amount int6
 
 // GetRefund returns a refund of env.
 func (p *Provider) GetRefund(env, id string) (Refund, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, err := p.world(env)
-	if err != nil {
-		return Refund{}, err
-	}
-	r, ok := w.refunds[id]
-	if !ok {
-		return Refund{}, notFound("refund", id)
-	}
-	return *r, nil
+	return lookup(p, env, "refund", id, func(w *world) map[string]*Refund { return w.refunds }, func(v *Refund) Refund { return *v })
 }
 
 // Chargeback charges a payment back (payment.charged_back), opening its
@@ -972,17 +959,7 @@ func (p *Provider) CreateSubscription(env, customer, plan string) (Subscription,
 
 // GetSubscription returns a subscription of env.
 func (p *Provider) GetSubscription(env, id string) (Subscription, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, err := p.world(env)
-	if err != nil {
-		return Subscription{}, err
-	}
-	s, ok := w.subs[id]
-	if !ok {
-		return Subscription{}, notFound("subscription", id)
-	}
-	return *s, nil
+	return lookup(p, env, "subscription", id, func(w *world) map[string]*Subscription { return w.subs }, func(v *Subscription) Subscription { return *v })
 }
 
 // event returns s's current state as the event of its last change would
@@ -1091,17 +1068,7 @@ func (p *Provider) CreateInvoice(env string, amount int64, currency, orderID str
 
 // GetInvoice returns an invoice of env.
 func (p *Provider) GetInvoice(env, id string) (Invoice, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, err := p.world(env)
-	if err != nil {
-		return Invoice{}, err
-	}
-	inv, ok := w.invoices[id]
-	if !ok {
-		return Invoice{}, notFound("invoice", id)
-	}
-	return *inv, nil
+	return lookup(p, env, "invoice", id, func(w *world) map[string]*Invoice { return w.invoices }, func(v *Invoice) Invoice { return *v })
 }
 
 // SettleInvoice settles an invoice with the on-chain reference of its
