@@ -3,6 +3,7 @@ package signing_test
 import (
 	"encoding/hex"
 	"errors"
+	"math"
 	"net/http"
 	"reflect"
 	"strings"
@@ -121,6 +122,8 @@ func TestCheckTimestamp(t *testing.T) {
 		{"future", ts.Add(-12 * time.Minute), 5 * time.Minute, "timestamp 1700000000 is 12m0s in the future, beyond the 5m0s tolerance: invalid signature"},
 		{"wide tolerance", ts.Add(12 * time.Minute), time.Hour, ""},
 		{"no receive time", time.Time{}, time.Hour, "delivery has no receive time to check timestamp 1700000000 against: invalid signature"},
+		{"huge tolerance", ts.Add(100 * 365 * 24 * time.Hour), math.MaxInt64, ""},
+		{"far too old", ts.Add(100 * 365 * 24 * time.Hour), 5 * time.Minute, "timestamp 1700000000 is 876000h0m0s old, beyond the 5m0s tolerance: invalid signature"},
 	}
 	for _, tc := range tests {
 		err := signing.CheckTimestamp(ts, tc.received, tc.tol)
@@ -133,6 +136,28 @@ func TestCheckTimestamp(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("CheckTimestamp(%s) = %q; want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCheckTimestampOverflow: a timestamp more than ~292 years away from
+// the receipt time overflows a time.Duration; it must still be refused,
+// whatever the tolerance.
+func TestCheckTimestampOverflow(t *testing.T) {
+	t.Parallel()
+	received := time.Date(2026, 1, 15, 10, 0, 0, 0, time.UTC)
+	for _, ts := range []time.Time{
+		time.Unix(1_001_796_109_157, 0),    // the case, year ~31700
+		time.Unix(received.UnixMilli(), 0), // milliseconds read as seconds
+		time.Unix(1<<62, 0),
+		time.Unix(-1<<62, 0),
+		time.Unix(-1, 0),
+		{},
+	} {
+		for _, tol := range []time.Duration{5 * time.Minute, math.MaxInt64} {
+			if err := signing.CheckTimestamp(ts, received, tol); !errors.Is(err, payhook.ErrSignature) {
+				t.Errorf("CheckTimestamp(%d, tolerance %v) = %v; want ErrSignature", ts.Unix(), tol, err)
+			}
 		}
 	}
 }
@@ -155,7 +180,8 @@ func TestParseUnix(t *testing.T) {
 	if got, err := signing.ParseUnix(" 1700000000"); err != nil || !got.Equal(time.Unix(1700000000, 0)) {
 		t.Errorf("ParseUnix = %v, %v", got, err)
 	}
-	for _, in := range []string{"", "1.5", "2023-11-14T22:13:20Z", "1e9"} {
+	for _, in := range []string{"", "1.5", "2023-11-14T22:13:20Z", "1e9",
+		"1001796109157", "1768470000000", "946684799", "7258118401", "-1", "0", "99999999999999999999"} {
 		if _, err := signing.ParseUnix(in); !errors.Is(err, payhook.ErrSignature) {
 			t.Errorf("ParseUnix(%q) = %v; want ErrSignature", in, err)
 		}

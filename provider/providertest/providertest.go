@@ -6,6 +6,7 @@ package providertest
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -107,6 +108,11 @@ func Run(t *testing.T, s Suite) {
 			{"too old", s.delivery(t, s.Event, cur, Now.Add(-6*time.Minute))},
 			{"too far in the future", s.delivery(t, s.Event, cur, Now.Add(6*time.Minute))},
 			{"very old", s.delivery(t, s.Event, cur, time.Unix(1_000_000_000, 0))},
+			// Beyond ~292 years a time.Duration overflows: an age computed
+			// by subtraction wraps and passes any tolerance.
+			{"far future", s.delivery(t, s.Event, cur, time.Unix(1_001_796_109_157, 0))},
+			{"milliseconds", s.delivery(t, s.Event, cur, time.Unix(Now.UnixMilli(), 0))},
+			{"before 2000", s.delivery(t, s.Event, cur, time.Unix(-1, 0))},
 		}...)
 	}
 	for _, tc := range signatureCases {
@@ -136,6 +142,20 @@ func Run(t *testing.T, s Suite) {
 			}
 			if _, err := v.Verify(s.delivery(t, s.Event, cur, Now.Add(-61*time.Minute))); !errors.Is(err, payhook.ErrSignature) {
 				t.Errorf("Verify(61m old, 1h tolerance) = %v; want ErrSignature", err)
+			}
+		})
+		t.Run("huge tolerance", func(t *testing.T) {
+			t.Parallel()
+			// Even a tolerance of centuries admits no timestamp outside
+			// payhook.MinTime..MaxTime.
+			v := s.mustNew(t, []string{cur}, math.MaxInt64)
+			for _, at := range []time.Time{time.Unix(1_001_796_109_157, 0), time.Unix(Now.UnixMilli(), 0), time.Unix(-1, 0)} {
+				if _, err := v.Verify(s.delivery(t, s.Event, cur, at)); !errors.Is(err, payhook.ErrSignature) {
+					t.Errorf("Verify(timestamp %d, tolerance %v) = %v; want ErrSignature", at.Unix(), time.Duration(math.MaxInt64), err)
+				}
+			}
+			if _, err := v.Verify(s.delivery(t, s.Event, cur, Now.Add(-20*365*24*time.Hour))); err != nil {
+				t.Errorf("Verify(20 years old, tolerance %v) = %v; want nil", time.Duration(math.MaxInt64), err)
 			}
 		})
 	}
