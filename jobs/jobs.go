@@ -224,6 +224,27 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 	return q, nil
 }
 
+// storableError is an error whose text any text column or JSONB document
+// can hold (see payhook.Storable); errors.Is and errors.As still see the
+// error it wraps.
+type storableError struct {
+	err error
+	msg string
+}
+
+func (e *storableError) Error() string { return e.msg }
+func (e *storableError) Unwrap() error { return e.err }
+
+// storable returns err with a storable text, err itself when its text
+// already is.
+func storable(err error) error {
+	msg := err.Error()
+	if s := payhook.Storable(msg); s != msg {
+		return &storableError{err: err, msg: s}
+	}
+	return err
+}
+
 type backoffPolicy struct {
 	backoff func(int) time.Duration
 	now     func() time.Time
@@ -310,6 +331,10 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	if err == nil {
 		return nil
 	}
+	// The error goes to the event's row and to River, which keeps it in a
+	// JSONB column: one it cannot store fails the completer's whole batch,
+	// and every later one.
+	err = storable(err)
 	final = final || errors.Is(err, payhook.ErrMalformed)
 	// The attempt is counted and its error kept outside the rolled-back
 	// transaction, which is closed by now (SQLite has one connection).

@@ -90,10 +90,15 @@ func event(id string) *payhook.Event {
 		ReceivedAt: time.Now(), Payload: []byte(`{}`)}
 }
 
-// waitDone waits until the event has left the received status.
+// stall is how long a wait may see nothing move before it fails: long
+// enough for a loaded machine, and never a deadline for the whole wait.
+const stall = 2 * time.Minute
+
+// waitDone waits until the event has left the received status, failing
+// only when its attempts have not moved for stall.
 func waitDone(t *testing.T, db *store.DB, id int64) *payhook.Event {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	last, moved := -1, time.Now()
 	for {
 		ev, err := db.Event(context.Background(), id)
 		if err != nil {
@@ -102,8 +107,11 @@ func waitDone(t *testing.T, db *store.DB, id int64) *payhook.Event {
 		if ev.Status != payhook.StatusReceived {
 			return ev
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("event %d still %s after 20s (attempts %d, error %q)", id, ev.Status, ev.Attempts, ev.LastError)
+		if ev.Attempts != last {
+			last, moved = ev.Attempts, time.Now()
+		}
+		if time.Since(moved) > stall {
+			t.Fatalf("event %d still %s, nothing moved for %s (attempts %d, error %q)", id, ev.Status, stall, ev.Attempts, ev.LastError)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -432,3 +440,46 @@ func TestMalformedFailsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// An error text that no text column or JSONB document can hold (NUL,
+// invalid UTF-8) must neither lose the attempt nor stall River's
+// completer, which stores every job's error.
+func TestUnstorableErrorIsRecorded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			if ev.EventID == "evt_nul" {
+				return fmt.Errorf("payment pi_x\x00y (\xff\xfe) not found: %w", errSentinel)
+			}
+			return effect(ctx, tx, ev)
+		})
+		var causes atomic.Int32
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 3,
+			OnFailed: func(_ context.Context, _ *payhook.Event, cause error) {
+				if errors.Is(cause, errSentinel) {
+					causes.Add(1)
+				}
+			}})
+		bad := event("evt_nul")
+		ingest(t, q, bad)
+		start(t, q)
+		got := waitDone(t, db, bad.ID)
+		if got.Status != payhook.StatusFailed || got.Attempts != 3 || !strings.Contains(got.LastError, "pi_x\uFFFDy") {
+			t.Fatalf("event = %s after %d attempts (%q); want failed after 3 with its error made storable", got.Status, got.Attempts, got.LastError)
+		}
+		// River stored the job's errors, so its completer still works:
+		// later events are processed.
+		for i := range 3 {
+			ev := event(fmt.Sprintf("evt_after_%d", i))
+			ingest(t, q, ev)
+			if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed {
+				t.Fatalf("%s = %s (%q), want processed", ev.EventID, got.Status, got.LastError)
+			}
+		}
+		if causes.Load() != 1 {
+			t.Fatalf("OnFailed saw the handler's error %d times, want 1 (errors.Is through the storable wrapper)", causes.Load())
+		}
+	})
+}
+
+var errSentinel = errors.New("sentinel")

@@ -31,7 +31,8 @@ func scanEvent(row interface{ Scan(...any) error }) (*payhook.Event, error) {
 // (Source, EventID) exists, and reports which ones it inserted. The unique
 // index decides, so concurrent deliveries of one event insert one row. For
 // each inserted event it sets ID. ReceivedAt must be set; Status defaults to
-// received. An event stored as ignored keeps LastError as the reason.
+// received. An event stored as ignored keeps LastError as the reason, made
+// storable (payhook.Storable).
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
 	inserted := make([]bool, len(evs))
 	for i, ev := range evs {
@@ -44,7 +45,7 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 			ON CONFLICT (source, event_id) DO NOTHING
 			RETURNING id`,
 			ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
-			ev.Payload, ev.SecretID, string(ev.Status), ev.LastError).Scan(&ev.ID)
+			ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError)).Scan(&ev.ID)
 		switch {
 		case err == nil:
 			inserted[i] = true
@@ -76,7 +77,8 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 }
 
 // FinishEventTx moves a claimed event to its final status: processed (with
-// processed_at = at) or ignored, with note as the reason kept in last_error.
+// processed_at = at) or ignored, with note as the reason kept in last_error
+// (made storable, see payhook.Storable).
 func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status payhook.Status, at time.Time, note string) error {
 	var processedAt any
 	if status == payhook.StatusProcessed {
@@ -84,7 +86,7 @@ func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status pa
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
 		SET status = $2, processed_at = $3, last_error = $4
-		WHERE id = $1 AND status = 'received'`, id, string(status), processedAt, note)
+		WHERE id = $1 AND status = 'received'`, id, string(status), processedAt, payhook.Storable(note))
 	if err != nil {
 		return fmt.Errorf("mark event %d %s: %w", id, status, err)
 	}
@@ -95,7 +97,8 @@ func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status pa
 }
 
 // RecordFailure counts a failed attempt of a waiting event and keeps its
-// error, outside the rolled-back processing transaction. When final is true
+// error (made storable, see payhook.Storable, so that recording cannot fail
+// on the text), outside the rolled-back processing transaction. When final is true
 // the event becomes failed. An event no longer waiting is left alone.
 func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final bool) error {
 	status := payhook.StatusReceived
@@ -104,7 +107,7 @@ func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final b
 	}
 	_, err := db.SQL.ExecContext(ctx, `UPDATE payhook_events
 		SET attempts = attempts + 1, last_error = $2, status = $3
-		WHERE id = $1 AND status = 'received'`, id, cause, string(status))
+		WHERE id = $1 AND status = 'received'`, id, payhook.Storable(cause), string(status))
 	if err != nil {
 		return fmt.Errorf("record failure of event %d: %w", id, err)
 	}

@@ -265,3 +265,45 @@ func TestRequeueStaleMovesOn(t *testing.T) {
 		}
 	})
 }
+
+// Every error text the store writes is made storable first: PostgreSQL's
+// text refuses NUL and invalid UTF-8, and a failure that cannot be
+// recorded leaves the event with no attempt counted.
+func TestErrorTextsAreStorable(t *testing.T) {
+	const bad, want = "pi_x\x00y \xff", "pi_x\uFFFDy \uFFFD"
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		ctx := context.Background()
+		ignored := newEvent("evt_ignored")
+		ignored.Status, ignored.LastError = payhook.StatusIgnored, bad
+		failing, finished := newEvent("evt_failing"), newEvent("evt_finished")
+		insert(t, db, ignored, failing, finished)
+		if err := db.RecordFailure(ctx, failing.ID, bad, false); err != nil {
+			t.Fatalf("RecordFailure: %v", err)
+		}
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.FinishEventTx(ctx, tx, finished.ID, payhook.StatusIgnored, t0, bad); err != nil {
+			tx.Rollback()
+			t.Fatalf("FinishEventTx: %v", err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name     string
+			id       int64
+			attempts int
+		}{{"ignored at insert", ignored.ID, 0}, {"failed attempt", failing.ID, 1}, {"ignored by a handler", finished.ID, 0}} {
+			got, err := db.Event(ctx, c.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LastError != want || got.Attempts != c.attempts {
+				t.Errorf("%s: last_error %q, %d attempts; want %q, %d", c.name, got.LastError, got.Attempts, want, c.attempts)
+			}
+		}
+	})
+}
