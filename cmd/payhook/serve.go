@@ -92,13 +92,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		log.Info("read API disabled: set PAYHOOK_ADMIN_TOKEN to serve " + api.Prefix)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := db.SQL.PingContext(r.Context()); err != nil {
-			http.Error(w, "database unavailable", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	mux.Handle("GET /readyz", &readiness{db: db, now: m.Now, log: log, timeout: readyTimeout})
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/payhook/payhook/store"
+)
+
+// readyTimeout bounds the readiness probe, so that /readyz answers within
+// a second whatever the database does.
+const readyTimeout = 800 * time.Millisecond
+
+// readiness answers /readyz: 200 when a committed write to the database
+// returned within readyTimeout, 503 otherwise. A ping is not enough: a
+// SQLite connection busy for seconds, a partitioned PostgreSQL or a full
+// disk all answer pings, and none of them can store a webhook.
+type readiness struct {
+	db      *store.DB
+	now     func() time.Time
+	log     *slog.Logger
+	timeout time.Duration
+	// probing is set while a probe runs. A probe that outlived its
+	// deadline (a driver that does not stop at once) makes later checks
+	// answer 503 at once instead of piling probes up on the database.
+	probing atomic.Bool
+}
+
+func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !rd.probing.CompareAndSwap(false, true) {
+		rd.notReady(w, "the previous readiness probe has not returned yet")
+		return
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer rd.probing.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), rd.timeout)
+		defer cancel()
+		done <- rd.db.ProbeWrite(ctx, rd.now())
+	}()
+	timer := time.NewTimer(rd.timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			rd.notReady(w, fmt.Sprintf("database did not take a write: %v", err))
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	case <-timer.C:
+		rd.notReady(w, fmt.Sprintf("database did not take a write within %v", rd.timeout))
+	case <-r.Context().Done():
+	}
+}
+
+// notReady answers 503. The reason goes to the log only: /readyz is
+// unauthenticated and a driver's error may name hosts and files.
+func (rd *readiness) notReady(w http.ResponseWriter, reason string) {
+	rd.log.Warn("not ready", "reason", reason)
+	http.Error(w, "not ready: the database does not take writes in time", http.StatusServiceUnavailable)
+}
