@@ -11,6 +11,7 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -49,15 +50,23 @@ type Config struct {
 	// FetchCooldown is the least time between two fetches. Default 5ms.
 	FetchCooldown time.Duration
 	// SweepInterval is how often events left waiting are re-enqueued.
-	// Default 1 minute.
+	// Default 15 seconds.
 	SweepInterval time.Duration
 	// SweepAge is how long after its last enqueue an event still received
-	// is re-enqueued by the sweep. Default 5 minutes.
+	// is looked at by the sweep. Default 1 minute.
 	SweepAge time.Duration
 	// SweepBatch bounds the events one sweep re-enqueues. Default 1000.
 	SweepBatch int
 	// JobTimeout bounds one processing attempt. Default 1 minute.
 	JobTimeout time.Duration
+	// RescueAfter is how long a job may be running before it is taken for
+	// the job of a dead process (killed, or cut off from the database
+	// before its completion was written): River's rescuer retries it and
+	// the sweep gives its event a new job at once. It must be more than
+	// JobTimeout, which every live attempt ends within. Default
+	// JobTimeout + 15 seconds. See the README's "Recovery" for the bound
+	// it sets.
+	RescueAfter time.Duration
 	// Logger receives the queue's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -71,6 +80,11 @@ type Config struct {
 	// (the event is failed by then), e.g. to raise an alert.
 	OnFailed func(ctx context.Context, ev *payhook.Event, cause error)
 }
+
+// rescueMargin is how much longer than JobTimeout a job may be running
+// before it is rescued by default: time for a handler to return once its
+// context is cancelled and for River to write the completion.
+const rescueMargin = 15 * time.Second
 
 func (c Config) withDefaults(engine store.Engine) Config {
 	if c.Handlers == nil {
@@ -92,16 +106,19 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		c.FetchCooldown = 5 * time.Millisecond
 	}
 	if c.SweepInterval <= 0 {
-		c.SweepInterval = time.Minute
+		c.SweepInterval = 15 * time.Second
 	}
 	if c.SweepAge <= 0 {
-		c.SweepAge = 5 * time.Minute
+		c.SweepAge = time.Minute
 	}
 	if c.SweepBatch <= 0 {
 		c.SweepBatch = 1000
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = time.Minute
+	}
+	if c.RescueAfter <= 0 {
+		c.RescueAfter = c.JobTimeout + rescueMargin
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -121,10 +138,14 @@ type Queue struct {
 
 // processArgs is the job of one event: payhook's row id of the event.
 // Replay sets Replay so that its job is not taken for a duplicate of the
-// previous one, which River may not have marked completed yet.
+// previous one, which River may not have marked completed yet. The sweep
+// sets Rescue to the id of a job left running by a dead process, which
+// still counts as live for uniqueness: one stand-in per stuck job, however
+// many instances sweep.
 type processArgs struct {
 	EventID int64 `json:"event_id" river:"unique"`
 	Replay  int64 `json:"replay,omitempty" river:"unique"`
+	Rescue  int64 `json:"rescue,omitempty" river:"unique"`
 }
 
 func (processArgs) Kind() string { return "payhook_process_event" }
@@ -182,9 +203,14 @@ func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 // New returns a Queue over db, whose schema (store and River) must be
 // migrated. Call Start to process events; a Queue that is never started
-// still ingests and replays (the CLI does that).
+// still ingests and replays (the CLI does that). It returns an error
+// wrapping payhook.ErrConfig if RescueAfter is not more than JobTimeout.
 func New(db *store.DB, cfg Config) (*Queue, error) {
 	cfg = cfg.withDefaults(db.Engine)
+	if cfg.RescueAfter <= cfg.JobTimeout {
+		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",
+			cfg.RescueAfter, cfg.JobTimeout, payhook.ErrConfig)
+	}
 	q := &Queue{db: db, cfg: cfg}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[processArgs]) error {
@@ -207,6 +233,9 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		// FetchPollInterval may not be below FetchCooldown.
 		FetchPollInterval: max(cfg.PollInterval, cfg.FetchCooldown),
 		JobTimeout:        cfg.JobTimeout,
+		// River's default is an hour, during which the event of a job
+		// left running by a dead process would wait.
+		RescueStuckJobsAfter: cfg.RescueAfter,
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(
 			river.PeriodicInterval(cfg.SweepInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return sweepArgs{}, nil },
@@ -438,7 +467,12 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 // Sweep enqueues a job for the events still received whose job was last
 // enqueued more than SweepAge ago, at most SweepBatch of them, oldest
 // first. An event whose job is still live is not given a second one (the
-// job's uniqueness). It returns how many jobs it inserted.
+// job's uniqueness), except when that job has been running for more than
+// RescueAfter: no live attempt runs that long, so its process is dead, and
+// the event gets a stand-in job at once instead of waiting for River's
+// rescuer and the job's backoff. An event whose job is running but not for
+// that long yet is looked at again the moment it will have. It returns how
+// many jobs it inserted.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
@@ -454,18 +488,41 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: processArgs{EventID: id}}
 	}
-	res, err := q.client.InsertManyTx(ctx, tx, params)
-	if err != nil {
-		return 0, fmt.Errorf("sweep: enqueue %d waiting events: %w", len(ids), err)
+	stuck := now.Add(-q.cfg.RescueAfter)
+	n := 0
+	// Each round inserts stand-ins for the stuck jobs the previous one
+	// met; a stand-in can itself be stuck after a second crash.
+	for round := 0; len(params) > 0 && round < 4; round++ {
+		res, err := q.client.InsertManyTx(ctx, tx, params)
+		if err != nil {
+			return 0, fmt.Errorf("sweep: enqueue %d waiting events: %w", len(params), err)
+		}
+		params = params[:0]
+		for _, r := range res {
+			if !r.UniqueSkippedAsDuplicate {
+				n++
+				continue
+			}
+			job := r.Job
+			if job.State != rivertype.JobStateRunning || job.AttemptedAt == nil {
+				continue // it is going to run
+			}
+			var args processArgs
+			if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
+				return 0, fmt.Errorf("sweep: job %d: %w", job.ID, err)
+			}
+			if job.AttemptedAt.Before(stuck) {
+				params = append(params, river.InsertManyParams{Args: processArgs{EventID: args.EventID, Rescue: job.ID}})
+				continue
+			}
+			due := job.AttemptedAt.Add(q.cfg.RescueAfter - q.cfg.SweepAge)
+			if err := q.db.PostponeSweepTx(ctx, tx, args.EventID, due); err != nil {
+				return 0, fmt.Errorf("sweep: %w", err)
+			}
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("sweep: commit: %w", err)
-	}
-	n := 0
-	for _, r := range res {
-		if !r.UniqueSkippedAsDuplicate {
-			n++
-		}
 	}
 	if n > 0 {
 		q.cfg.Logger.Warn("sweep re-enqueued waiting events", "count", n)

@@ -37,6 +37,13 @@ func setup(t testing.TB, dbURL string, cfg jobs.Config) (*store.DB, *jobs.Queue)
 	if _, err := db.SQL.Exec(`CREATE TABLE effects (event_id TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
+	return db, newQueue(t, db, cfg)
+}
+
+// newQueue returns a queue over db with the tests' fast settings, as one
+// more payhook instance on the same database.
+func newQueue(t testing.TB, db *store.DB, cfg jobs.Config) *jobs.Queue {
+	t.Helper()
 	cfg.PollInterval = 10 * time.Millisecond
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	if cfg.Backoff == nil {
@@ -46,7 +53,7 @@ func setup(t testing.TB, dbURL string, cfg jobs.Config) (*store.DB, *jobs.Queue)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db, q
+	return q
 }
 
 func start(t *testing.T, q *jobs.Queue) {
@@ -483,3 +490,159 @@ func TestUnstorableErrorIsRecorded(t *testing.T) {
 }
 
 var errSentinel = errors.New("sentinel")
+
+// kill leaves the database as a payhook process killed while its jobs ran
+// leaves it: every processing job running, attempted by a client that is
+// gone, which also held River's leadership for a few seconds more. The
+// events' claims rolled back with the dead connections.
+func kill(t *testing.T, db *store.DB) {
+	t.Helper()
+	stmts := []string{
+		`UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
+			attempted_by = ARRAY['dead-client'] WHERE kind = 'payhook_process_event'`,
+		`INSERT INTO river_leader (elected_at, expires_at, leader_id, name)
+			VALUES (now(), now() + interval '2 seconds', 'dead-client', 'default')`,
+	}
+	if db.Engine == store.SQLite {
+		stmts = []string{
+			`UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = datetime('now', 'subsec'),
+				attempted_by = jsonb('["dead-client"]') WHERE kind = 'payhook_process_event'`,
+			`INSERT INTO river_leader (elected_at, expires_at, leader_id, name)
+				VALUES (datetime('now', 'subsec'), datetime('now', '+2 seconds', 'subsec'), 'dead-client', 'default')`,
+		}
+	}
+	for _, stmt := range stmts {
+		if _, err := db.SQL.Exec(stmt); err != nil {
+			t.Fatalf("simulate a killed process: %v", err)
+		}
+	}
+}
+
+// recovery is a queue configuration with small timeouts, so that a job
+// left running by a dead process is taken for stuck within seconds.
+func recovery(mux *payhook.Mux) jobs.Config {
+	return jobs.Config{Handlers: mux, JobTimeout: time.Second, RescueAfter: 2 * time.Second,
+		SweepInterval: 200 * time.Millisecond, SweepAge: 500 * time.Millisecond}
+}
+
+// A job left running by a killed process (or one whose completion could
+// not be written) must not hold its event for River's hour: after Start,
+// the event is processed once the job has run longer than any job can.
+// On PostgreSQL two live instances share the database.
+func TestJobOfADeadProcessIsRecovered(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		cfg := recovery(mux)
+		db, q := setup(t, dbURL, cfg)
+		evs := []*payhook.Event{event("evt_crash_1"), event("evt_crash_2")}
+		for _, ev := range evs {
+			ingest(t, q, ev)
+		}
+		kill(t, db)
+		start(t, q)
+		if db.Engine == store.Postgres {
+			db2, err := store.Open(context.Background(), dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db2.Close() })
+			start(t, newQueue(t, db2, cfg))
+		}
+		for _, ev := range evs {
+			if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+				t.Fatalf("%s = %s with %d effects (%q), want processed once", ev.EventID, got.Status, effects(t, db, ev.EventID), got.LastError)
+			}
+		}
+	})
+}
+
+// A job whose context is cancelled mid-attempt (a shutdown that did not
+// wait) leaves its event waiting, and the next instance processes it.
+func TestCancelledJobIsProcessedLater(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		started := make(chan struct{})
+		var once sync.Once
+		blocking := &payhook.Mux{}
+		blocking.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			once.Do(func() { close(started) })
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		db, q := setup(t, dbURL, recovery(blocking))
+		ev := event("evt_cancelled")
+		ingest(t, q, ev)
+		if err := q.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := q.Stop(ctx); err == nil {
+			t.Fatal("Stop with a cancelled context returned nil, want the cancelled jobs reported")
+		}
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		start(t, newQueue(t, db, recovery(mux)))
+		if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+			t.Fatalf("%s = %s with %d effects (%q), want processed once", ev.EventID, got.Status, effects(t, db, ev.EventID), got.LastError)
+		}
+	})
+}
+
+// The sweep sees through a job that has been running longer than any live
+// attempt can: its event gets one stand-in job at once, however many
+// instances sweep, and a job running for less is looked at again the
+// moment it will have run that long.
+func TestSweepStandsInForAStuckJob(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var offset atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		cfg := jobs.Config{Handlers: mux, JobTimeout: time.Second, RescueAfter: 10 * time.Second,
+			SweepAge: 5 * time.Second, Now: clock}
+		db, q := setup(t, dbURL, cfg)
+		other := newQueue(t, db, cfg) // a second instance, sweeping too
+		ctx := context.Background()
+		ev := event("evt_stuck")
+		ingest(t, q, ev)
+		kill(t, db)
+		for _, step := range []struct {
+			at   time.Duration
+			q    *jobs.Queue
+			want int
+		}{
+			{6 * time.Second, q, 0},                       // running for 6s: alive as far as anyone knows
+			{8 * time.Second, other, 0},                   // not looked at again before 10s
+			{10*time.Second + 500*time.Millisecond, q, 1}, // stuck: one stand-in, before SweepAge has passed again
+			{16 * time.Second, other, 0},                  // the same stand-in, not a second one
+		} {
+			offset.Store(int64(step.at))
+			if n, err := step.q.Sweep(ctx); err != nil || n != step.want {
+				t.Fatalf("sweep %s after the crash = %d, %v; want %d", step.at, n, err, step.want)
+			}
+		}
+		if n := jobCount(t, db); n != 2 {
+			t.Fatalf("%d processing jobs, want 2 (the stuck one and its stand-in)", n)
+		}
+		start(t, q)
+		if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+			t.Fatalf("%s = %s with %d effects, want processed once", ev.EventID, got.Status, effects(t, db, ev.EventID))
+		}
+	})
+}
+
+func TestRescueAfterMustExceedJobTimeout(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db, _ := setup(t, dbURL, jobs.Config{})
+		for _, cfg := range []jobs.Config{
+			{JobTimeout: time.Minute, RescueAfter: time.Minute},
+			{JobTimeout: time.Minute, RescueAfter: time.Second},
+		} {
+			if _, err := jobs.New(db, cfg); !errors.Is(err, payhook.ErrConfig) {
+				t.Errorf("New(job timeout %s, rescue after %s) = %v, want ErrConfig", cfg.JobTimeout, cfg.RescueAfter, err)
+			}
+		}
+	})
+}

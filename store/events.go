@@ -232,6 +232,17 @@ func (db *DB) RequeueStaleTx(ctx context.Context, tx *sql.Tx, before, now time.T
 	return ids, nil
 }
 
+// PostponeSweepTx sets when the event with row id id was last enqueued to
+// at, for the sweep to look at it again SweepAge after at, if the event is
+// still received.
+func (db *DB) PostponeSweepTx(ctx context.Context, tx *sql.Tx, id int64, at time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE payhook_events SET enqueued_at = $2
+		WHERE id = $1 AND status = 'received'`, id, db.TimeValue(at)); err != nil {
+		return fmt.Errorf("postpone the sweep of event %d: %w", id, err)
+	}
+	return nil
+}
+
 // CountByStatus returns how many events each status holds.
 func (db *DB) CountByStatus(ctx context.Context) (map[payhook.Status]int, error) {
 	rows, err := db.SQL.QueryContext(ctx, `SELECT status, COUNT(*) FROM payhook_events GROUP BY status`)
