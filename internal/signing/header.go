@@ -124,9 +124,10 @@ func NewHeaderVerifier(name string, scheme KeyValueHeader, envelope func([]byte)
 	return &HeaderVerifier{name: name, scheme: scheme, envelope: envelope, secrets: parsed, tolerance: tol}, nil
 }
 
-// Verify checks the signature, then reads the envelope of the signed body
-// and sets the matching secret's fingerprint on it. Errors wrap
-// payhook.ErrSignature or payhook.ErrMalformed, prefixed with the name.
+// Verify checks the signature, then reads the envelope of the signed body,
+// sets the matching secret's fingerprint on it and checks it with
+// CheckEnvelope. Errors wrap payhook.ErrSignature or payhook.ErrMalformed,
+// prefixed with the name.
 func (v *HeaderVerifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	secret, err := v.scheme.Verify(d, v.secrets, v.tolerance)
 	if err != nil {
@@ -137,5 +138,8 @@ func (v *HeaderVerifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 		return payhook.Envelope{}, fmt.Errorf("%s: %w", v.name, err)
 	}
 	env.SecretID = secret.ID
+	if err := CheckEnvelope(env); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("%s: %w", v.name, err)
+	}
 	return env, nil
 }

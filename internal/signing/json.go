@@ -2,50 +2,145 @@ package signing
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/payhook/payhook"
 )
 
-// Object is the top level of a verified JSON body, its fields left raw.
-type Object map[string]json.RawMessage
+// Object is a JSON object of a verified body, its members left raw. Get
+// one with ParseObject, a nested one with Object.Object.
+//
+// Its readers refuse a field that also appears under a name differing
+// only in case ("id" beside "ID"): encoding/json matches names
+// case-insensitively, so an application decoding the stored payload
+// into a struct could read the other one.
+type Object struct {
+	path    string // of this object, "" or "data.object.", for errors
+	names   []string
+	members map[string]jsontext.Value
+}
 
-// ParseObject parses body, which must be a JSON object. It returns an
-// error wrapping payhook.ErrMalformed otherwise. Call it only after the
-// signature over body matched.
+// ParseObject parses body, which must be one strict JSON object: it
+// returns an error wrapping payhook.ErrMalformed when body is not JSON,
+// not an object, has data after the object, or anywhere in it holds a
+// duplicate member name, invalid UTF-8 or a lone surrogate escape
+// ("\ud800"), any of which could make two readers of the same signed
+// bytes see different events. Call it only after the signature over body
+// matched.
 func ParseObject(body []byte) (Object, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return nil, fmt.Errorf("body is not a JSON object: %w", payhook.ErrMalformed)
+	// jsontext by default enforces RFC 8259's "names SHOULD be unique"
+	// and RFC 7493 (I-JSON: UTF-8 only, no unpaired surrogates) on the
+	// whole value, nested objects and arrays included.
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	v, err := dec.ReadValue()
+	if err != nil {
+		return Object{}, fmt.Errorf("body is not strict JSON: %s: %w", short(err), payhook.ErrMalformed)
 	}
-	var o Object
-	if err := json.Unmarshal(trimmed, &o); err != nil {
-		return nil, fmt.Errorf("body is not a JSON object: %v: %w", err, payhook.ErrMalformed)
+	if v.Kind() != '{' {
+		return Object{}, fmt.Errorf("body is not a JSON object: %w", payhook.ErrMalformed)
+	}
+	o, err := members(v, "") // before the next read, which reuses v's bytes
+	if err != nil {
+		return Object{}, err
+	}
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return Object{}, fmt.Errorf("body has data after its JSON object: %w", payhook.ErrMalformed)
 	}
 	return o, nil
 }
 
-// has reports whether field is present and not null.
-func (o Object) has(field string) bool {
-	raw, ok := o[field]
-	return ok && !bytes.Equal(raw, []byte("null"))
+// members splits v, a valid JSON object, into its members.
+func members(v jsontext.Value, path string) (Object, error) {
+	o := Object{path: path, members: make(map[string]jsontext.Value)}
+	dec := jsontext.NewDecoder(bytes.NewReader(v))
+	if _, err := dec.ReadToken(); err != nil { // '{'
+		return Object{}, fmt.Errorf("%sobject: %s: %w", path, short(err), payhook.ErrMalformed)
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return Object{}, fmt.Errorf("%sobject: %s: %w", path, short(err), payhook.ErrMalformed)
+		}
+		n := name.String() // before the next read voids the token
+		val, err := dec.ReadValue()
+		if err != nil {
+			return Object{}, fmt.Errorf("%sobject: %s: %w", path, short(err), payhook.ErrMalformed)
+		}
+		o.names = append(o.names, n)
+		o.members[n] = val.Clone() // val is only valid until the next read
+	}
+	return o, nil
+}
+
+// short returns err's text bounded, since it may quote untrusted input.
+func short(err error) string {
+	const limit = 160
+	s := err.Error()
+	if len(s) > limit {
+		s = strings.ToValidUTF8(s[:limit], "") + "..."
+	}
+	return s
+}
+
+// Has reports whether field is present and not null. It returns an error
+// wrapping payhook.ErrMalformed when a name differing only in case is
+// present too.
+func (o Object) Has(field string) (bool, error) {
+	v, err := o.value(field)
+	return v != nil, err
+}
+
+// value returns the raw value of field, or nil when it is absent or null.
+func (o Object) value(field string) (jsontext.Value, error) {
+	for _, n := range o.names {
+		if n != field && strings.EqualFold(n, field) {
+			return nil, fmt.Errorf("field %q appears also as %q: %w", o.path+field, Abbrev(n), payhook.ErrMalformed)
+		}
+	}
+	v, ok := o.members[field]
+	if !ok || v.Kind() == 'n' {
+		return nil, nil
+	}
+	return v, nil
+}
+
+// Object returns the nested object field; an empty Object when it is
+// absent or null. It returns an error wrapping payhook.ErrMalformed when
+// the field holds something else than an object.
+func (o Object) Object(field string) (Object, error) {
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return Object{path: o.path + field + "."}, err
+	}
+	if v.Kind() != '{' {
+		return Object{}, fmt.Errorf("field %q is not an object: %w", o.path+field, payhook.ErrMalformed)
+	}
+	return members(v, o.path+field+".")
 }
 
 // String returns the string field, or "" when it is absent or null. It
 // returns an error wrapping payhook.ErrMalformed when the field holds
 // something else than a string.
 func (o Object) String(field string) (string, error) {
-	if !o.has(field) {
-		return "", nil
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return "", err
 	}
-	var s string
-	if err := json.Unmarshal(o[field], &s); err != nil {
-		return "", fmt.Errorf("field %q is not a string: %w", field, payhook.ErrMalformed)
+	if v.Kind() != '"' {
+		return "", fmt.Errorf("field %q is not a string: %w", o.path+field, payhook.ErrMalformed)
 	}
-	return s, nil
+	b, err := jsontext.AppendUnquote(nil, v)
+	if err != nil { // not after ParseObject, which validated every string
+		return "", fmt.Errorf("field %q: %s: %w", o.path+field, short(err), payhook.ErrMalformed)
+	}
+	return string(b), nil
 }
 
 // RequiredString returns the string field. It returns an error wrapping
@@ -56,7 +151,7 @@ func (o Object) RequiredString(field string) (string, error) {
 		return "", err
 	}
 	if s == "" {
-		return "", fmt.Errorf("field %q is missing: %w", field, payhook.ErrMalformed)
+		return "", fmt.Errorf("field %q is missing: %w", o.path+field, payhook.ErrMalformed)
 	}
 	return s, nil
 }
@@ -65,52 +160,64 @@ func (o Object) RequiredString(field string) (string, error) {
 // (some providers number their events). It returns an error wrapping
 // payhook.ErrMalformed when the field is absent, empty or of another kind.
 func (o Object) ID(field string) (string, error) {
-	if !o.has(field) {
-		return "", fmt.Errorf("field %q is missing: %w", field, payhook.ErrMalformed)
+	v, err := o.value(field)
+	switch {
+	case err != nil:
+		return "", err
+	case v == nil:
+		return "", fmt.Errorf("field %q is missing: %w", o.path+field, payhook.ErrMalformed)
+	case v.Kind() == '"':
+		return o.RequiredString(field)
+	case v.Kind() != '0':
+		return "", fmt.Errorf("field %q is neither a string nor a number: %w", o.path+field, payhook.ErrMalformed)
 	}
-	raw := o[field]
-	if raw[0] != '"' {
-		var n json.Number
-		if err := json.Unmarshal(raw, &n); err != nil {
-			return "", fmt.Errorf("field %q is neither a string nor a number: %w", field, payhook.ErrMalformed)
-		}
-		if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
-			return "", fmt.Errorf("field %q is not an integer: %w", field, payhook.ErrMalformed)
-		}
-		return n.String(), nil
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("field %q is not an integer: %w", o.path+field, payhook.ErrMalformed)
 	}
-	return o.RequiredString(field)
+	return strconv.FormatInt(n, 10), nil
 }
 
 // Bool returns the boolean field and whether it was present. It returns an
 // error wrapping payhook.ErrMalformed when the field is not a boolean.
 func (o Object) Bool(field string) (v, ok bool, err error) {
-	if !o.has(field) {
-		return false, false, nil
+	raw, err := o.value(field)
+	if err != nil || raw == nil {
+		return false, false, err
 	}
-	if err := json.Unmarshal(o[field], &v); err != nil {
-		return false, false, fmt.Errorf("field %q is not a boolean: %w", field, payhook.ErrMalformed)
+	switch raw.Kind() {
+	case 't':
+		return true, true, nil
+	case 'f':
+		return false, true, nil
 	}
-	return v, true, nil
+	return false, false, fmt.Errorf("field %q is not a boolean: %w", o.path+field, payhook.ErrMalformed)
 }
 
 // UnixTime returns the time of a field of whole seconds since the Unix
 // epoch, or the zero time when the field is absent. It returns an error
-// wrapping payhook.ErrMalformed when the field is not an integer.
+// wrapping payhook.ErrMalformed when the field is not an integer or falls
+// outside payhook.MinTime..MaxTime (milliseconds do).
 func (o Object) UnixTime(field string) (time.Time, error) {
-	if !o.has(field) {
-		return time.Time{}, nil
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return time.Time{}, err
 	}
-	var n int64
-	if err := json.Unmarshal(o[field], &n); err != nil {
-		return time.Time{}, fmt.Errorf("field %q is not unix seconds: %w", field, payhook.ErrMalformed)
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if v.Kind() != '0' || err != nil {
+		return time.Time{}, fmt.Errorf("field %q is not unix seconds: %w", o.path+field, payhook.ErrMalformed)
 	}
-	return time.Unix(n, 0).UTC(), nil
+	t, err := payhook.UnixSeconds("field "+strconv.Quote(o.path+field), n)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t, nil
 }
 
 // RFC3339Time returns the time of an RFC 3339 string field, or the zero
 // time when the field is absent. It returns an error wrapping
-// payhook.ErrMalformed when the field is not such a string.
+// payhook.ErrMalformed when the field is not such a string or its time
+// falls outside payhook.MinTime..MaxTime.
 func (o Object) RFC3339Time(field string) (time.Time, error) {
 	s, err := o.String(field)
 	if err != nil || s == "" {
@@ -118,17 +225,51 @@ func (o Object) RFC3339Time(field string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("field %q is not an RFC 3339 time: %w", field, payhook.ErrMalformed)
+		return time.Time{}, fmt.Errorf("field %q is not an RFC 3339 time: %w", o.path+field, payhook.ErrMalformed)
 	}
-	return t.UTC(), nil
+	t = t.UTC()
+	// CheckTime lets the zero time pass as "unknown"; written out, it is
+	// as far outside the window as any other.
+	if t.IsZero() {
+		return time.Time{}, fmt.Errorf("field %q is the zero time: %w", o.path+field, payhook.ErrMalformed)
+	}
+	if err := payhook.CheckTime("field "+strconv.Quote(o.path+field), t); err != nil {
+		return time.Time{}, err
+	}
+	return t, nil
 }
 
 // Time returns the time of a field holding either unix seconds or an
 // RFC 3339 string, or the zero time when the field is absent. It returns
-// an error wrapping payhook.ErrMalformed for anything else.
+// an error wrapping payhook.ErrMalformed for anything else, and for a time
+// outside payhook.MinTime..MaxTime.
 func (o Object) Time(field string) (time.Time, error) {
-	if o.has(field) && o[field][0] == '"' {
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return time.Time{}, err
+	}
+	if v.Kind() == '"' {
 		return o.RFC3339Time(field)
 	}
 	return o.UnixTime(field)
+}
+
+// CheckEnvelope returns an error wrapping payhook.ErrMalformed when env,
+// as a provider read it, could not be stored and deduplicated as it is:
+// no event id, an event id, type or environment that payhook.CheckRef
+// refuses (control and format characters, U+FFFD, over MaxRefBytes), or
+// an occurred-at time outside payhook.MinTime..MaxTime. Every provider
+// calls it last, so an accepted envelope always passes it.
+func CheckEnvelope(env payhook.Envelope) error {
+	if env.EventID == "" {
+		return fmt.Errorf("no event id: %w", payhook.ErrMalformed)
+	}
+	for _, f := range []struct{ what, value string }{
+		{"event id", env.EventID}, {"event type", env.Type}, {"environment", env.Environment},
+	} {
+		if err := payhook.CheckRef(f.what, f.value); err != nil {
+			return err
+		}
+	}
+	return payhook.CheckTime("occurred_at", env.OccurredAt)
 }

@@ -316,3 +316,141 @@ func TestKeyValueHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestParseObjectStrict: signed bytes that two JSON readers could read
+// as different events are refused, anywhere in the body.
+func TestParseObjectStrict(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		body string
+		want string // the error's text, or "" for any ErrMalformed
+	}{
+		{`{"id":"evt_a","id":"evt_b"}`, `body is not strict JSON: jsontext: duplicate object member name "id": malformed event`},
+		{`{"data":{"object":{"amount":1,"amount":2}}}`, ""},
+		{`{"data":[{"x":1},{"x":1,"x":1}]}`, ""},
+		{"{\"id\":\"evt_\xff\"}", ""},
+		{"{\"id\":\"evt_\xed\xa0\x80\"}", ""}, // a surrogate encoded in UTF-8
+		{`{"id":"evt_\ud800"}`, `body is not strict JSON: jsontext: invalid surrogate pair ` + "`" + `\ud800"}` + "`" + ` in string within "/id" after offset 11: malformed event`},
+		{`{"note":"\udc00\ud800"}`, ""},
+		{`{"note":"\ud83dx"}`, ""},
+		{"{\"\xff\":1}", ""},
+		{`{"a":1} {"a":2}`, "body has data after its JSON object: malformed event"},
+		{`{"a":1} 2`, "body has data after its JSON object: malformed event"},
+		{`{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}`, ""},
+		{`{"` + strings.Repeat("k", 1000) + `":1,"` + strings.Repeat("k", 1000) + `":2}`, ""},
+	}
+	for _, tc := range tests {
+		_, err := signing.ParseObject([]byte(tc.body))
+		if !errors.Is(err, payhook.ErrMalformed) || (tc.want != "" && err.Error() != tc.want) {
+			t.Errorf("ParseObject(%.60q) = %v; want ErrMalformed %q", tc.body, err, tc.want)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("ParseObject(%.60q) error is %d bytes long", tc.body, len(err.Error()))
+		}
+	}
+	// Valid surrogate pairs and escapes are fine.
+	o, err := signing.ParseObject([]byte(`{"id":"evt_\ud83d\ude00\u00e9","ok":"\n"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := o.String("id"); got != "evt_😀é" {
+		t.Errorf(`String("id") = %q; want "evt_😀é"`, got)
+	}
+}
+
+// TestCaseVariants: a field payhook reads is refused beside a name that
+// differs only in case, which encoding/json would match instead.
+func TestCaseVariants(t *testing.T) {
+	t.Parallel()
+	o, err := signing.ParseObject([]byte(`{"id":"evt_a","ID":"evt_b","Type":"x","livemode":true,"LIVEMODE":false,` +
+		`"created":1700000000,"cReAtEd":1,"data":{"object":{"amount":1,"Amount":2,"Id":"x"}},"kelvin":1,"\u212aelvin":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.RequiredString("id"); err == nil || err.Error() != `field "id" appears also as "ID": malformed event` {
+		t.Errorf(`RequiredString("id") = %v`, err)
+	}
+	if _, err := o.ID("ID"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`ID("ID") = %v; want ErrMalformed`, err)
+	}
+	// Absent under its own name, present under another case: refused.
+	if _, err := o.String("type"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`String("type") = %v; want ErrMalformed`, err)
+	}
+	if _, _, err := o.Bool("livemode"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`Bool("livemode") = %v; want ErrMalformed`, err)
+	}
+	if _, err := o.UnixTime("created"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`UnixTime("created") = %v; want ErrMalformed`, err)
+	}
+	if _, err := o.Has("kelvin"); !errors.Is(err, payhook.ErrMalformed) { // U+212A KELVIN SIGN folds to k
+		t.Errorf(`Has("kelvin") = %v; want ErrMalformed`, err)
+	}
+	data, err := o.Object("data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := data.Object("object")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obj.ID("amount"); err == nil || err.Error() != `field "data.object.amount" appears also as "Amount": malformed event` {
+		t.Errorf(`ID("data.object.amount") = %v`, err)
+	}
+	// Other fields of the object are read as usual.
+	if _, err := obj.String("id"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`String("data.object.id") = %v; want ErrMalformed`, err)
+	}
+	if _, err := o.Object("kelvin"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`Object("kelvin") = %v; want ErrMalformed`, err)
+	}
+	if _, err := obj.Object("missing"); err != nil {
+		t.Errorf(`Object("missing") = %v; want an empty object`, err)
+	}
+}
+
+func TestObjectTimes(t *testing.T) {
+	t.Parallel()
+	o, err := signing.ParseObject([]byte(`{"min":946684800,"max":7258118400,"ms":1700000000000,"big":10000000000000,` +
+		`"neg":-1,"huge":99999999999999999999,"float":1.7e9,"zero":"0001-01-01T00:00:00Z","rmin":"2000-01-01T00:00:00Z",` +
+		`"rmax":"2200-01-01T00:00:00Z","late":"2200-01-01T00:00:00.000000001Z","early":"1999-12-31T23:59:59+00:00",` +
+		`"far":"9999-12-31T23:59:59Z","offset":"2200-01-01T00:30:00+01:00"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"min", "max", "rmin", "rmax", "offset"} {
+		if _, err := o.Time(f); err != nil {
+			t.Errorf("Time(%q) = %v; want nil", f, err)
+		}
+	}
+	for _, f := range []string{"ms", "big", "neg", "huge", "float", "zero", "late", "early", "far"} {
+		if tm, err := o.Time(f); !errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("Time(%q) = %v, %v; want ErrMalformed", f, tm, err)
+		}
+	}
+	if _, err := o.UnixTime("big"); err == nil || err.Error() != `field "big" 10000000000000 is not unix seconds within 2000–2200: malformed event` {
+		t.Errorf(`UnixTime("big") = %v`, err)
+	}
+}
+
+func TestCheckEnvelope(t *testing.T) {
+	t.Parallel()
+	ok := payhook.Envelope{EventID: "evt_1", Type: "a.b", Environment: "live", OccurredAt: time.Unix(1700000000, 0)}
+	if err := signing.CheckEnvelope(ok); err != nil {
+		t.Errorf("CheckEnvelope(%+v) = %v", ok, err)
+	}
+	if err := signing.CheckEnvelope(payhook.Envelope{EventID: "1"}); err != nil {
+		t.Errorf("CheckEnvelope(id only) = %v", err)
+	}
+	for _, env := range []payhook.Envelope{
+		{},
+		{EventID: "evt\u2028"}, {EventID: "evt\u202e"}, {EventID: "evt\x00"}, {EventID: "evt\ufffd"}, {EventID: "\xff"},
+		{EventID: strings.Repeat("e", payhook.MaxRefBytes+1)},
+		{EventID: "e", Type: "t\u200b"}, {EventID: "e", Environment: "live\n"},
+		{EventID: "e", OccurredAt: payhook.MaxTime.Add(time.Second)}, {EventID: "e", OccurredAt: time.Unix(-1, 0)},
+	} {
+		if err := signing.CheckEnvelope(env); !errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("CheckEnvelope(%+q) = %v; want ErrMalformed", env, err)
+		}
+	}
+}

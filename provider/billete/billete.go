@@ -42,9 +42,11 @@ func New(cfg Config) (*Verifier, error) {
 // id, type, created_at and environment. It returns an error wrapping
 // payhook.ErrSignature when a header is missing or malformed, no signature
 // matches or the timestamp is out of tolerance, and payhook.ErrMalformed
-// when the signed body is not a JSON object, lacks id or type, lacks
-// environment or has one other than "test" or "live", or has an id other
-// than the webhook-id header.
+// when the webhook-id cannot be an event id (standard.CheckID), the signed
+// body is not one strict JSON object (signing.ParseObject), lacks id or
+// type, lacks environment or has one other than "test" or "live", has an
+// id other than the webhook-id header, or has a type or time that payhook
+// cannot store (signing.CheckEnvelope).
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	signed, err := v.std.VerifySignature(d)
 	if err != nil {
@@ -59,6 +61,9 @@ func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 			env.EventID, standard.IDHeader, signing.Abbrev(signed.ID), payhook.ErrMalformed)
 	}
 	env.SecretID = signed.SecretID
+	if err := signing.CheckEnvelope(env); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("billete: %w", err)
+	}
 	return env, nil
 }
 

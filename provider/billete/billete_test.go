@@ -50,6 +50,8 @@ func TestSuite(t *testing.T) {
 		},
 		Incomplete: []byte(`{"type":"subscription.renewed","environment":"live","data":{}}`),
 		Header:     "webhook-signature",
+		IDField:    "id", TypeField: "type", TimeField: "created_at", ReadFields: []string{"environment"},
+		SignID: signID,
 	})
 }
 

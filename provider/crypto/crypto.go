@@ -47,7 +47,9 @@ func New(cfg Config) (*Verifier, error) {
 // redeliveries), OccurredAt the unix "timestamp". It returns an error
 // wrapping payhook.ErrSignature when the header is missing or malformed or
 // no secret matches, and payhook.ErrMalformed when the signed body is not
-// a JSON object or lacks invoiceId or type.
+// one strict JSON object (signing.ParseObject), lacks invoiceId or type,
+// has a ":" in invoiceId, or has an id, type or time that payhook cannot
+// store (signing.CheckEnvelope).
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	header := strings.TrimSpace(d.Header.Get(Header))
 	if header == "" {
@@ -71,6 +73,9 @@ func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 		return payhook.Envelope{}, fmt.Errorf("crypto: %w", err)
 	}
 	env.SecretID = secret.ID
+	if err := signing.CheckEnvelope(env); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("crypto: %w", err)
+	}
 	return env, nil
 }
 
@@ -83,6 +88,11 @@ func envelope(body []byte) (payhook.Envelope, error) {
 	invoice, err := o.RequiredString("invoiceId")
 	if err != nil {
 		return payhook.Envelope{}, err
+	}
+	// The id joins invoice and type with ":", so a ":" in the invoice
+	// would let two different pairs share one dedup key.
+	if strings.Contains(invoice, ":") {
+		return payhook.Envelope{}, fmt.Errorf("field \"invoiceId\" %q holds a \":\": %w", signing.Abbrev(invoice), payhook.ErrMalformed)
 	}
 	var env payhook.Envelope
 	if env.Type, err = o.RequiredString("type"); err != nil {

@@ -3,6 +3,7 @@ package crypto_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ func TestSuite(t *testing.T) {
 		Incomplete:  []byte(`{"deliveryId":"D1","type":"InvoiceSettled","timestamp":1768470000}`),
 		Header:      crypto.Header,
 		NoTimestamp: true,
+		IDField:     "invoiceId", TypeField: "type", TimeField: "timestamp",
 	})
 }
 
@@ -105,5 +107,29 @@ func TestRedelivery(t *testing.T) {
 	}
 	if len(ids) != 1 || !ids["I9:InvoiceSettled"] {
 		t.Errorf("event ids = %v; want only I9:InvoiceSettled", ids)
+	}
+}
+
+// TestInvoiceWithColon: the event id joins invoiceId and type with ":",
+// so an invoiceId holding one could share a dedup key with another pair.
+func TestInvoiceWithColon(t *testing.T) {
+	t.Parallel()
+	v, err := crypto.New(crypto.Config{Secrets: []string{"s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1700000000, 0)
+	for _, body := range []string{
+		`{"type":"Settled","timestamp":1700000000,"invoiceId":"I9:Invoice"}`,
+		`{"type":"Invoice:Settled","timestamp":1700000000,"invoiceId":"I9"}`, // the same id, but a type may hold ":"
+	} {
+		env, err := v.Verify(payhook.Delivery{Header: sign(t, []byte(body), "s", at), Body: []byte(body), ReceivedAt: at})
+		if strings.Contains(body, `"I9:`) {
+			if !errors.Is(err, payhook.ErrMalformed) {
+				t.Errorf("Verify(%s) = %+v, %v; want ErrMalformed", body, env, err)
+			}
+		} else if err != nil || env.EventID != "I9:Invoice:Settled" {
+			t.Errorf("Verify(%s) = %+v, %v; want I9:Invoice:Settled", body, env, err)
+		}
 	}
 }

@@ -48,7 +48,9 @@ func New(cfg Config) (*Verifier, error) {
 // fields. It returns an error wrapping payhook.ErrSignature when a needed
 // header is missing, the signature is malformed or matches no secret, or
 // the timestamp is out of tolerance, and payhook.ErrMalformed when the
-// signed body is not a JSON object or has no event id.
+// signed body is not one strict JSON object (signing.ParseObject), has no
+// event id, or has an id, type or time that payhook cannot store
+// (signing.CheckEnvelope).
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	secretID, err := v.verifySignature(d)
 	if err != nil {
@@ -59,6 +61,9 @@ func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 		return payhook.Envelope{}, fmt.Errorf("hmac: %w", err)
 	}
 	env.SecretID = secretID
+	if err := signing.CheckEnvelope(env); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("hmac: %w", err)
+	}
 	return env, nil
 }
 

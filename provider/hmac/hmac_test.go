@@ -37,6 +37,7 @@ func TestSuiteBodyOnly(t *testing.T) {
 		Incomplete:  []byte(`{"type":"order.paid"}`),
 		Header:      "X-Hub-Signature-256",
 		NoTimestamp: true,
+		IDField:     "id", TypeField: "type", TimeField: "created",
 	})
 }
 
@@ -56,13 +57,12 @@ func TestSuiteTemplate(t *testing.T) {
 			return hmac.New(c)
 		},
 		Sign: func(t *testing.T, body []byte, secret string, at time.Time) http.Header {
-			ts := fmt.Sprint(at.Unix())
-			h := http.Header{}
-			h.Set("X-Timestamp", ts)
-			h.Set("X-Event-Id", "ev_suite")
-			h.Set("X-Signature", providertest.HMACBase64([]byte(secret), ts+".ev_suite."+string(body)))
-			return h
+			return signTemplate("ev_suite", body, secret, at)
 		},
+		SignID: func(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header {
+			return signTemplate(id, body, secret, at)
+		},
+		TypeField: "kind", TimeField: "at",
 		Secrets: secrets,
 		Event:   []byte(`{"kind":"payment.succeeded","at":"2026-01-15T09:59:59Z"}`),
 		Want:    payhook.Envelope{EventID: "ev_suite", Type: "payment.succeeded", OccurredAt: time.Date(2026, 1, 15, 9, 59, 59, 0, time.UTC)},
@@ -71,6 +71,16 @@ func TestSuiteTemplate(t *testing.T) {
 		Incomplete: []byte(`{"kind":42}`),
 		Header:     "X-Signature",
 	})
+}
+
+// signTemplate signs as TestSuiteTemplate's configuration says.
+func signTemplate(id string, body []byte, secret string, at time.Time) http.Header {
+	ts := fmt.Sprint(at.Unix())
+	h := http.Header{}
+	h.Set("X-Timestamp", ts)
+	h.Set("X-Event-Id", id)
+	h.Set("X-Signature", providertest.HMACBase64([]byte(secret), ts+"."+id+"."+string(body)))
+	return h
 }
 
 // Known-answer vectors computed with Python, independently of this package:

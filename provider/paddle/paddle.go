@@ -48,8 +48,9 @@ func New(cfg Config) (*Verifier, error) {
 // do not say their environment, so Environment is "". It returns an error
 // wrapping payhook.ErrSignature when the header is missing or malformed,
 // no h1 matches or the timestamp is out of tolerance, and
-// payhook.ErrMalformed when the signed body is not a JSON object or lacks
-// event_id or event_type.
+// payhook.ErrMalformed when the signed body is not one strict JSON object
+// (signing.ParseObject), lacks event_id or event_type, or has an id, type
+// or time that payhook cannot store (signing.CheckEnvelope).
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	return v.v.Verify(d)
 }

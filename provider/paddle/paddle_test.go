@@ -31,6 +31,7 @@ func TestSuite(t *testing.T) {
 		Want:       payhook.Envelope{EventID: "evt_01", Type: "subscription.updated", OccurredAt: time.Date(2026, 1, 15, 9, 59, 0, 0, time.UTC)},
 		Incomplete: []byte(`{"event_type":"subscription.updated","data":{}}`),
 		Header:     paddle.Header,
+		IDField:    "event_id", TypeField: "event_type", TimeField: "occurred_at",
 	})
 }
 

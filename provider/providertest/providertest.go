@@ -38,6 +38,21 @@ type Suite struct {
 	// NoTimestamp says the provider signs no timestamp, so the tolerance
 	// cases are skipped.
 	NoTimestamp bool
+
+	// IDField, TypeField and TimeField name the top-level fields of Event
+	// that hold the event id, its type and its time; each may be empty
+	// when the provider reads no such field (the id of a Standard
+	// Webhooks event is a header, see SignID). The hostile cases derive
+	// bodies from Event by changing them: duplicated, in another case,
+	// with control characters, out of range.
+	IDField, TypeField, TimeField string
+	// ReadFields are the other top-level fields the envelope reads (such
+	// as livemode); a duplicate or a case variant of them is refused too.
+	ReadFields []string
+	// SignID, if set, signs like Sign but with event id id in a signed
+	// header, for providers that read the id from one. With IDField set
+	// too, the suite puts the same id in both.
+	SignID func(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header
 }
 
 // Run runs the suite against s.
@@ -179,6 +194,8 @@ func Run(t *testing.T, s Suite) {
 			}
 		})
 	}
+
+	s.hostile(t, both, cur)
 
 	t.Run("config", func(t *testing.T) {
 		t.Parallel()

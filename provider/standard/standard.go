@@ -106,8 +106,9 @@ type Signed struct {
 // webhook-signature entries over the raw body and the timestamp against
 // the tolerance of d.ReceivedAt. Providers that sign the Standard Webhooks
 // way but shape their body differently build on it. Its errors wrap
-// payhook.ErrSignature and carry no "standard:" prefix, so callers can add
-// their own.
+// payhook.ErrSignature, or payhook.ErrMalformed when the signed
+// webhook-id cannot be an event id (see CheckID), and carry no
+// "standard:" prefix, so callers can add their own.
 func (v *Verifier) VerifySignature(d payhook.Delivery) (Signed, error) {
 	id := d.Header.Get(IDHeader)
 	tsText := d.Header.Get(TimestampHeader)
@@ -156,7 +157,26 @@ func (v *Verifier) VerifySignature(d payhook.Delivery) (Signed, error) {
 	if err := signing.CheckTimestamp(ts, d.ReceivedAt, v.tolerance); err != nil {
 		return Signed{}, err
 	}
+	if err := CheckID(id); err != nil {
+		return Signed{}, err
+	}
 	return Signed{ID: id, Timestamp: ts, SecretID: secret.ID}, nil
+}
+
+// CheckID returns an error wrapping payhook.ErrMalformed when id, a
+// webhook-id, cannot be an event id: it holds a "." (the separator of the
+// signed "<id>.<timestamp>.<body>", so such an id makes that string
+// ambiguous), or payhook.CheckRef refuses it (control or format
+// characters, U+FFFD, over payhook.MaxRefBytes).
+func CheckID(id string) error {
+	if strings.Contains(id, ".") {
+		return fmt.Errorf("%s %q holds a \".\", the separator of the signed content: %w",
+			IDHeader, signing.Abbrev(id), payhook.ErrMalformed)
+	}
+	if err := payhook.CheckRef(IDHeader, id); err != nil {
+		return err
+	}
+	return nil
 }
 
 // matchEd25519 returns the first key under which one of sigs verifies msg.
@@ -176,7 +196,10 @@ func matchEd25519(keys []signing.Secret, msg []byte, sigs [][]byte) (signing.Sec
 // "type" and "timestamp". It returns an error wrapping
 // payhook.ErrSignature when a header is missing or malformed, no entry
 // matches or the timestamp is out of tolerance, and payhook.ErrMalformed
-// when the signed body is not a JSON object or has no type.
+// when the webhook-id cannot be an event id (see CheckID), or the signed
+// body is not one strict JSON object (see signing.ParseObject), has no
+// type, or has a type or time that payhook cannot store
+// (signing.CheckEnvelope).
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	s, err := v.VerifySignature(d)
 	if err != nil {
@@ -188,6 +211,9 @@ func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	}
 	env.EventID = s.ID
 	env.SecretID = s.SecretID
+	if err := signing.CheckEnvelope(env); err != nil {
+		return payhook.Envelope{}, fmt.Errorf("standard: %w", err)
+	}
 	return env, nil
 }
 

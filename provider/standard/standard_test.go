@@ -24,11 +24,25 @@ const suiteEvent = `{"type":"invoice.paid","timestamp":"2026-01-15T09:59:30Z","d
 var suiteWant = payhook.Envelope{EventID: "msg_suite1", Type: "invoice.paid", OccurredAt: time.Date(2026, 1, 15, 9, 59, 30, 0, time.UTC)}
 
 func headers(ts string, sig string) http.Header {
+	return headersID("msg_suite1", ts, sig)
+}
+
+func headersID(id, ts, sig string) http.Header {
 	h := http.Header{}
-	h.Set(standard.IDHeader, "msg_suite1")
+	h.Set(standard.IDHeader, id)
 	h.Set(standard.TimestampHeader, ts)
 	h.Set(standard.SignatureHeader, sig)
 	return h
+}
+
+// signHMAC signs with a v1 signature made with crypto/hmac.
+func signHMAC(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header {
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := fmt.Sprint(at.Unix())
+	return headersID(id, ts, "v1,"+providertest.HMACBase64(key, id+"."+ts+"."+string(body)))
 }
 
 func TestSuiteHMAC(t *testing.T) {
@@ -36,13 +50,10 @@ func TestSuiteHMAC(t *testing.T) {
 	providertest.Run(t, providertest.Suite{
 		New: newVerifier,
 		Sign: func(t *testing.T, body []byte, secret string, at time.Time) http.Header {
-			key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts := fmt.Sprint(at.Unix())
-			return headers(ts, "v1,"+providertest.HMACBase64(key, "msg_suite1."+ts+"."+string(body)))
+			return signHMAC(t, "msg_suite1", body, secret, at)
 		},
+		SignID:    signHMAC,
+		TypeField: "type", TimeField: "timestamp",
 		Secrets: [3]string{
 			"whsec_" + base64.StdEncoding.EncodeToString([]byte("old-secret-bytes")),
 			"whsec_" + base64.StdEncoding.EncodeToString([]byte("current-secret-bytes")),
@@ -73,6 +84,12 @@ func TestSuiteEd25519(t *testing.T) {
 			sig := ed25519.Sign(private[secret], []byte("msg_suite1."+ts+"."+string(body)))
 			return headers(ts, "v1a,"+base64.StdEncoding.EncodeToString(sig))
 		},
+		SignID: func(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header {
+			ts := fmt.Sprint(at.Unix())
+			sig := ed25519.Sign(private[secret], []byte(id+"."+ts+"."+string(body)))
+			return headersID(id, ts, "v1a,"+base64.StdEncoding.EncodeToString(sig))
+		},
+		TypeField: "type", TimeField: "timestamp",
 		Secrets:    secrets,
 		Event:      []byte(suiteEvent),
 		Want:       suiteWant,
@@ -223,5 +240,29 @@ func TestSignVerifies(t *testing.T) {
 	}
 	if _, err := standard.Sign("not-a-secret", "msg_1", providertest.Now, body); !errors.Is(err, payhook.ErrConfig) {
 		t.Fatalf("Sign with a bad secret: %v, want ErrConfig", err)
+	}
+}
+
+// TestIDWithDot: "." separates the parts of the signed content
+// "<id>.<timestamp>.<body>", so a webhook-id holding one is refused even
+// when signed.
+func TestIDWithDot(t *testing.T) {
+	t.Parallel()
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("dot-secret"))
+	v, _ := standard.New(standard.Config{Secrets: []string{secret}})
+	body := []byte(suiteEvent)
+	for _, id := range []string{"msg.1", "msg_1.", ".", "1700000000.msg"} {
+		_, err := v.Verify(payhook.Delivery{Header: signHMAC(t, id, body, secret, providertest.Now), Body: body, ReceivedAt: providertest.Now})
+		if !errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("Verify(webhook-id %q) = %v; want ErrMalformed", id, err)
+		}
+	}
+	if got, want := standard.CheckID("msg.1").Error(), `webhook-id "msg.1" holds a ".", the separator of the signed content: malformed event`; got != want {
+		t.Errorf("CheckID = %q; want %q", got, want)
+	}
+	for _, id := range []string{"msg_p5jXN8AQM9LWM0D4loKWxJek", "evt-1_a:b"} {
+		if err := standard.CheckID(id); err != nil {
+			t.Errorf("CheckID(%q) = %v; want nil", id, err)
+		}
 	}
 }

@@ -47,8 +47,10 @@ func New(cfg Config) (*Verifier, error) {
 // d.ReceivedAt, reads the event's id, type, created time and livemode.
 // It returns an error wrapping payhook.ErrSignature when the header is
 // missing or malformed, no v1 signature matches or the timestamp is out of
-// tolerance, and payhook.ErrMalformed when the signed body is not a JSON
-// object or lacks an id or type.
+// tolerance, and payhook.ErrMalformed when the signed body is not one
+// strict JSON object (signing.ParseObject), lacks an id or type, or has an
+// id, type or created time that payhook cannot store
+// (signing.CheckEnvelope).
 func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	return v.v.Verify(d)
 }

@@ -31,6 +31,7 @@ func TestSuite(t *testing.T) {
 		Want:       payhook.Envelope{EventID: "evt_1", Type: "charge.succeeded", Environment: "test", OccurredAt: time.Unix(1768470000, 0).UTC()},
 		Incomplete: []byte(`{"object":"event","type":"charge.succeeded"}`),
 		Header:     stripe.Header,
+		IDField:    "id", TypeField: "type", TimeField: "created", ReadFields: []string{"livemode"},
 	})
 }
 
