@@ -6,9 +6,12 @@
 //	200     new event stored (and its job enqueued), or a duplicate, or an
 //	        event of another environment, or of none when the source has
 //	        one (stored as ignored)
-//	400     missing, malformed, wrong or expired signature; a signed body
-//	        that is not a JSON object or has no event id; an event id or
-//	        type over MaxFieldBytes, not UTF-8 or with control characters
+//	400     missing, malformed, wrong or expired signature, or a signed
+//	        timestamp outside 2000–2200; a signed body that is not one
+//	        strict JSON object (duplicate names, invalid UTF-8 or lone
+//	        surrogates anywhere) or has no event id; an event id or type
+//	        over MaxFieldBytes, not UTF-8 or with control or format
+//	        characters; an event time outside 2000–2200
 //	404     unknown source
 //	405     a method other than POST
 //	413     body over the limit
@@ -26,10 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/payhook/payhook"
 )
@@ -37,11 +37,11 @@ import (
 // DefaultMaxBodyBytes is the body limit when Config leaves it zero: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
 
-// MaxFieldBytes bounds an event id and an event type. Longer ones are
-// refused as malformed (400) before the store is touched: stored, they
-// could exceed an index's row size, fail the insert and turn every retry
-// of the provider into a 503.
-const MaxFieldBytes = 255
+// MaxFieldBytes bounds an event id and an event type: payhook.MaxRefBytes.
+// Longer ones are refused as malformed (400) before the store is touched:
+// stored, they could exceed an index's row size, fail the insert and turn
+// every retry of the provider into a 503.
+const MaxFieldBytes = payhook.MaxRefBytes
 
 // Inbox stores verified events once and schedules their processing. It
 // returns only after the commit holding the events, reporting which ones
@@ -195,20 +195,24 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // checkEnvelope returns an error wrapping payhook.ErrMalformed when the
-// event id or type of a verified delivery cannot be stored as it is: over
-// MaxFieldBytes, not UTF-8, or with control characters.
+// envelope of a verified delivery cannot be stored as it is, whichever
+// Verifier read it: no event id; an event id, type or environment that
+// payhook.CheckRef refuses (over MaxFieldBytes, not UTF-8, control or
+// format characters, U+FFFD); an occurred-at time outside
+// payhook.MinTime..MaxTime, which PostgreSQL may not hold and SQLite
+// would store only to fail every later read of it.
 func checkEnvelope(env payhook.Envelope) error {
-	for _, f := range []struct{ name, value string }{{"event id", env.EventID}, {"event type", env.Type}} {
-		switch {
-		case len(f.value) > MaxFieldBytes:
-			return fmt.Errorf("%s of %d bytes is over the %d-byte limit: %w", f.name, len(f.value), MaxFieldBytes, payhook.ErrMalformed)
-		case !utf8.ValidString(f.value):
-			return fmt.Errorf("%s %q is not UTF-8: %w", f.name, f.value, payhook.ErrMalformed)
-		case strings.ContainsFunc(f.value, unicode.IsControl):
-			return fmt.Errorf("%s %q has control characters: %w", f.name, f.value, payhook.ErrMalformed)
+	if env.EventID == "" {
+		return fmt.Errorf("verified delivery has no event id: %w", payhook.ErrMalformed)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"event id", env.EventID}, {"event type", env.Type}, {"environment", env.Environment},
+	} {
+		if err := payhook.CheckRef(f.name, f.value); err != nil {
+			return err
 		}
 	}
-	return nil
+	return payhook.CheckTime("occurred_at", env.OccurredAt)
 }
 
 // readBody reads the whole body, bounded while it is read.

@@ -214,14 +214,14 @@ func TestReceiverAnswers(t *testing.T) {
 			// the insert (on PostgreSQL the index row is too large, NUL is
 			// not text) and answer 503 to every retry, forever.
 			{"event id over 255 bytes", "POST", "billete-test", mustSign(t, newSecret, longID, now, body(longID, "test")),
-				body(longID, "test"), 400, "event id of 256 bytes is over the 255-byte limit"},
+				body(longID, "test"), 400, "of 256 bytes is over the 255-byte limit"},
 			{"huge event id", "POST", "billete-test", mustSign(t, newSecret, hugeID, now, body(hugeID, "test")),
-				body(hugeID, "test"), 400, "event id of 3004 bytes"},
+				body(hugeID, "test"), 400, "of 3004 bytes"},
 			{"event type over 255 bytes", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, withType("evt_x", longType)),
 				withType("evt_x", longType), 400, "event type of 256 bytes"},
 			{"event type with NUL", "POST", "billete-test", mustSign(t, newSecret, "evt_x", now, withType("evt_x", "a\\u0000b")),
-				withType("evt_x", "a\\u0000b"), 400, "control characters"},
-			{"event id with a control character", "POST", "stripe-live", stripeSigned(ctlID, now), ctlID, 400, "control characters"},
+				withType("evt_x", "a\\u0000b"), 400, "control or format characters"},
+			{"event id with a control character", "POST", "stripe-live", stripeSigned(ctlID, now), ctlID, 400, "control or format characters"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				status, answer := e.do(t, tc.method, "/webhooks/"+tc.source, tc.header, bytes.NewReader(tc.body))
