@@ -76,9 +76,15 @@ type Config struct {
 	// transaction, and the handlers find it in Event.Resource. It returns
 	// nil when there is nothing to fetch; an error fails the attempt.
 	Fetch func(ctx context.Context, ev *payhook.Event) ([]byte, error)
-	// OnFailed, if set, is called after an event's last attempt failed
-	// (the event is failed by then), e.g. to raise an alert.
-	OnFailed func(ctx context.Context, ev *payhook.Event, cause error)
+	// OnFailed, if set, is called when an event fails for good (its last
+	// attempt failed, or at once when the error wraps
+	// payhook.ErrMalformed), inside tx, the transaction that marks it
+	// failed: ev is failed, with its attempts counted. What it writes in tx
+	// (an alert) commits with the failure, so a crash never leaves a
+	// failed event without it. If it returns an error, neither commits:
+	// the attempt is counted, the event stays received and the sweep gives
+	// it a new job later. cause's text is storable.
+	OnFailed func(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error
 }
 
 // rescueMargin is how much longer than JobTimeout a job may be running
@@ -368,13 +374,8 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	// The attempt is counted and its error kept outside the rolled-back
 	// transaction, which is closed by now (SQLite has one connection).
 	ctx = context.WithoutCancel(ctx)
-	if rerr := q.db.RecordFailure(ctx, id, err.Error(), final); rerr != nil {
+	if rerr := q.recordFailure(ctx, id, err, final); rerr != nil {
 		q.cfg.Logger.Error("record processing failure", "event", id, "err", rerr)
-	}
-	if final && q.cfg.OnFailed != nil {
-		if ev, gerr := q.db.Event(ctx, id); gerr == nil && ev.Status == payhook.StatusFailed {
-			q.cfg.OnFailed(ctx, ev, err)
-		}
 	}
 	level := slog.LevelWarn
 	if final {
@@ -382,6 +383,36 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	}
 	q.cfg.Logger.Log(ctx, level, "event processing failed", "event", id, "final", final, "err", err)
 	return err
+}
+
+// recordFailure counts the failed attempt of event id and keeps its error;
+// when final, it marks the event failed and calls OnFailed in the same
+// transaction. If OnFailed fails, that transaction rolls back and the
+// attempt is counted without the failure.
+func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final bool) error {
+	if !final || q.cfg.OnFailed == nil {
+		return q.db.RecordFailure(ctx, id, cause.Error(), final)
+	}
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record the failure of event %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	ev, err := q.db.RecordFailureTx(ctx, tx, id, cause.Error(), true)
+	if err != nil || ev == nil {
+		return err
+	}
+	if ferr := q.cfg.OnFailed(ctx, tx, ev, cause); ferr != nil {
+		tx.Rollback()
+		if err := q.db.RecordFailure(ctx, id, cause.Error(), false); err != nil {
+			return fmt.Errorf("event %d: on failed: %w; then %w", id, ferr, err)
+		}
+		return fmt.Errorf("event %d left waiting: on failed: %w", id, ferr)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit the failure of event %d: %w", id, err)
+	}
+	return nil
 }
 
 func (q *Queue) apply(ctx context.Context, id int64) (err error) {

@@ -389,10 +389,11 @@ func TestFetchIgnoreAndOnFailed(t *testing.T) {
 				}
 				return nil, errors.New("provider API unreachable")
 			},
-			OnFailed: func(_ context.Context, ev *payhook.Event, cause error) {
+			OnFailed: func(_ context.Context, _ *sql.Tx, ev *payhook.Event, cause error) error {
 				if ev.EventID == "evt_unreachable" && ev.Status == payhook.StatusFailed && strings.Contains(cause.Error(), "unreachable") {
 					failed.Add(1)
 				}
+				return nil
 			},
 		})
 		evs := []*payhook.Event{event("evt_fetch"), event("evt_ignore"), event("evt_unreachable")}
@@ -404,10 +405,6 @@ func TestFetchIgnoreAndOnFailed(t *testing.T) {
 			if got := waitDone(t, db, evs[i].ID); got.Status != want {
 				t.Errorf("%s = %s (%q), want %s", evs[i].EventID, got.Status, got.LastError, want)
 			}
-		}
-		// OnFailed runs just after the event is marked failed.
-		for deadline := time.Now().Add(10 * time.Second); failed.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
 		}
 		if effects(t, db, "evt_fetch") != 1 || failed.Load() != 1 {
 			t.Fatalf("effects %d, OnFailed %d times; want 1 and 1", effects(t, db, "evt_fetch"), failed.Load())
@@ -433,14 +430,11 @@ func TestMalformedFailsAtOnce(t *testing.T) {
 			return fmt.Errorf("mapping: field \"data.refund.id\" is missing: %w", payhook.ErrMalformed)
 		})
 		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 5,
-			OnFailed: func(context.Context, *payhook.Event, error) { alerted.Add(1) }})
+			OnFailed: func(context.Context, *sql.Tx, *payhook.Event, error) error { alerted.Add(1); return nil }})
 		ev := event("evt_malformed")
 		ingest(t, q, ev)
 		start(t, q)
 		got := waitDone(t, db, ev.ID)
-		for deadline := time.Now().Add(10 * time.Second); alerted.Load() == 0 && time.Now().Before(deadline); {
-			time.Sleep(5 * time.Millisecond)
-		}
 		time.Sleep(100 * time.Millisecond) // a retry, if one were scheduled, would run by now
 		if got.Status != payhook.StatusFailed || calls.Load() != 1 || alerted.Load() != 1 || !strings.Contains(got.LastError, "data.refund.id") {
 			t.Fatalf("event %s after %d calls, %d alerts (%q); want failed after 1 with 1 alert", got.Status, calls.Load(), alerted.Load(), got.LastError)
@@ -462,10 +456,11 @@ func TestUnstorableErrorIsRecorded(t *testing.T) {
 		})
 		var causes atomic.Int32
 		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 3,
-			OnFailed: func(_ context.Context, _ *payhook.Event, cause error) {
+			OnFailed: func(_ context.Context, _ *sql.Tx, _ *payhook.Event, cause error) error {
 				if errors.Is(cause, errSentinel) {
 					causes.Add(1)
 				}
+				return nil
 			}})
 		bad := event("evt_nul")
 		ingest(t, q, bad)
@@ -645,4 +640,90 @@ func TestRescueAfterMustExceedJobTimeout(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An event's failure and its alert commit together: the alert OnFailed
+// writes is there the moment the event is failed, for the last attempt of
+// a failing handler and at once for a malformed event, and an alert that
+// cannot be written leaves the event waiting (its attempt counted), never
+// failed without an alert.
+func TestFailedAndAlertedInOneTransaction(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		err        error
+		alertFails bool
+		attempts   int
+		want       payhook.Status
+		alerts     int
+	}{
+		{"last attempt", errors.New("order 42 not found"), false, 2, payhook.StatusFailed, 1},
+		{"malformed", fmt.Errorf("field data.id is missing: %w", payhook.ErrMalformed), false, 1, payhook.StatusFailed, 1},
+		{"alert fails", errors.New("order 42 not found"), true, 2, payhook.StatusReceived, 0},
+		{"malformed, alert fails", fmt.Errorf("field data.id is missing: %w", payhook.ErrMalformed), true, 1, payhook.StatusReceived, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				mux := &payhook.Mux{}
+				mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error { return c.err })
+				db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 2,
+					OnFailed: func(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error {
+						if ev.Status != payhook.StatusFailed || ev.Attempts != c.attempts {
+							return fmt.Errorf("OnFailed got the event %s after %d attempts", ev.Status, ev.Attempts)
+						}
+						if _, err := tx.ExecContext(ctx, `INSERT INTO alerts (event_id, message) VALUES ($1, $2)`,
+							ev.EventID, cause.Error()); err != nil {
+							return err
+						}
+						if c.alertFails {
+							return errors.New("alerts table unavailable")
+						}
+						return nil
+					}})
+				if _, err := db.SQL.Exec(`CREATE TABLE alerts (event_id TEXT NOT NULL, message TEXT NOT NULL)`); err != nil {
+					t.Fatal(err)
+				}
+				ev := event("evt_doomed")
+				ingest(t, q, ev)
+				start(t, q)
+				got := waitAttempts(t, db, ev.ID, c.attempts)
+				var alerts int
+				if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM alerts`).Scan(&alerts); err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != c.want || alerts != c.alerts {
+					t.Fatalf("event %s after %d attempts with %d alerts (%q); want %s with %d",
+						got.Status, got.Attempts, alerts, got.LastError, c.want, c.alerts)
+				}
+			})
+		})
+	}
+}
+
+// waitAttempts waits until the event's job has run its course (River no
+// longer has it live) after the event saw at least n attempts, and returns
+// the event.
+func waitAttempts(t *testing.T, db *store.DB, id int64, n int) *payhook.Event {
+	t.Helper()
+	last, moved := -1, time.Now()
+	for {
+		ev, err := db.Event(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var live int
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_process_event'
+			AND state NOT IN ('completed', 'cancelled', 'discarded')`).Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if ev.Attempts >= n && live == 0 {
+			return ev
+		}
+		if ev.Attempts != last {
+			last, moved = ev.Attempts, time.Now()
+		}
+		if time.Since(moved) > stall {
+			t.Fatalf("event %d: %s, nothing moved for %s (attempts %d, error %q)", id, ev.Status, stall, ev.Attempts, ev.LastError)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -98,20 +98,43 @@ func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status pa
 
 // RecordFailure counts a failed attempt of a waiting event and keeps its
 // error (made storable, see payhook.Storable, so that recording cannot fail
-// on the text), outside the rolled-back processing transaction. When final is true
-// the event becomes failed. An event no longer waiting is left alone.
+// on the text), outside the rolled-back processing transaction. When final
+// is true the event becomes failed. An event no longer waiting is left
+// alone.
 func (db *DB) RecordFailure(ctx context.Context, id int64, cause string, final bool) error {
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record failure of event %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	if _, err := db.RecordFailureTx(ctx, tx, id, cause, final); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record failure of event %d: %w", id, err)
+	}
+	return nil
+}
+
+// RecordFailureTx is RecordFailure inside tx, so that what follows from
+// the failure (an alert) commits with it. It returns the event as updated,
+// or nil and no error if the event is no longer waiting.
+func (db *DB) RecordFailureTx(ctx context.Context, tx *sql.Tx, id int64, cause string, final bool) (*payhook.Event, error) {
 	status := payhook.StatusReceived
 	if final {
 		status = payhook.StatusFailed
 	}
-	_, err := db.SQL.ExecContext(ctx, `UPDATE payhook_events
+	ev, err := scanEvent(tx.QueryRowContext(ctx, `UPDATE payhook_events
 		SET attempts = attempts + 1, last_error = $2, status = $3
-		WHERE id = $1 AND status = 'received'`, id, payhook.Storable(cause), string(status))
-	if err != nil {
-		return fmt.Errorf("record failure of event %d: %w", id, err)
+		WHERE id = $1 AND status = 'received'
+		RETURNING `+eventColumns, id, payhook.Storable(cause), string(status)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
 	}
-	return nil
+	if err != nil {
+		return nil, fmt.Errorf("record failure of event %d: %w", id, err)
+	}
+	return ev, nil
 }
 
 // ResetEventTx puts an event back to received so that it is processed again

@@ -55,12 +55,11 @@ func processing(db *store.DB, sources []payhook.Source, now func() time.Time, lo
 			}
 			return nil, nil
 		},
-		OnFailed: func(ctx context.Context, ev *payhook.Event, cause error) {
-			err := billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
-				fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause), now())
-			if err != nil {
-				log.Error("raise alert", "event", ev.ID, "err", err)
-			}
+		// The alert commits with the failure, in the transaction that
+		// marks the event failed.
+		OnFailed: func(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error {
+			return billing.RaiseAlert(ctx, db, tx, billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
+				payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause)), now())
 		},
 	}
 }
