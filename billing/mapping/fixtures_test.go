@@ -82,6 +82,9 @@ func fixtureCases(t *testing.T) []fixtureCase {
 			billing.RefundFailed{PaymentRef: stripePI, RefundRef: stripeRefund, At: stripeT},
 		}},
 		{file: "stripe/charge.dispute.created.inquiry.json"}, // warning_needs_response: no money moves
+		// prevented (blocked, or resolved by a refund that refund.* report)
+		// before it became a chargeback: no money moves with the dispute.
+		{file: "stripe/charge.dispute.created.prevented.json"},
 		{file: "stripe/charge.dispute.closed.won.json", want: []billing.Fact{
 			billing.ChargebackWon{PaymentRef: stripePI, DisputeRef: stripeDispute, At: stripeT},
 		}},

@@ -58,7 +58,8 @@
 //	                               id}; requires_action → nil; another status is an error
 //	charge.dispute.created,        ChargedBack{payment_intent, dispute id} (no Payment snapshot: a
 //	charge.dispute.funds_withdrawn dispute's amount is the disputed amount, not the payment's); an
-//	                               inquiry (created with a status warning_*) moves no money: nil
+//	                               inquiry (created with a status warning_*) or a prevented dispute
+//	                               moves no money: nil
 //	charge.dispute.closed,         ChargebackWon when status is won (closed), else nil
 //	charge.dispute.funds_reinstated
 //	customer.subscription.created/updated

@@ -49,9 +49,11 @@ func stripe(e *event) ([]billing.Fact, error) {
 	case "charge.dispute.created", "charge.dispute.funds_withdrawn":
 		if e.typ == "charge.dispute.created" {
 			// An inquiry (warning_needs_response, warning_under_review,
-			// warning_closed) takes no money; a real dispute does.
+			// warning_closed) takes no money, nor does a dispute Stripe
+			// prevented (blocked, or resolved by a refund that refund.*
+			// report) before it became a chargeback; a real dispute does.
 			status, err := o.str("status")
-			if err != nil || strings.HasPrefix(status, "warning_") {
+			if err != nil || strings.HasPrefix(status, "warning_") || status == "prevented" {
 				return nil, err
 			}
 		}
