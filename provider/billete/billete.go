@@ -58,7 +58,7 @@ func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	}
 	if env.EventID != signed.ID {
 		return payhook.Envelope{}, fmt.Errorf("billete: body id %q differs from %s %q: %w",
-			env.EventID, standard.IDHeader, signing.Abbrev(signed.ID), payhook.ErrMalformed)
+			signing.Abbrev(env.EventID), standard.IDHeader, signing.Abbrev(signed.ID), payhook.ErrMalformed)
 	}
 	env.SecretID = signed.SecretID
 	if err := signing.CheckEnvelope(env); err != nil {

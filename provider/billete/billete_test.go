@@ -36,23 +36,28 @@ func secret(s string) string { return "whsec_" + base64.StdEncoding.EncodeToStri
 
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, providertest.Suite{
-		New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
-			return billete.New(billete.Config{Secrets: secrets, Tolerance: tol})
-		},
-		Sign:    sign,
-		Secrets: [3]string{secret("old endpoint secret"), secret("current endpoint secret"), secret("removed endpoint secret")},
-		Event: []byte(`{"id":"evt_suite","type":"subscription.renewed","created_at":"2026-01-15T09:58:00Z",` +
-			`"environment":"live","api_version":"2025-05-01","data":{"id":"sub_1"}}`),
-		Want: payhook.Envelope{
-			EventID: "evt_suite", Type: "subscription.renewed", Environment: "live",
-			OccurredAt: time.Date(2026, 1, 15, 9, 58, 0, 0, time.UTC),
-		},
-		Incomplete: []byte(`{"type":"subscription.renewed","environment":"live","data":{}}`),
-		Header:     "webhook-signature",
-		IDField:    "id", TypeField: "type", TimeField: "created_at", ReadFields: []string{"environment"},
-		SignID: signID,
-	})
+	providertest.Run(t, suite)
+}
+
+func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
+
+// suite describes the provider to providertest.
+var suite = providertest.Suite{
+	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
+		return billete.New(billete.Config{Secrets: secrets, Tolerance: tol})
+	},
+	Sign:    sign,
+	Secrets: [3]string{secret("old endpoint secret"), secret("current endpoint secret"), secret("removed endpoint secret")},
+	Event: []byte(`{"id":"evt_suite","type":"subscription.renewed","created_at":"2026-01-15T09:58:00Z",` +
+		`"environment":"live","api_version":"2025-05-01","data":{"id":"sub_1"}}`),
+	Want: payhook.Envelope{
+		EventID: "evt_suite", Type: "subscription.renewed", Environment: "live",
+		OccurredAt: time.Date(2026, 1, 15, 9, 58, 0, 0, time.UTC),
+	},
+	Incomplete: []byte(`{"type":"subscription.renewed","environment":"live","data":{}}`),
+	Header:     "webhook-signature",
+	IDField:    "id", TypeField: "type", TimeField: "created_at", ReadFields: []string{"environment"},
+	SignID: signID,
 }
 
 // Known-answer vector computed with Python, independently of this package

@@ -20,19 +20,24 @@ func sign(t *testing.T, body []byte, secret string, _ time.Time) http.Header {
 
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, providertest.Suite{
-		New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
-			return crypto.New(crypto.Config{Secrets: secrets, Tolerance: tol})
-		},
-		Sign:        sign,
-		Secrets:     [3]string{"old-btcpay-secret", "current-btcpay-secret", "removed-btcpay-secret"},
-		Event:       []byte(`{"deliveryId":"D1","webhookId":"W1","isRedelivery":false,"type":"InvoiceSettled","timestamp":1768470000,"storeId":"S1","invoiceId":"I1"}`),
-		Want:        payhook.Envelope{EventID: "I1:InvoiceSettled", Type: "InvoiceSettled", OccurredAt: time.Unix(1768470000, 0).UTC()},
-		Incomplete:  []byte(`{"deliveryId":"D1","type":"InvoiceSettled","timestamp":1768470000}`),
-		Header:      crypto.Header,
-		NoTimestamp: true,
-		IDField:     "invoiceId", TypeField: "type", TimeField: "timestamp",
-	})
+	providertest.Run(t, suite)
+}
+
+func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
+
+// suite describes the provider to providertest.
+var suite = providertest.Suite{
+	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
+		return crypto.New(crypto.Config{Secrets: secrets, Tolerance: tol})
+	},
+	Sign:        sign,
+	Secrets:     [3]string{"old-btcpay-secret", "current-btcpay-secret", "removed-btcpay-secret"},
+	Event:       []byte(`{"deliveryId":"D1","webhookId":"W1","isRedelivery":false,"type":"InvoiceSettled","timestamp":1768470000,"storeId":"S1","invoiceId":"I1"}`),
+	Want:        payhook.Envelope{EventID: "I1:InvoiceSettled", Type: "InvoiceSettled", OccurredAt: time.Unix(1768470000, 0).UTC()},
+	Incomplete:  []byte(`{"deliveryId":"D1","type":"InvoiceSettled","timestamp":1768470000}`),
+	Header:      crypto.Header,
+	NoTimestamp: true,
+	IDField:     "invoiceId", TypeField: "type", TimeField: "timestamp",
 }
 
 // Known-answer vector computed with Python, independently of this package:

@@ -15,65 +15,68 @@ import (
 
 var secrets = [3]string{"old-secret", "current-secret", "removed-secret"}
 
-// TestSuiteBodyOnly runs the suite with a GitHub-style configuration: the
-// hex HMAC of the body alone, no timestamp.
+// bodyOnly is a GitHub-style configuration: the hex HMAC of the body
+// alone, no timestamp.
+var bodyOnly = providertest.Suite{
+	New: func(s []string, tol time.Duration) (payhook.Verifier, error) {
+		return hmac.New(hmac.Config{Secrets: s, Tolerance: tol, Header: "X-Hub-Signature-256", Prefix: "sha256=", TimeField: "created"})
+	},
+	Sign: func(t *testing.T, body []byte, secret string, _ time.Time) http.Header {
+		h := http.Header{}
+		h.Set("X-Hub-Signature-256", "sha256="+providertest.HMACHex([]byte(secret), string(body)))
+		return h
+	},
+	Secrets:     secrets,
+	Event:       []byte(`{"id":7,"type":"order.paid","created":1768470000}`),
+	Want:        payhook.Envelope{EventID: "7", Type: "order.paid", OccurredAt: time.Unix(1768470000, 0).UTC()},
+	Incomplete:  []byte(`{"type":"order.paid"}`),
+	Header:      "X-Hub-Signature-256",
+	NoTimestamp: true,
+	IDField:     "id", TypeField: "type", TimeField: "created",
+}
+
+// template is a configuration with a timestamped template, base64
+// signatures and the event id in a signed header.
+var template = providertest.Suite{
+	New: func(s []string, tol time.Duration) (payhook.Verifier, error) {
+		return hmac.New(hmac.Config{
+			Secrets: s, Tolerance: tol,
+			Header: "X-Signature", Encoding: "base64", TimestampHeader: "X-Timestamp",
+			Template: "{timestamp}.{header:X-Event-Id}.{body}", IDHeader: "X-Event-Id",
+			TypeField: "kind", TimeField: "at",
+		})
+	},
+	Sign: func(t *testing.T, body []byte, secret string, at time.Time) http.Header {
+		return signTemplate("ev_suite", body, secret, at)
+	},
+	SignID: func(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header {
+		return signTemplate(id, body, secret, at)
+	},
+	TypeField: "kind", TimeField: "at",
+	Secrets: secrets,
+	Event:   []byte(`{"kind":"payment.succeeded","at":"2026-01-15T09:59:59Z"}`),
+	Want:    payhook.Envelope{EventID: "ev_suite", Type: "payment.succeeded", OccurredAt: time.Date(2026, 1, 15, 9, 59, 59, 0, time.UTC)},
+	// With the id in a header, no object lacks it; a non-string type is
+	// the malformed object instead.
+	Incomplete: []byte(`{"kind":42}`),
+	Header:     "X-Signature",
+}
+
 func TestSuiteBodyOnly(t *testing.T) {
 	t.Parallel()
-	cfg := hmac.Config{Header: "X-Hub-Signature-256", Prefix: "sha256=", TimeField: "created"}
-	providertest.Run(t, providertest.Suite{
-		New: func(s []string, tol time.Duration) (payhook.Verifier, error) {
-			c := cfg
-			c.Secrets, c.Tolerance = s, tol
-			return hmac.New(c)
-		},
-		Sign: func(t *testing.T, body []byte, secret string, _ time.Time) http.Header {
-			h := http.Header{}
-			h.Set("X-Hub-Signature-256", "sha256="+providertest.HMACHex([]byte(secret), string(body)))
-			return h
-		},
-		Secrets:     secrets,
-		Event:       []byte(`{"id":7,"type":"order.paid","created":1768470000}`),
-		Want:        payhook.Envelope{EventID: "7", Type: "order.paid", OccurredAt: time.Unix(1768470000, 0).UTC()},
-		Incomplete:  []byte(`{"type":"order.paid"}`),
-		Header:      "X-Hub-Signature-256",
-		NoTimestamp: true,
-		IDField:     "id", TypeField: "type", TimeField: "created",
-	})
+	providertest.Run(t, bodyOnly)
 }
 
-// TestSuiteTemplate runs the suite with a timestamped template, base64
-// signatures and the event id in a signed header.
 func TestSuiteTemplate(t *testing.T) {
 	t.Parallel()
-	cfg := hmac.Config{
-		Header: "X-Signature", Encoding: "base64", TimestampHeader: "X-Timestamp",
-		Template: "{timestamp}.{header:X-Event-Id}.{body}", IDHeader: "X-Event-Id",
-		TypeField: "kind", TimeField: "at",
-	}
-	providertest.Run(t, providertest.Suite{
-		New: func(s []string, tol time.Duration) (payhook.Verifier, error) {
-			c := cfg
-			c.Secrets, c.Tolerance = s, tol
-			return hmac.New(c)
-		},
-		Sign: func(t *testing.T, body []byte, secret string, at time.Time) http.Header {
-			return signTemplate("ev_suite", body, secret, at)
-		},
-		SignID: func(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header {
-			return signTemplate(id, body, secret, at)
-		},
-		TypeField: "kind", TimeField: "at",
-		Secrets: secrets,
-		Event:   []byte(`{"kind":"payment.succeeded","at":"2026-01-15T09:59:59Z"}`),
-		Want:    payhook.Envelope{EventID: "ev_suite", Type: "payment.succeeded", OccurredAt: time.Date(2026, 1, 15, 9, 59, 59, 0, time.UTC)},
-		// With the id in a header, no object lacks it; a non-string type
-		// is the malformed object instead.
-		Incomplete: []byte(`{"kind":42}`),
-		Header:     "X-Signature",
-	})
+	providertest.Run(t, template)
 }
 
-// signTemplate signs as TestSuiteTemplate's configuration says.
+func FuzzVerifyBodyOnly(f *testing.F) { providertest.Fuzz(f, bodyOnly) }
+
+func FuzzVerifyTemplate(f *testing.F) { providertest.Fuzz(f, template) }
+
+// signTemplate signs as the template configuration says.
 func signTemplate(id string, body []byte, secret string, at time.Time) http.Header {
 	ts := fmt.Sprint(at.Unix())
 	h := http.Header{}

@@ -21,18 +21,23 @@ func sign(t *testing.T, body []byte, secret string, at time.Time) http.Header {
 
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, providertest.Suite{
-		New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
-			return paddle.New(paddle.Config{Secrets: secrets, Tolerance: tol})
-		},
-		Sign:       sign,
-		Secrets:    [3]string{"pdl_ntfset_old", "pdl_ntfset_current", "pdl_ntfset_removed"},
-		Event:      []byte(`{"event_id":"evt_01","event_type":"subscription.updated","occurred_at":"2026-01-15T09:59:00Z","data":{}}`),
-		Want:       payhook.Envelope{EventID: "evt_01", Type: "subscription.updated", OccurredAt: time.Date(2026, 1, 15, 9, 59, 0, 0, time.UTC)},
-		Incomplete: []byte(`{"event_type":"subscription.updated","data":{}}`),
-		Header:     paddle.Header,
-		IDField:    "event_id", TypeField: "event_type", TimeField: "occurred_at",
-	})
+	providertest.Run(t, suite)
+}
+
+func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
+
+// suite describes the provider to providertest.
+var suite = providertest.Suite{
+	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
+		return paddle.New(paddle.Config{Secrets: secrets, Tolerance: tol})
+	},
+	Sign:       sign,
+	Secrets:    [3]string{"pdl_ntfset_old", "pdl_ntfset_current", "pdl_ntfset_removed"},
+	Event:      []byte(`{"event_id":"evt_01","event_type":"subscription.updated","occurred_at":"2026-01-15T09:59:00Z","data":{}}`),
+	Want:       payhook.Envelope{EventID: "evt_01", Type: "subscription.updated", OccurredAt: time.Date(2026, 1, 15, 9, 59, 0, 0, time.UTC)},
+	Incomplete: []byte(`{"event_type":"subscription.updated","data":{}}`),
+	Header:     paddle.Header,
+	IDField:    "event_id", TypeField: "event_type", TimeField: "occurred_at",
 }
 
 // Known-answer vector computed with Python, independently of this package:

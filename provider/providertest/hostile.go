@@ -44,6 +44,39 @@ type hostileBody struct {
 // whose id, type or time cannot be stored.
 func (s Suite) hostile(t *testing.T, v payhook.Verifier, secret string) {
 	t.Helper()
+	for _, tc := range s.hostileCases(t) {
+		t.Run("hostile "+tc.name, func(t *testing.T) {
+			t.Parallel()
+			d := s.delivery(t, tc.body, secret, Now)
+			if tc.id != "" {
+				d.Header = s.SignID(t, tc.id, tc.body, secret, Now)
+			}
+			env, err := v.Verify(d)
+			if !errors.Is(err, payhook.ErrMalformed) {
+				t.Errorf("Verify(%q) = %+v, %v; want ErrMalformed", abbrev(tc.body), env, err)
+			}
+		})
+	}
+
+	if s.TimeField != "" {
+		ev := parseEvent(t, s.Event)
+		raw, _ := ev.get(s.TimeField)
+		t.Run("time at the bounds", func(t *testing.T) {
+			t.Parallel()
+			for _, at := range []time.Time{payhook.MinTime, payhook.MaxTime} {
+				body := ev.with(s.TimeField, timeLike(raw, at)).json()
+				env, err := v.Verify(s.delivery(t, body, secret, Now))
+				if err != nil || !env.OccurredAt.Equal(at) {
+					t.Errorf("Verify(%s %s) = %v, %v; want %v", s.TimeField, timeLike(raw, at), env.OccurredAt, err, at)
+				}
+			}
+		})
+	}
+}
+
+// hostileCases derives the hostile bodies from s.Event.
+func (s Suite) hostileCases(t testing.TB) []hostileBody {
+	t.Helper()
 	ev := parseEvent(t, s.Event)
 	var cases []hostileBody
 	add := func(name string, body []byte) { cases = append(cases, hostileBody{name: name, body: body}) }
@@ -118,33 +151,7 @@ func (s Suite) hostile(t *testing.T, v payhook.Verifier, secret string) {
 		}
 	}
 
-	for _, tc := range cases {
-		t.Run("hostile "+tc.name, func(t *testing.T) {
-			t.Parallel()
-			d := s.delivery(t, tc.body, secret, Now)
-			if tc.id != "" {
-				d.Header = s.SignID(t, tc.id, tc.body, secret, Now)
-			}
-			env, err := v.Verify(d)
-			if !errors.Is(err, payhook.ErrMalformed) {
-				t.Errorf("Verify(%q) = %+v, %v; want ErrMalformed", abbrev(tc.body), env, err)
-			}
-		})
-	}
-
-	if s.TimeField != "" {
-		raw, _ := ev.get(s.TimeField)
-		t.Run("time at the bounds", func(t *testing.T) {
-			t.Parallel()
-			for _, at := range []time.Time{payhook.MinTime, payhook.MaxTime} {
-				body := ev.with(s.TimeField, timeLike(raw, at)).json()
-				env, err := v.Verify(s.delivery(t, body, secret, Now))
-				if err != nil || !env.OccurredAt.Equal(at) {
-					t.Errorf("Verify(%s %s) = %v, %v; want %v", s.TimeField, timeLike(raw, at), env.OccurredAt, err, at)
-				}
-			}
-		})
-	}
+	return cases
 }
 
 // badTimes returns out-of-range times written like raw, an example.
@@ -201,7 +208,7 @@ type event []member
 
 type member struct{ name, raw string }
 
-func parseEvent(t *testing.T, body []byte) event {
+func parseEvent(t testing.TB, body []byte) event {
 	t.Helper()
 	dec := jsontext.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {

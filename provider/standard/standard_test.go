@@ -47,23 +47,28 @@ func signHMAC(t *testing.T, id string, body []byte, secret string, at time.Time)
 
 func TestSuiteHMAC(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, providertest.Suite{
-		New: newVerifier,
-		Sign: func(t *testing.T, body []byte, secret string, at time.Time) http.Header {
-			return signHMAC(t, "msg_suite1", body, secret, at)
-		},
-		SignID:    signHMAC,
-		TypeField: "type", TimeField: "timestamp",
-		Secrets: [3]string{
-			"whsec_" + base64.StdEncoding.EncodeToString([]byte("old-secret-bytes")),
-			"whsec_" + base64.StdEncoding.EncodeToString([]byte("current-secret-bytes")),
-			"whsec_" + base64.StdEncoding.EncodeToString([]byte("removed-secret-bytes")),
-		},
-		Event:      []byte(suiteEvent),
-		Want:       suiteWant,
-		Incomplete: []byte(`{"timestamp":"2026-01-15T09:59:30Z","data":{}}`),
-		Header:     standard.SignatureHeader,
-	})
+	providertest.Run(t, hmacSuite)
+}
+
+func FuzzVerify(f *testing.F) { providertest.Fuzz(f, hmacSuite) }
+
+// hmacSuite describes the provider to providertest.
+var hmacSuite = providertest.Suite{
+	New: newVerifier,
+	Sign: func(t *testing.T, body []byte, secret string, at time.Time) http.Header {
+		return signHMAC(t, "msg_suite1", body, secret, at)
+	},
+	SignID:    signHMAC,
+	TypeField: "type", TimeField: "timestamp",
+	Secrets: [3]string{
+		"whsec_" + base64.StdEncoding.EncodeToString([]byte("old-secret-bytes")),
+		"whsec_" + base64.StdEncoding.EncodeToString([]byte("current-secret-bytes")),
+		"whsec_" + base64.StdEncoding.EncodeToString([]byte("removed-secret-bytes")),
+	},
+	Event:      []byte(suiteEvent),
+	Want:       suiteWant,
+	Incomplete: []byte(`{"timestamp":"2026-01-15T09:59:30Z","data":{}}`),
+	Header:     standard.SignatureHeader,
 }
 
 // TestSuiteEd25519 runs the suite with v1a signatures made by

@@ -21,18 +21,23 @@ func sign(t *testing.T, body []byte, secret string, at time.Time) http.Header {
 
 func TestSuite(t *testing.T) {
 	t.Parallel()
-	providertest.Run(t, providertest.Suite{
-		New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
-			return stripe.New(stripe.Config{Secrets: secrets, Tolerance: tol})
-		},
-		Sign:       sign,
-		Secrets:    [3]string{"whsec_old", "whsec_current", "whsec_removed"},
-		Event:      []byte(`{"id":"evt_1","type":"charge.succeeded","created":1768470000,"livemode":false}`),
-		Want:       payhook.Envelope{EventID: "evt_1", Type: "charge.succeeded", Environment: "test", OccurredAt: time.Unix(1768470000, 0).UTC()},
-		Incomplete: []byte(`{"object":"event","type":"charge.succeeded"}`),
-		Header:     stripe.Header,
-		IDField:    "id", TypeField: "type", TimeField: "created", ReadFields: []string{"livemode"},
-	})
+	providertest.Run(t, suite)
+}
+
+func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
+
+// suite describes the provider to providertest.
+var suite = providertest.Suite{
+	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
+		return stripe.New(stripe.Config{Secrets: secrets, Tolerance: tol})
+	},
+	Sign:       sign,
+	Secrets:    [3]string{"whsec_old", "whsec_current", "whsec_removed"},
+	Event:      []byte(`{"id":"evt_1","type":"charge.succeeded","created":1768470000,"livemode":false}`),
+	Want:       payhook.Envelope{EventID: "evt_1", Type: "charge.succeeded", Environment: "test", OccurredAt: time.Unix(1768470000, 0).UTC()},
+	Incomplete: []byte(`{"object":"event","type":"charge.succeeded"}`),
+	Header:     stripe.Header,
+	IDField:    "id", TypeField: "type", TimeField: "created", ReadFields: []string{"livemode"},
 }
 
 // Known-answer vectors computed with Python, independently of this package:
