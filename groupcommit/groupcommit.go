@@ -6,11 +6,20 @@
 // that arrive while a commit is running wait and go, together, into the
 // next one. Each request still returns only after the commit holding its
 // events has returned, so "2xx only after a durable commit" holds.
+//
+// One event must not hold up the others. When the inbox fails a batch
+// because of one event (a *payhook.EventError), the batch is committed
+// again at once without that event's request. A request whose event is
+// locked by another transaction (payhook.ErrLocked: another instance is
+// storing the same event) is then retried alone, outside the batches, until
+// the lock goes or its context ends; while it waits, new requests for the
+// same key go straight to that path instead of into a batch.
 package groupcommit
 
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -23,10 +32,32 @@ import (
 // may cancel (it holds everybody's events).
 const commitTimeout = 10 * time.Second
 
+// maxAlone bounds the requests retried alone at once, each holding a
+// database connection while it waits for a lock, so that blocked
+// deliveries cannot take the connections the batches need.
+const maxAlone = 4
+
+// alonePause is the pause between two tries of a locked request. The
+// inbox has already waited for the lock before reporting it.
+const alonePause = 10 * time.Millisecond
+
 // Inbox is what a Committer batches for: it stores events once, in one
-// transaction per call, and reports which were new. *jobs.Queue is one.
+// transaction per call, and reports which were new. When one event of the
+// batch caused a failure, the error is a *payhook.EventError naming it,
+// wrapping payhook.ErrLocked when the event's key is held by another
+// transaction. *jobs.Queue is one.
 type Inbox interface {
 	Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error)
+}
+
+// BoundedInbox is an Inbox that can also store a batch without waiting
+// long for a key another transaction holds: IngestBounded then fails with
+// a *payhook.EventError wrapping payhook.ErrLocked. A Committer over one
+// uses it, so that one locked key cannot hold up a whole batch.
+// *jobs.Queue is one.
+type BoundedInbox interface {
+	Inbox
+	IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool, error)
 }
 
 // Config configures a Committer.
@@ -38,12 +69,20 @@ type Config struct {
 // Committer is an Inbox that groups concurrent Ingest calls into fewer
 // transactions of the inbox it wraps. It is safe for concurrent use.
 type Committer struct {
-	inbox Inbox
-	max   int
-	reqs  chan *request
-	stop  chan struct{}
-	done  sync.WaitGroup
+	ingest func(ctx context.Context, evs []*payhook.Event) ([]bool, error)
+	max    int
+	wake   chan struct{} // a request was queued
+	stop   chan struct{}
+	alone  chan struct{} // slots of requests retried alone
+	done   sync.WaitGroup
+
+	mu      sync.Mutex
+	queue   []*request
+	closed  bool
+	blocked map[key]int // keys of requests being retried alone, and how many
 }
+
+type key struct{ source, eventID string }
 
 type request struct {
 	ctx context.Context
@@ -54,6 +93,7 @@ type request struct {
 type result struct {
 	inserted []bool
 	err      error
+	locked   bool // an event's key is held elsewhere: retry alone
 }
 
 // New starts a Committer over inbox; Close stops it.
@@ -61,96 +101,189 @@ func New(inbox Inbox, cfg Config) *Committer {
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 100
 	}
-	c := &Committer{inbox: inbox, max: cfg.MaxEvents, reqs: make(chan *request), stop: make(chan struct{})}
+	c := &Committer{
+		ingest: inbox.Ingest, max: cfg.MaxEvents,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), alone: make(chan struct{}, maxAlone),
+		blocked: make(map[key]int),
+	}
+	if b, ok := inbox.(BoundedInbox); ok {
+		c.ingest = b.IngestBounded
+	}
 	c.done.Add(1)
 	go c.loop()
 	return c
 }
 
-// Close stops the committer once the commit under way has returned. Calls
-// after Close fail with payhook.ErrUnavailable.
+// Close stops the committer once the commit under way has returned;
+// requests still waiting for a commit fail. Calls after Close fail with
+// payhook.ErrUnavailable.
 func (c *Committer) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	close(c.stop)
 	c.done.Wait()
+}
+
+// Queued returns how many requests wait for the next commit.
+func (c *Committer) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
 }
 
 // Ingest stores evs in the next commit and returns after it, reporting
 // which events were new. If ctx ends first, it returns an error wrapping
 // payhook.ErrUnavailable: the events may or may not have been stored, and
-// the provider's retry finds out (a duplicate then answers 200).
+// the provider's retry finds out (a duplicate then answers 200). An event
+// locked by another transaction is retried until ctx ends.
 func (c *Committer) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
 	r := &request{ctx: ctx, evs: evs, out: make(chan result, 1)}
-	select {
-	case c.reqs <- r:
-	case <-c.stop:
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return nil, fmt.Errorf("%w: group committer closed", payhook.ErrUnavailable)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, ctx.Err())
+	}
+	if c.isBlocked(evs) {
+		c.mu.Unlock()
+		return c.ingestAlone(ctx, evs)
+	}
+	c.queue = append(c.queue, r)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // the loop is awake already
 	}
 	select {
 	case res := <-r.out:
+		if res.locked {
+			return c.ingestAlone(ctx, evs)
+		}
 		return res.inserted, res.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, ctx.Err())
 	}
 }
 
-// loop takes a request, adds every request already waiting (up to max
-// events), commits them together and answers each.
-func (c *Committer) loop() {
-	defer c.done.Done()
-	for {
-		var batch []*request
-		select {
-		case r := <-c.reqs:
-			batch = append(batch, r)
-		case <-c.stop:
-			return
+// isBlocked reports whether one of evs is being retried alone. c.mu is held.
+func (c *Committer) isBlocked(evs []*payhook.Event) bool {
+	if len(c.blocked) == 0 {
+		return false
+	}
+	for _, ev := range evs {
+		if c.blocked[key{ev.Source, ev.EventID}] > 0 {
+			return true
 		}
-		n := len(batch[0].evs)
-	gather:
-		for n < c.max {
-			select {
-			case r := <-c.reqs:
-				batch = append(batch, r)
-				n += len(r.evs)
-			default:
-				break gather
+	}
+	return false
+}
+
+// ingestAlone stores evs in transactions of their own until their key is
+// no longer locked elsewhere, ctx ends or the committer closes.
+func (c *Committer) ingestAlone(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	c.mu.Lock()
+	for _, ev := range evs {
+		c.blocked[key{ev.Source, ev.EventID}]++
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		for _, ev := range evs {
+			k := key{ev.Source, ev.EventID}
+			if c.blocked[k]--; c.blocked[k] <= 0 {
+				delete(c.blocked, k)
 			}
 		}
-		c.commit(batch)
+		c.mu.Unlock()
+	}()
+	for {
+		select {
+		case c.alone <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: waiting for a locked event: %w", payhook.ErrUnavailable, ctx.Err())
+		case <-c.stop:
+			return nil, fmt.Errorf("%w: group committer closed", payhook.ErrUnavailable)
+		}
+		inserted, err := c.ingest(ctx, evs)
+		<-c.alone
+		if !errors.Is(err, payhook.ErrLocked) {
+			return inserted, err
+		}
+		select {
+		case <-time.After(alonePause):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", err, ctx.Err())
+		case <-c.stop:
+			return nil, err
+		}
 	}
 }
 
-// commit stores a batch in one transaction. If it fails, each request is
-// tried on its own, so that one bad event cannot fail the others.
-func (c *Committer) commit(batch []*request) {
-	var live []*request
-	for _, r := range batch {
-		if r.ctx.Err() == nil { // nobody is waiting for the others
-			live = append(live, r)
+// loop commits the queued requests, up to max events at a time, until
+// Close.
+func (c *Committer) loop() {
+	defer c.done.Done()
+	for {
+		select {
+		case <-c.wake:
+		case <-c.stop:
+			c.mu.Lock()
+			queue := c.queue
+			c.queue = nil
+			c.mu.Unlock()
+			for _, r := range queue {
+				r.out <- result{err: fmt.Errorf("%w: group committer closed", payhook.ErrUnavailable)}
+			}
+			return
+		}
+		for {
+			batch := c.take()
+			if len(batch) == 0 {
+				break
+			}
+			c.commit(batch)
 		}
 	}
-	if len(live) > 1 {
-		var evs []*payhook.Event
-		for _, r := range live {
-			evs = append(evs, r.evs...)
+}
+
+// take removes from the queue the next requests to commit together: at
+// least one, then more while they fit in max events. Requests nobody waits
+// for any more are dropped; those whose key is being retried alone are
+// sent there.
+func (c *Committer) take() []*request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var batch []*request
+	n, i := 0, 0
+	for ; i < len(c.queue); i++ {
+		r := c.queue[i]
+		switch {
+		case r.ctx.Err() != nil:
+			continue
+		case c.isBlocked(r.evs):
+			r.out <- result{locked: true}
+			continue
+		case len(batch) > 0 && n+len(r.evs) > c.max:
+		default:
+			batch = append(batch, r)
+			n += len(r.evs)
+			continue
 		}
-		// Rows go in key order, so that batches of two payhook instances
-		// sharing a PostgreSQL database never wait on each other in a cycle.
-		order := make([]int, len(evs))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int {
-			return cmp.Or(cmp.Compare(evs[a].Source, evs[b].Source), cmp.Compare(evs[a].EventID, evs[b].EventID))
-		})
-		sorted := make([]*payhook.Event, len(evs))
-		for i, j := range order {
-			sorted[i] = evs[j]
-		}
+		break
+	}
+	c.queue = slices.Delete(c.queue, 0, i)
+	return batch
+}
+
+// commit stores a batch in one transaction. When one event fails it, its
+// request is answered (or sent to be retried alone when locked) and the
+// rest committed again without it; any other failure has each request
+// tried on its own, so that one bad event cannot fail the others.
+func (c *Committer) commit(live []*request) {
+	for len(live) > 1 {
+		evs, order, owner := sorted(live)
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		got, err := c.inbox.Ingest(ctx, sorted)
+		got, err := c.ingest(ctx, evs)
 		cancel()
 		if err == nil {
 			inserted := make([]bool, len(evs))
@@ -163,9 +296,52 @@ func (c *Committer) commit(batch []*request) {
 			}
 			return
 		}
+		var one *payhook.EventError
+		if !errors.As(err, &one) || one.Index < 0 || one.Index >= len(evs) {
+			break
+		}
+		bad := owner[order[one.Index]]
+		answer(live[bad], nil, err)
+		live = slices.Delete(live, bad, bad+1)
 	}
 	for _, r := range live {
-		inserted, err := c.inbox.Ingest(r.ctx, r.evs)
-		r.out <- result{inserted, err}
+		inserted, err := c.ingest(r.ctx, r.evs)
+		answer(r, inserted, err)
 	}
+}
+
+// answer returns a request its outcome, or sends it to be retried alone
+// when one of its events is locked.
+func answer(r *request, inserted []bool, err error) {
+	if errors.Is(err, payhook.ErrLocked) {
+		r.out <- result{locked: true}
+		return
+	}
+	r.out <- result{inserted: inserted, err: err}
+}
+
+// sorted returns the events of the requests in key order, so that batches
+// of two payhook instances sharing a PostgreSQL database never wait on
+// each other in a cycle. order[i] is the position of evs[i] among the
+// requests' events laid end to end, owner[p] the request holding position p.
+func sorted(live []*request) (evs []*payhook.Event, order, owner []int) {
+	var flat []*payhook.Event
+	for i, r := range live {
+		flat = append(flat, r.evs...)
+		for range r.evs {
+			owner = append(owner, i)
+		}
+	}
+	order = make([]int, len(flat))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(flat[a].Source, flat[b].Source), cmp.Compare(flat[a].EventID, flat[b].EventID))
+	})
+	evs = make([]*payhook.Event, len(flat))
+	for i, j := range order {
+		evs[i] = flat[j]
+	}
+	return evs, order, owner
 }

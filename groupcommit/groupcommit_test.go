@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +18,10 @@ import (
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
 )
+
+// The queue's lock-bounded ingest is what keeps one locked key from
+// holding up a batch.
+var _ groupcommit.BoundedInbox = (*jobs.Queue)(nil)
 
 // TestConcurrentDeliveriesStoredOnce sends 400 deliveries of 100 events
 // (each four times) from 50 goroutines through a committer over a real
@@ -92,71 +98,207 @@ func (c *countingInbox) Ingest(ctx context.Context, evs []*payhook.Event) ([]boo
 	return c.inner.Ingest(ctx, evs)
 }
 
-// poisoned fails any call that holds the event "evt_bad", and blocks the
-// first call until released, so that the next requests gather in one
-// batch.
-type poisoned struct {
-	release chan struct{}
-	once    sync.Once
+// fake is an inbox that records its batches. Its first call waits on
+// gate, so that the next requests gather in one batch. A batch holding bad
+// fails: with a plain error, or with a *payhook.EventError naming the
+// event when named is set. A batch holding locked fails with an
+// EventError wrapping payhook.ErrLocked until unlock is closed.
+type fake struct {
+	gate   chan struct{}
+	once   sync.Once
+	bad    string
+	named  bool
+	locked string
+	unlock chan struct{}
+	calls  atomic.Int32
+
 	mu      sync.Mutex
 	batches [][]string
 }
 
-func (p *poisoned) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
-	p.once.Do(func() { <-p.release })
+func (f *fake) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	f.calls.Add(1)
+	f.once.Do(func() { <-f.gate })
 	var ids []string
 	out := make([]bool, len(evs))
 	for i, ev := range evs {
 		ids = append(ids, ev.EventID)
 		out[i] = true
 	}
-	p.mu.Lock()
-	p.batches = append(p.batches, ids)
-	p.mu.Unlock()
-	for _, id := range ids {
-		if id == "evt_bad" {
-			return nil, errors.New("row rejected")
+	f.mu.Lock()
+	f.batches = append(f.batches, ids)
+	f.mu.Unlock()
+	for i, id := range ids {
+		switch {
+		case id == f.bad && f.named:
+			return nil, &payhook.EventError{Index: i, Err: fmt.Errorf("%w: row rejected", payhook.ErrUnavailable)}
+		case id == f.bad:
+			return nil, fmt.Errorf("%w: row rejected", payhook.ErrUnavailable)
+		case id == f.locked && f.unlock != nil:
+			select {
+			case <-f.unlock:
+			default:
+				return nil, &payhook.EventError{Index: i, Err: fmt.Errorf("%w: %w", payhook.ErrUnavailable, payhook.ErrLocked)}
+			}
 		}
 	}
 	return out, nil
 }
 
-// TestOneBadEventFailsAlone: a batch that fails is retried request by
-// request, so the bad event fails and the others are stored.
-func TestOneBadEventFailsAlone(t *testing.T) {
-	t.Parallel()
-	p := &poisoned{release: make(chan struct{})}
-	c := groupcommit.New(p, groupcommit.Config{})
-	defer c.Close()
-	ctx := context.Background()
-	first := make(chan error, 1)
-	go func() { _, err := c.Ingest(ctx, []*payhook.Event{{EventID: "evt_first"}}); first <- err }()
-	time.Sleep(50 * time.Millisecond) // the first commit is under way and blocked
-	errs := make(chan error, 3)
-	for _, id := range []string{"evt_a", "evt_bad", "evt_b"} {
-		go func() { _, err := c.Ingest(ctx, []*payhook.Event{{EventID: id}}); errs <- err }()
+func (f *fake) seen() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.batches)
+}
+
+// stall is how long a test waits without any progress before it fails.
+const stall = time.Minute
+
+// waitUntil polls until cond holds, failing when value (a measure of
+// progress) has not moved for stall.
+func waitUntil(t *testing.T, what string, value func() int, cond func() bool) {
+	t.Helper()
+	last, since := value(), time.Now()
+	for !cond() {
+		if v := value(); v != last {
+			last, since = v, time.Now()
+		} else if time.Since(since) > stall {
+			t.Fatalf("no progress for %v waiting for %s (at %d)", stall, what, v)
+		}
+		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // the three wait for the next commit
-	close(p.release)
+}
+
+// gathered starts a committer over f, sends evt_first (whose commit waits
+// on f.gate) and then one request per id, and opens the gate once all of
+// them are queued, so that they are committed as one batch. It returns
+// each id's result channel.
+func gathered(t *testing.T, f *fake, ids ...string) (*groupcommit.Committer, map[string]chan error) {
+	t.Helper()
+	c := groupcommit.New(f, groupcommit.Config{})
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	ingest := func(id string) chan error {
+		ch := make(chan error, 1)
+		go func() { _, err := c.Ingest(ctx, []*payhook.Event{{Source: "src", EventID: id}}); ch <- err }()
+		return ch
+	}
+	first := ingest("evt_first")
+	waitUntil(t, "the first commit to start", c.Queued, func() bool { return f.calls.Load() == 1 })
+	out := map[string]chan error{}
+	for _, id := range ids {
+		out[id] = ingest(id)
+	}
+	waitUntil(t, "the requests to queue", c.Queued, func() bool { return c.Queued() == len(ids) })
+	close(f.gate)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	failed := 0
-	for range 3 {
-		if err := <-errs; err != nil {
-			failed++
+	return c, out
+}
+
+// TestOneBadEventFailsAlone: requests that arrive during a commit go
+// together into the next one; when it fails, the bad event fails and the
+// others are stored: each on its own after a plain error, in one batch
+// again after an error that names the event.
+func TestOneBadEventFailsAlone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		named   bool
+		batches [][]string
+	}{
+		{"plain error", false, [][]string{{"evt_first"}, {"evt_a", "evt_b", "evt_bad"}, {"evt_a"}, {"evt_b"}, {"evt_bad"}}},
+		{"event error", true, [][]string{{"evt_first"}, {"evt_a", "evt_b", "evt_bad"}, {"evt_a", "evt_b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fake{gate: make(chan struct{}), bad: "evt_bad", named: tc.named}
+			_, out := gathered(t, f, "evt_a", "evt_bad", "evt_b")
+			for id, ch := range out {
+				if err := <-ch; (err != nil) != (id == "evt_bad") {
+					t.Errorf("Ingest %s = %v; only evt_bad should fail", id, err)
+				}
+			}
+			// The retries one by one go in arrival order, which is the
+			// goroutines'.
+			got := f.seen()
+			byFirst := func(a, b []string) int { return strings.Compare(a[0], b[0]) }
+			if len(got) > 2 {
+				slices.SortFunc(got[2:], byFirst)
+			}
+			if !slices.EqualFunc(got, tc.batches, slices.Equal) {
+				t.Fatalf("batches %v, want %v", got, tc.batches)
+			}
+		})
+	}
+}
+
+// TestLockedEventWaitsAlone: an event locked by another transaction does
+// not hold up the others of its batch, which are stored at once without
+// it; it is retried alone, and so is a new request for it, until the lock
+// goes, and then it is stored.
+func TestLockedEventWaitsAlone(t *testing.T) {
+	t.Parallel()
+	f := &fake{gate: make(chan struct{}), locked: "evt_locked", unlock: make(chan struct{})}
+	c, out := gathered(t, f, "evt_a", "evt_locked", "evt_b")
+	for _, id := range []string{"evt_a", "evt_b"} {
+		if err := <-out[id]; err != nil {
+			t.Fatalf("Ingest %s = %v while evt_locked is locked", id, err)
 		}
 	}
-	if failed != 1 {
-		t.Fatalf("%d of 3 requests failed, want only the bad one (batches %v)", failed, p.batches)
+	again := make(chan error, 1)
+	go func() {
+		_, err := c.Ingest(context.Background(), []*payhook.Event{{Source: "src", EventID: "evt_locked"}})
+		again <- err
+	}()
+	// Both requests for the locked key retry alone, and nothing else waits.
+	alone := func() int {
+		n := 0
+		for _, b := range f.seen()[2:] {
+			if slices.Equal(b, []string{"evt_locked"}) {
+				n++
+			}
+		}
+		return n
+	}
+	waitUntil(t, "retries of evt_locked", func() int { return len(f.seen()) }, func() bool { return alone() >= 4 })
+	select {
+	case err := <-out["evt_locked"]:
+		t.Fatalf("Ingest evt_locked returned %v while it is locked", err)
+	default:
+	}
+	close(f.unlock)
+	for _, ch := range []chan error{out["evt_locked"], again} {
+		if err := <-ch; err != nil {
+			t.Fatalf("Ingest evt_locked after the unlock = %v", err)
+		}
+	}
+	// The batch without evt_locked and the tries of evt_locked alone run
+	// side by side.
+	got := f.seen()
+	if want := [][]string{{"evt_first"}, {"evt_a", "evt_b", "evt_locked"}}; !slices.EqualFunc(got[:2], want, slices.Equal) {
+		t.Fatalf("first batches %v, want %v", got[:2], want)
+	}
+	rest := 0
+	for _, b := range got[2:] {
+		switch {
+		case slices.Equal(b, []string{"evt_a", "evt_b"}):
+			rest++
+		case !slices.Equal(b, []string{"evt_locked"}):
+			t.Fatalf("batch %v after the lock was seen; only evt_locked alone should be tried (all: %v)", b, got)
+		}
+	}
+	if rest != 1 {
+		t.Fatalf("the rest of the batch was committed %d times, want 1 (batches %v)", rest, got)
 	}
 }
 
 func TestEndedContextAndClose(t *testing.T) {
 	t.Parallel()
-	p := &poisoned{release: make(chan struct{})}
-	close(p.release)
-	c := groupcommit.New(p, groupcommit.Config{})
+	f := &fake{gate: make(chan struct{})}
+	close(f.gate)
+	c := groupcommit.New(f, groupcommit.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.Ingest(ctx, []*payhook.Event{{EventID: "evt_1"}}); !errors.Is(err, payhook.ErrUnavailable) {

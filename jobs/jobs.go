@@ -320,32 +320,13 @@ func (q *Queue) Stop(ctx context.Context) error {
 // inserted with status received, all in one transaction, and returns only
 // after the commit. It reports which events were new; a duplicate is
 // neither stored nor enqueued again. Any failure to store or commit wraps
-// payhook.ErrUnavailable, and then nothing of the batch was written.
+// payhook.ErrUnavailable, and then nothing of the batch was written; when
+// one event caused it, the error is a *payhook.EventError naming it. An
+// event whose key another transaction holds (the same event being stored
+// by another instance, or processed) waits for it, until ctx ends; see
+// IngestBounded for callers that must not wait.
 func (q *Queue) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
-	tx, err := q.db.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%w: begin: %w", payhook.ErrUnavailable, err)
-	}
-	defer tx.Rollback()
-	inserted, err := q.db.InsertEventsTx(ctx, tx, evs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
-	}
-	var jobs []river.InsertManyParams
-	for i, ev := range evs {
-		if inserted[i] && ev.Status == payhook.StatusReceived {
-			jobs = append(jobs, river.InsertManyParams{Args: processArgs{EventID: ev.ID}})
-		}
-	}
-	if len(jobs) > 0 {
-		if _, err := q.client.InsertManyTx(ctx, tx, jobs); err != nil {
-			return nil, fmt.Errorf("%w: enqueue: %w", payhook.ErrUnavailable, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("%w: commit: %w", payhook.ErrUnavailable, err)
-	}
-	return inserted, nil
+	return q.ingest(ctx, evs, 0)
 }
 
 // Process runs one processing attempt of the event with row id id: it

@@ -1,0 +1,70 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
+)
+
+// LockWait is how long IngestBounded waits for a key another transaction
+// holds before it gives up on the batch.
+const LockWait = 200 * time.Millisecond
+
+// IngestBounded is Ingest for a caller that commits many deliveries
+// together (groupcommit): an event whose key another transaction holds
+// for longer than LockWait fails the batch at once with a
+// *payhook.EventError wrapping payhook.ErrLocked, so that the caller
+// stores the others without it instead of holding them all up, and
+// retries that event alone. SQLite has no row locks (its one writer waits
+// at begin), so there it is Ingest.
+func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	return q.ingest(ctx, evs, LockWait)
+}
+
+// ingest is Ingest; a lockWait above zero bounds each wait for a lock.
+func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: begin: %w", payhook.ErrUnavailable, err)
+	}
+	defer tx.Rollback()
+	if lockWait > 0 {
+		if err := q.db.LockTimeoutTx(ctx, tx, lockWait); err != nil {
+			return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+		}
+	}
+	inserted := make([]bool, len(evs))
+	for i := range evs {
+		// One at a time, in the caller's order (which keeps the lock order
+		// of concurrent batches), so that a failure names its event.
+		ins, err := q.db.InsertEventsTx(ctx, tx, evs[i:i+1])
+		if err != nil {
+			err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+			if store.IsLockTimeout(err) {
+				err = fmt.Errorf("%w: %w", err, payhook.ErrLocked)
+			}
+			return nil, &payhook.EventError{Index: i, Err: err}
+		}
+		inserted[i] = ins[0]
+	}
+	var jobs []river.InsertManyParams
+	for i, ev := range evs {
+		if inserted[i] && ev.Status == payhook.StatusReceived {
+			jobs = append(jobs, river.InsertManyParams{Args: processArgs{EventID: ev.ID}})
+		}
+	}
+	if len(jobs) > 0 {
+		if _, err := q.client.InsertManyTx(ctx, tx, jobs); err != nil {
+			return nil, fmt.Errorf("%w: enqueue: %w", payhook.ErrUnavailable, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("%w: commit: %w", payhook.ErrUnavailable, err)
+	}
+	return inserted, nil
+}
