@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -27,10 +28,17 @@ func scanEvent(row interface{ Scan(...any) error }) (*payhook.Event, error) {
 	return &ev, nil
 }
 
+// AlertEventBodyConflict is the kind of the alert raised when an event is
+// delivered again with a body other than the one stored.
+const AlertEventBodyConflict = "event_body_conflict"
+
 // InsertEventsTx inserts each event unless an event with the same
 // (Source, EventID) exists, and reports which ones it inserted. The unique
 // index decides, so concurrent deliveries of one event insert one row. For
-// each inserted event it sets ID. ReceivedAt must be set; Status defaults to
+// each inserted event it sets ID. An event not inserted whose payload
+// differs from the stored one keeps the first, and raises, in tx and once
+// per (Source, EventID), an alert of kind AlertEventBodyConflict (subject
+// "source/event_id") naming both bodies' SHA-256 digests. ReceivedAt must be set; Status defaults to
 // received. An event stored as ignored keeps LastError as the reason, made
 // storable (payhook.Storable).
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
@@ -50,11 +58,43 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 		case err == nil:
 			inserted[i] = true
 		case errors.Is(err, sql.ErrNoRows):
+			if err := db.noteConflictTx(ctx, tx, ev); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, fmt.Errorf("insert event %s/%s: %w", ev.Source, ev.EventID, err)
 		}
 	}
 	return inserted, nil
+}
+
+// noteConflictTx raises AlertEventBodyConflict if the stored event with
+// ev's key has another payload. A stored payload never changes, so reading
+// it is no race; the alerts' unique (kind, subject) index decides that the
+// alert is raised once, whatever delivery brings a conflicting body first.
+func (db *DB) noteConflictTx(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+	// The stored payload comes back only when it differs.
+	var stored []byte
+	err := tx.QueryRowContext(ctx, `SELECT CASE WHEN payload = $3 THEN NULL ELSE payload END
+		FROM payhook_events WHERE source = $1 AND event_id = $2`, ev.Source, ev.EventID, ev.Payload).Scan(&stored)
+	if err != nil {
+		return fmt.Errorf("compare event %s/%s with the stored one: %w", ev.Source, ev.EventID, err)
+	}
+	if stored == nil {
+		return nil
+	}
+	subject := ev.Source + "/" + ev.EventID
+	msg := fmt.Sprintf("event %s delivered again with another body: the first is kept (sha256 %x), the new one was not stored (sha256 %x)",
+		subject, sha256.Sum256(stored), sha256.Sum256(ev.Payload))
+	_, err = tx.ExecContext(ctx, `INSERT INTO payhook_alerts
+		(kind, subject, message, first_seen, last_seen, count, acknowledged)
+		VALUES ($1, $2, $3, $4, $4, 1, FALSE)
+		ON CONFLICT (kind, subject) DO NOTHING`,
+		AlertEventBodyConflict, payhook.Storable(subject), payhook.Storable(msg), db.TimeValue(ev.ReceivedAt))
+	if err != nil {
+		return fmt.Errorf("raise %s for %s: %w", AlertEventBodyConflict, subject, err)
+	}
+	return nil
 }
 
 // ClaimEventTx claims the event for processing: if it is still received it
