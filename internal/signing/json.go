@@ -56,6 +56,21 @@ func ParseObject(body []byte) (Object, error) {
 	return o, nil
 }
 
+// ObjectAt parses body with ParseObject and returns the object nested
+// at path, such as ("data", "object"), read with Object at each step: an
+// empty Object when a step is absent or null. Errors wrap
+// payhook.ErrMalformed.
+func ObjectAt(body []byte, path ...string) (Object, error) {
+	o, err := ParseObject(body)
+	for _, field := range path {
+		if err != nil {
+			break
+		}
+		o, err = o.Object(field)
+	}
+	return o, err
+}
+
 // members splits v, a valid JSON object, into its members.
 func members(v jsontext.Value, path string) (Object, error) {
 	o := Object{path: path, members: make(map[string]jsontext.Value)}

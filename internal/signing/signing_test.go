@@ -407,6 +407,19 @@ func TestCaseVariants(t *testing.T) {
 	if _, err := obj.Object("missing"); err != nil {
 		t.Errorf(`Object("missing") = %v; want an empty object`, err)
 	}
+	at, err := signing.ObjectAt([]byte(`{"data":{"object":{"id":"pi_1"}}}`), "data", "object")
+	if id, _ := at.String("id"); err != nil || id != "pi_1" {
+		t.Errorf(`ObjectAt(data.object).String("id") = %q, %v; want pi_1`, id, err)
+	}
+	for _, body := range []string{`{"data":{"object":{"id":"a","ID":"b"}}}`, `{"data":{"Object":{}}}`, `{"data":[]}`, `[]`} {
+		at, err := signing.ObjectAt([]byte(body), "data", "object")
+		if err == nil {
+			_, err = at.String("id")
+		}
+		if !errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("ObjectAt(%s).String(\"id\") = %v; want ErrMalformed", body, err)
+		}
+	}
 }
 
 func TestObjectTimes(t *testing.T) {

@@ -2,7 +2,6 @@ package billete
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/internal/signing"
 )
 
 // Client reads resources from the provider's API with a secret API key
@@ -36,15 +36,17 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	if !strings.HasPrefix(ev.Type, "subscription.") {
 		return nil, nil
 	}
-	var body struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
+	// Read strictly, as the envelope is: a case variant ("ID") that
+	// encoding/json would have taken instead is refused.
+	o, err := signing.ObjectAt(ev.Payload, "data")
+	var id string
+	if err == nil {
+		id, err = o.RequiredString("id")
 	}
-	if err := json.Unmarshal(ev.Payload, &body); err != nil || body.Data.ID == "" {
-		return nil, fmt.Errorf("billete: event %s has no data.id to fetch: %w", ev.EventID, payhook.ErrMalformed)
+	if err != nil {
+		return nil, fmt.Errorf("billete: event %s has no data.id to fetch: %w", ev.EventID, err)
 	}
-	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "subscriptions/"+url.PathEscape(body.Data.ID))
+	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "subscriptions/"+url.PathEscape(id))
 	if err != nil {
 		return nil, fmt.Errorf("billete: %w", err)
 	}

@@ -43,6 +43,8 @@ func TestClientFetchesCurrentState(t *testing.T) {
 		{"about no resource", "webhook_endpoint.test", `{"data":{}}`, "", nil},
 		{"unknown resource", "subscription.updated", `{"data":{"id":"sub_nope"}}`, "", payhook.ErrNotFound},
 		{"no data.id", "subscription.renewed", `{"data":{}}`, "", payhook.ErrMalformed},
+		// encoding/json would fetch the last of the two, the mapping reads the first.
+		{"data.id beside ID", "subscription.updated", `{"data":{"id":"sub_nope","ID":"` + sub.ID + `"}}`, "", payhook.ErrMalformed},
 		{"money events keep their own data", "payment.refunded", `{"data":{"id":"pay_1"}}`, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,7 +2,6 @@ package stripe
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/internal/signing"
 )
 
 // Client reads resources from Stripe's API (or the simulator's stripe
@@ -37,17 +37,17 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	if !strings.HasPrefix(ev.Type, "customer.subscription.") {
 		return nil, nil
 	}
-	var body struct {
-		Data struct {
-			Object struct {
-				ID string `json:"id"`
-			} `json:"object"`
-		} `json:"data"`
+	// Read strictly, as the envelope is: a case variant ("ID") that
+	// encoding/json would have taken instead is refused.
+	o, err := signing.ObjectAt(ev.Payload, "data", "object")
+	var id string
+	if err == nil {
+		id, err = o.RequiredString("id")
 	}
-	if err := json.Unmarshal(ev.Payload, &body); err != nil || body.Data.Object.ID == "" {
-		return nil, fmt.Errorf("stripe: event %s has no data.object.id to fetch: %w", ev.EventID, payhook.ErrMalformed)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: event %s has no data.object.id to fetch: %w", ev.EventID, err)
 	}
-	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(body.Data.Object.ID))
+	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(id))
 	if err != nil {
 		return nil, fmt.Errorf("stripe: %w", err)
 	}

@@ -47,6 +47,9 @@ func TestClientFetchesCurrentState(t *testing.T) {
 		{"about no resource", "ping", `{"data":{"object":{}}}`, "", nil},
 		{"unknown subscription", "customer.subscription.updated", `{"data":{"object":{"id":"sub_nope"}}}`, "", payhook.ErrNotFound},
 		{"no data.object.id", "customer.subscription.updated", `{"data":{}}`, "", payhook.ErrMalformed},
+		// encoding/json would fetch the last of the two, the mapping reads the first.
+		{"data.object.id beside ID", "customer.subscription.updated", `{"data":{"object":{"id":"sub_nope","ID":"` + sub.ID + `"}}}`, "", payhook.ErrMalformed},
+		{"data.object.id not a string", "customer.subscription.updated", `{"data":{"object":{"id":7}}}`, "", payhook.ErrMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := c.Fetch(context.Background(), &payhook.Event{EventID: "evt_1", Type: tc.typ, Payload: []byte(tc.payload)})
