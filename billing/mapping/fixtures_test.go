@@ -56,7 +56,7 @@ func rfc(t *testing.T, s string) time.Time {
 
 // fixtureCases are the shapes whose mapping is settled.
 func fixtureCases(t *testing.T) []fixtureCase {
-	stripeSnap := &billing.Payment{Ref: stripePI, Amount: 100, Currency: "USD", CapturedAt: stripeT}
+	stripeSnap := &billing.Payment{Ref: stripePI, Amount: 1099, Currency: "USD", CapturedAt: stripeT}
 	return []fixtureCase{
 		// ---- Stripe (stripe/openapi fixtures3.json objects in its event envelope) ----
 		{file: "stripe/checkout.session.completed.json"}, // unpaid: the async payment has not paid yet
