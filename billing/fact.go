@@ -16,6 +16,12 @@ import (
 	"time"
 )
 
+// Every fact is checked before it is applied (see Check): references are
+// storable identifiers (payhook.CheckRef), times lie within payhook's
+// bounds (payhook.CheckTime) and amounts within ±payhook.MaxAmount; a fact
+// that breaks one of these wraps payhook.ErrMalformed, so the event fails
+// at once instead of being retried.
+
 // Fact is one thing an event says happened, in payhook's own terms.
 type Fact interface{ isFact() }
 
@@ -26,7 +32,8 @@ type Payment struct {
 	// OrderID is the application's order the payment pays, if known.
 	OrderID string
 	// Amount in minor units of Currency (upper-case ISO 4217 or a crypto
-	// ticker such as BTC).
+	// ticker such as BTC), 0 to payhook.MaxAmount. Zero is a capture of
+	// nothing (a 100% discount): it pays its order and posts nothing.
 	Amount   int64
 	Currency string
 	// CapturedAt is when the provider captured it.
@@ -44,7 +51,10 @@ type Captured struct {
 }
 
 // Refunded: (part of) a fiat payment was refunded. It posts a reversal of
-// the capture for Amount once per RefundRef.
+// the capture for Amount once per RefundRef, but never takes more than the
+// payment still holds: refunds beyond its amount raise
+// AlertRefundExceedsPayment. A refund in another currency than its payment
+// is malformed.
 type Refunded struct {
 	// Payment places the payment if it was not seen yet; nil if the
 	// payload does not say enough. Once the payment is stored, the stored
@@ -68,23 +78,34 @@ type RefundFailed struct {
 }
 
 // ChargedBack: the payment's card holder disputed it and the money was
-// taken back. It reverses what is left of the capture once per DisputeRef:
-// amount minus net refunds when applied. A refund reported after it (made
-// before the dispute) is recorded but moves nothing, so a charged back
-// payment keeps zero whatever the delivery order (see ApplyOutcome).
+// taken back. It takes back Amount (the disputed amount; 0 means the whole
+// payment) from what the payment still holds, once per DisputeRef. A
+// refund reported after it (made before the dispute) is recorded and moves
+// only what the dispute left, so the result does not depend on the
+// delivery order (see ApplyOutcome).
 type ChargedBack struct {
 	Payment    *Payment
 	PaymentRef string
 	DisputeRef string
-	At         time.Time
+	// Amount is the disputed amount in the payment's minor units; 0 (or
+	// more than the payment) means the whole payment.
+	Amount int64
+	At     time.Time
 }
 
 // ChargebackWon: a dispute was won; the chargeback's reversal is itself
 // reversed, once.
+//
+// A provider that names the won dispute sets DisputeRef. One that reports
+// the win as a new record of its own (Paddle's chargeback_reverse
+// adjustment) sets ReversalRef and PaymentRef instead: the reversal wins
+// the payment's oldest open chargeback, once per ReversalRef (an unknown
+// payment, or one without a chargeback to win, is ErrNotSeenYet).
 type ChargebackWon struct {
-	PaymentRef string
-	DisputeRef string
-	At         time.Time
+	PaymentRef  string
+	DisputeRef  string
+	ReversalRef string
+	At          time.Time
 }
 
 // OrderPaid: a checkout for OrderID completed, paid by PaymentRef. The
@@ -111,9 +132,12 @@ type Settled struct {
 	At       time.Time
 }
 
-// Subscription is the state of a subscription at UpdatedAt. It applies only
-// if UpdatedAt is newer than what is stored; the first time Status is
-// "ended", the end is claimed once (ended_at goes from NULL to a time).
+// Subscription is the state of a subscription at UpdatedAt. It replaces
+// the stored state only if it ranks higher (see ApplyOutcome: ended is
+// final, then the newer UpdatedAt, then a fixed order for ties), so the
+// final state never depends on the delivery order. The first time the
+// stored status becomes "ended", the end is claimed once (ended_at goes
+// from NULL to EndedAt).
 type Subscription struct {
 	Ref              string
 	Customer         string
@@ -121,6 +145,9 @@ type Subscription struct {
 	Status           string // active | canceled | ended (provider words mapped to these)
 	CurrentPeriodEnd time.Time
 	UpdatedAt        time.Time
+	// EndedAt is when the provider says the subscription ended (for status
+	// ended); zero means UpdatedAt.
+	EndedAt time.Time
 }
 
 func (Captured) isFact()      {}

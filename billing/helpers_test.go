@@ -122,7 +122,17 @@ func checkLedger(t *testing.T, db *store.DB) {
 		}
 		want := p.Amount - p.RefundedAmount
 		switch p.Status {
-		case "charged_back", "rejected":
+		case "charged_back":
+			// What the open disputes leave.
+			var disputed int64
+			if err := db.SQL.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(c.requested_amount), 0) AS BIGINT)
+				FROM payhook_ledger_postings c WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
+				AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings w WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won')`,
+				p.Source, p.Ref).Scan(&disputed); err != nil {
+				t.Fatal(err)
+			}
+			want = max(0, want-disputed)
+		case "rejected":
 			want = 0
 		case "settled":
 			want = p.Amount

@@ -182,7 +182,8 @@ type SubscriptionView struct {
 	CurrentPeriodEnd time.Time `json:"current_period_end,omitzero"`
 	// ProviderUpdatedAt is the provider's time of the snapshot shown.
 	ProviderUpdatedAt time.Time `json:"provider_updated_at,omitzero"`
-	// EndedAt is when payhook claimed the end; zero while not ended.
+	// EndedAt is when the provider says the subscription ended (else the
+	// provider time of the snapshot that ended it); zero while not ended.
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`

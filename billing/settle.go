@@ -1,0 +1,87 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+func (a *applier) settled(ctx context.Context, f Settled) error {
+	what := "settlement of invoice " + f.InvoiceRef
+	insert := func(status string) (bool, error) {
+		var id int64
+		err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_payments
+			(source, ref, kind, order_id, amount, currency, status, refunded_amount, chain_ref, captured_at, created_at, updated_at)
+			VALUES ($1, $2, 'crypto', $3, $4, $5, $6, 0, $7, $8, $9, $9)
+			ON CONFLICT DO NOTHING
+			RETURNING id`, a.source, f.InvoiceRef, f.OrderID, f.Amount, f.Currency, status, f.ChainRef,
+			a.t(f.At), a.t(a.now)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("%s: insert payment: %w", what, err)
+		}
+		return true, nil
+	}
+	// Both unique indexes answer: (source, ref) for the same invoice again,
+	// (source, chain_ref) of credited invoices for a reused reference.
+	inserted, err := insert("settled")
+	if err != nil {
+		return err
+	}
+	if !inserted {
+		var kind, chainRef string
+		err := a.tx.QueryRowContext(ctx, `SELECT kind, COALESCE(chain_ref, '') FROM payhook_payments
+			WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef).Scan(&kind, &chainRef)
+		switch {
+		case err == nil:
+			if kind != "crypto" {
+				return a.kindMismatch(ctx, f.InvoiceRef, kind, "settlement with "+f.ChainRef)
+			}
+			if chainRef != f.ChainRef {
+				return a.alert(ctx, AlertCryptoSecondReference, f.InvoiceRef, f.ChainRef,
+					fmt.Sprintf("invoice %s settled with %s, then again with %s; credited at most once", f.InvoiceRef, chainRef, f.ChainRef))
+			}
+			return nil // the same settlement again
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%s: read payment: %w", what, err)
+		}
+		// The chain reference credits another invoice.
+		if inserted, err = insert("rejected"); err != nil || !inserted {
+			return err
+		}
+		if f.OrderID != "" {
+			if err := a.heardOfOrder(ctx, f.OrderID); err != nil {
+				return err
+			}
+		}
+		var holder string
+		if err := a.tx.QueryRowContext(ctx, `SELECT ref FROM payhook_payments
+			WHERE source = $1 AND chain_ref = $2 AND status = 'settled'`, a.source, f.ChainRef).Scan(&holder); err != nil {
+			return fmt.Errorf("%s: find the invoice credited with %s: %w", what, f.ChainRef, err)
+		}
+		return a.alert(ctx, AlertCryptoReferenceReused, f.ChainRef, f.InvoiceRef,
+			fmt.Sprintf("chain reference %s credits invoice %s; invoice %s settled with it again and was not credited", f.ChainRef, holder, f.InvoiceRef))
+	}
+	if f.OrderID != "" {
+		ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef)
+		if err != nil {
+			return err
+		}
+		if !ok && other != f.InvoiceRef {
+			if _, err := a.tx.ExecContext(ctx, `UPDATE payhook_payments SET status = 'rejected', updated_at = $3
+				WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef, a.t(a.now)); err != nil {
+				return fmt.Errorf("%s: reject: %w", what, err)
+			}
+			return a.alert(ctx, AlertOrderPaidTwice, f.OrderID, f.InvoiceRef,
+				fmt.Sprintf("order %s is paid by %s; invoice %s settled for it too and was not credited", f.OrderID, other, f.InvoiceRef))
+		}
+	}
+	id, inserted, err := a.post(ctx, "settle:"+f.InvoiceRef, "settle", f.InvoiceRef, 0, f.Amount, f.Amount, f.Currency)
+	if err != nil || !inserted {
+		return err
+	}
+	return a.entries(ctx, id, f.Currency, AccountCryptoWallet, f.Amount, AccountRevenue)
+}

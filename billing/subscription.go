@@ -1,0 +1,119 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// statusRank orders subscription statuses for snapshots of the same time:
+// ended over canceled over active; 0 for a status payhook does not know.
+func statusRank(status string) int {
+	switch status {
+	case "ended":
+		return 3
+	case "canceled":
+		return 2
+	case "active":
+		return 1
+	}
+	return 0
+}
+
+// ranksBelow is the condition "the stored row ranks below snapshot f",
+// whose values are parameters: (ended, provider_updated_at, status rank,
+// current_period_end, plan, customer) compared in that order, a NULL time
+// below any time. $3 customer, $4 plan, $6 current_period_end, $7
+// provider time, $10 ended (1 or 0), $11 status rank. Which times of f
+// are NULL is known here, so the SQL never asks a parameter's type.
+func ranksBelow(f Subscription) string {
+	type field struct {
+		col, param string
+		null       bool // the parameter is NULL
+		nullable   bool // the column may be NULL
+	}
+	fields := []field{
+		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: "$10"},
+		{col: "provider_updated_at", param: "$7", null: f.UpdatedAt.IsZero(), nullable: true},
+		{col: `CASE status WHEN 'ended' THEN 3 WHEN 'canceled' THEN 2 WHEN 'active' THEN 1 ELSE 0 END`, param: "$11"},
+		{col: "current_period_end", param: "$6", null: f.CurrentPeriodEnd.IsZero(), nullable: true},
+		{col: "plan", param: "$4"},
+		{col: "customer", param: "$3"},
+	}
+	lt := func(f field) string {
+		switch {
+		case f.null:
+			return "FALSE"
+		case f.nullable:
+			return fmt.Sprintf("(%[1]s IS NULL OR %[1]s < %[2]s)", f.col, f.param)
+		}
+		return fmt.Sprintf("(%s) < %s", f.col, f.param)
+	}
+	eq := func(f field) string {
+		if f.null {
+			return fmt.Sprintf("%s IS NULL", f.col)
+		}
+		return fmt.Sprintf("(%s) = %s", f.col, f.param)
+	}
+	// lt1 OR (eq1 AND (lt2 OR (eq2 AND (...))))
+	cond := lt(fields[len(fields)-1])
+	for i := len(fields) - 2; i >= 0; i-- {
+		cond = fmt.Sprintf("(%s OR (%s AND %s))", lt(fields[i]), eq(fields[i]), cond)
+	}
+	return cond
+}
+
+func (a *applier) subscription(ctx context.Context, f Subscription) error {
+	ended, endedAt := 0, any(nil)
+	if f.Status == "ended" {
+		ended = 1
+		switch {
+		case !f.EndedAt.IsZero():
+			endedAt = a.t(f.EndedAt)
+		case !f.UpdatedAt.IsZero():
+			endedAt = a.t(f.UpdatedAt)
+		default:
+			endedAt = a.t(a.now)
+		}
+	}
+	args := []any{a.source, f.Ref, f.Customer, f.Plan, f.Status, a.t(f.CurrentPeriodEnd), a.t(f.UpdatedAt),
+		a.t(a.now), endedAt, ended, statusRank(f.Status)}
+	var id int64
+	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_subscriptions
+		(source, ref, customer, plan, status, current_period_end, provider_updated_at, ended_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $9, $8, $8)
+		ON CONFLICT (source, ref) DO NOTHING
+		RETURNING id`, args[:9]...).Scan(&id)
+	switch {
+	case err == nil:
+		if ended == 1 {
+			a.out.EndedClaimed = append(a.out.EndedClaimed, f.Ref)
+		}
+		return nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("insert subscription %s: %w", f.Ref, err)
+	}
+	// Only a snapshot that ranks higher replaces the stored one, status and
+	// ended_at together; the first ended one claims the end.
+	update := `UPDATE payhook_subscriptions
+		SET customer = $3, plan = $4, status = $5, current_period_end = $6, provider_updated_at = $7,
+			ended_at = $9, updated_at = $8
+		WHERE source = $1 AND ref = $2 AND ` + ranksBelow(f)
+	if ended == 1 {
+		res, err := a.tx.ExecContext(ctx, update+` AND ended_at IS NULL`, args...)
+		if err != nil {
+			return fmt.Errorf("claim the end of subscription %s: %w", f.Ref, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("claim the end of subscription %s: %w", f.Ref, err)
+		} else if n == 1 {
+			a.out.EndedClaimed = append(a.out.EndedClaimed, f.Ref)
+			return nil
+		}
+	}
+	if _, err := a.tx.ExecContext(ctx, update, args...); err != nil {
+		return fmt.Errorf("update subscription %s: %w", f.Ref, err)
+	}
+	return nil
+}
