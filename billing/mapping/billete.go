@@ -64,7 +64,7 @@ func billete(e *event) ([]billing.Fact, error) {
 		return billeteSettled(e, d)
 	}
 	// webhook_endpoint.test and any type payhook does not know.
-	return ignore()
+	return ignore("%s events change no billing state", e.typ)
 }
 
 // billeteCheckout: the checkout carries its payment's id, amount and
@@ -227,6 +227,11 @@ func billeteSubscription(e *event, d obj) ([]billing.Fact, error) {
 	}
 	if s.UpdatedAt, err = d.timeOr(e.at, "updated_at"); err != nil {
 		return nil, err
+	}
+	if s.Status == "ended" {
+		if s.EndedAt, err = d.timeOr(timeZero, "ended_at"); err != nil {
+			return nil, err
+		}
 	}
 	return []billing.Fact{s}, nil
 }

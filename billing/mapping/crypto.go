@@ -10,7 +10,7 @@ import (
 // InvoiceExpired...) and the simulator's non-invoice ones give nil.
 func crypto(e *event) ([]billing.Fact, error) {
 	if e.typ != "InvoiceSettled" {
-		return ignore()
+		return ignore("%s events change no billing state: only InvoiceSettled credits", e.typ)
 	}
 	o := e.root
 	inv, err := o.need("invoiceId")

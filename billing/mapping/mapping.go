@@ -9,13 +9,16 @@
 //     test event, a provider without a business vocabulary, a state that
 //     moves no money yet such as a refund awaiting approval). The caller
 //     stores it as ignored; it is never an error, so the provider is never
-//     asked to retry it.
+//     asked to retry it. Read says why (Result.Ignored).
 //   - (nil, err): the payload lacks what a fact needs, or holds something
 //     unreadable (an amount that is not an integer of minor units, a time
 //     that is neither RFC 3339 nor unix seconds, an unknown subscription
-//     status). err wraps payhook.ErrMalformed and names the field, e.g.
-//     `field "data.refund.id" is missing`. An unknown provider name wraps
-//     payhook.ErrConfig.
+//     status), or a value payhook cannot store: a reference with NUL or
+//     another control or format character (payhook.CheckRef), a time
+//     outside payhook.MinTime–MaxTime, an amount with a sign (even "-0")
+//     or beyond payhook.MaxAmount. err wraps payhook.ErrMalformed and
+//     names the field, e.g. `field "data.refund.id" is missing`. An
+//     unknown provider name wraps payhook.ErrConfig.
 //
 // Facts only reads the payload: it never calls a provider's API and never
 // looks at stored state, so the same payload always gives the same facts.
@@ -45,21 +48,27 @@
 // # stripe
 //
 //	checkout.session.completed     Captured{payment_intent, amount_total, currency} + OrderPaid
-//	                               (metadata.order_id or client_reference_id); nil when mode is
-//	                               subscription/setup or payment_status is not paid
+//	                               (metadata.order_id or client_reference_id); mode subscription, or
+//	                               no payment intent with payment_status no_payment_required (a
+//	                               total of zero): OrderPaid{order, subscription, else the session
+//	                               id} only; nil for mode setup, payment_status unpaid, or no order
 //	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id)
+//	charge.succeeded,              a charge without a payment intent (the Charges API):
+//	charge.captured                Captured{id, amount_captured (or amount)} + OrderPaid; nil when it
+//	                               has a payment intent (payment_intent.succeeded captures it) or is
+//	                               not captured yet
 //	charge.refunded                one Refunded per refund of refunds.data that did not fail, with a
 //	                               Payment snapshot of the charge (amount_captured, else amount);
-//	                               PaymentRef is the payment_intent. Without refunds.data (API
-//	                               versions from 2022-11-15) nil: the refund.* events carry them
+//	                               PaymentRef is the payment_intent, else the charge's id. Without
+//	                               refunds.data (API versions from 2022-11-15) nil: the refund.*
+//	                               events carry them
 //	refund.created, refund.updated, the refund object: status succeeded or pending →
-//	refund.failed,                 Refunded{payment_intent, id, amount, currency, at created} (no
-//	charge.refund.updated          Payment snapshot); failed or canceled → RefundFailed{payment_intent,
-//	                               id}; requires_action → nil; another status is an error
-//	charge.dispute.created,        ChargedBack{payment_intent, dispute id} (no Payment snapshot: a
-//	charge.dispute.funds_withdrawn dispute's amount is the disputed amount, not the payment's); an
-//	                               inquiry (created with a status warning_*) or a prevented dispute
-//	                               moves no money: nil
+//	refund.failed,                 Refunded{payment_intent (else charge), id, amount, currency, at
+//	charge.refund.updated          created} (no Payment snapshot); failed or canceled →
+//	                               RefundFailed; requires_action → nil; another status is an error
+//	charge.dispute.created,        ChargedBack{payment_intent (else charge), dispute id, amount (the
+//	charge.dispute.funds_withdrawn disputed amount)} (no Payment snapshot); an inquiry (created with a
+//	                               status warning_*) or a prevented dispute moves no money: nil
 //	charge.dispute.closed,         ChargebackWon when status is won (closed), else nil
 //	charge.dispute.funds_reinstated
 //	customer.subscription.created/updated
@@ -68,7 +77,7 @@
 //	                               canceled is canceled while it has no ended_at and either
 //	                               cancel_at_period_end or a current_period_end still ahead, else
 //	                               ended; incomplete_expired is ended; any other status is an error
-//	customer.subscription.deleted  Subscription ended
+//	customer.subscription.deleted  Subscription ended (EndedAt: ended_at)
 //	invoice.paid, ping             nil (Stripe invoices are not crypto settlements)
 //
 // Stripe's times are whole unix seconds (the simulator's updated_at too):
@@ -87,15 +96,17 @@
 //	adjustment.created, adjustment.updated
 //	                       action refund: approved → Refunded{transaction_id, refund_id or id,
 //	                       totals.total}; rejected → RefundFailed; pending_approval → nil.
-//	                       action chargeback: ChargedBack{transaction_id, adjustment id};
-//	                       reversed (won) → ChargebackWon{transaction_id, adjustment id};
-//	                       rejected → nil. Other actions (credit, chargeback_reverse, whose id
-//	                       is not the chargeback's...) → nil; an unknown refund status is an
-//	                       error.
+//	                       action chargeback: ChargedBack{transaction_id, adjustment id,
+//	                       totals.total}; reversed (won) → ChargebackWon{transaction_id,
+//	                       adjustment id}; rejected → nil. action chargeback_reverse (Paddle's
+//	                       won dispute, an adjustment of its own) → ChargebackWon{transaction_id,
+//	                       ReversalRef: adjustment id}. chargeback_warning, credit,
+//	                       credit_reverse and other actions move no money: nil. An unknown
+//	                       refund status is an error.
 //	subscription.created, subscription.updated
 //	                       Subscription: scheduled_change.action cancel → canceled; status canceled →
 //	                       ended; active/trialing/past_due/paused → active; others are an error
-//	subscription.canceled  Subscription ended
+//	subscription.canceled  Subscription ended (EndedAt: canceled_at)
 //	notification.test      nil
 //
 // # crypto (BTCPay-style)
@@ -107,6 +118,7 @@ package mapping
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -119,13 +131,32 @@ import (
 // Facts returns what ev, an event of a source of the given provider
 // ("stripe", "paddle", "billete", "crypto", "standard", "hmac"), says
 // happened. nil facts with a nil error mean: ignore the event (see the
-// package doc). "standard" and "hmac" sources always give nil, nil:
-// payhook does not know their business vocabulary.
+// package doc; Read also says why). "standard" and "hmac" sources always
+// give nil, nil: payhook does not know their business vocabulary.
 func Facts(provider string, ev *payhook.Event) ([]billing.Fact, error) {
+	r, err := Read(provider, ev)
+	return r.Facts, err
+}
+
+// Result is what an event means for billing: the facts to apply, or, when
+// there are none, why the event changes nothing (Ignored).
+type Result struct {
+	Facts []billing.Fact
+	// Ignored is the reason there are no facts, e.g. "a Stripe dispute
+	// inquiry (status warning_needs_response) takes no money".
+	Ignored string
+}
+
+// Read is Facts with the reason an event is ignored. Every fact it
+// returns passes billing.Check: a reference that cannot be stored (NUL,
+// control or format characters), a time outside payhook's bounds or an
+// amount beyond ±payhook.MaxAmount is an error wrapping
+// payhook.ErrMalformed, so the event fails at once.
+func Read(provider string, ev *payhook.Event) (Result, error) {
 	var m mapper
 	switch provider {
 	case "standard", "hmac":
-		return nil, nil
+		return Result{Ignored: provider + " sources carry no billing vocabulary payhook knows"}, nil
 	case "billete":
 		m = mapper{typeField: "type", timeField: "created_at", data: billete}
 	case "stripe":
@@ -135,37 +166,49 @@ func Facts(provider string, ev *payhook.Event) ([]billing.Fact, error) {
 	case "crypto":
 		m = mapper{typeField: "type", timeField: "timestamp", data: crypto}
 	default:
-		return nil, fmt.Errorf("mapping: unknown provider %q: %w", provider, payhook.ErrConfig)
+		return Result{}, fmt.Errorf("mapping: unknown provider %q: %w", provider, payhook.ErrConfig)
 	}
 	if ev == nil {
-		return nil, fmt.Errorf("mapping %s: no event: %w", provider, payhook.ErrMalformed)
+		return Result{}, fmt.Errorf("mapping %s: no event: %w", provider, payhook.ErrMalformed)
 	}
 	root, err := parse(ev.Payload, m.stringAmounts)
 	if err != nil {
-		return nil, fmt.Errorf("mapping %s event %s: %w", provider, ev.EventID, err)
+		return Result{}, fmt.Errorf("mapping %s event %s: %w", provider, ev.EventID, err)
 	}
 	typ, err := root.str(m.typeField)
 	if err != nil {
-		return nil, fmt.Errorf("mapping %s event %s: %w", provider, ev.EventID, err)
+		return Result{}, fmt.Errorf("mapping %s event %s: %w", provider, ev.EventID, err)
 	}
 	if typ == "" {
 		typ = ev.Type
 	}
 	at, ok, err := root.time(m.timeField)
-	if err != nil {
-		return nil, fmt.Errorf("mapping %s %s event %s: %w", provider, typ, ev.EventID, err)
-	}
-	if !ok {
+	if err == nil && !ok {
 		at = ev.OccurredAt.UTC()
+		err = payhook.CheckTime("the event's time", at)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("mapping %s %s event %s: %w", provider, typ, ev.EventID, err)
 	}
 	facts, err := m.data(&event{typ: typ, at: at, root: root})
+	var ign ignored
+	if errors.As(err, &ign) {
+		return Result{Ignored: ign.reason}, nil
+	}
+	if err == nil {
+		for _, f := range facts {
+			if err = billing.Check(f); err != nil {
+				break
+			}
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("mapping %s %s event %s: %w", provider, typ, ev.EventID, err)
+		return Result{}, fmt.Errorf("mapping %s %s event %s: %w", provider, typ, ev.EventID, err)
 	}
 	if len(facts) == 0 {
-		return nil, nil
+		return Result{Ignored: typ + " events change no billing state"}, nil
 	}
-	return facts, nil
+	return Result{Facts: facts}, nil
 }
 
 // mapper is one provider's reading of payloads.
@@ -337,8 +380,10 @@ func (o obj) flag(k string) (bool, error) {
 }
 
 // amount returns the amount in field k, in minor units, and whether it is
-// there. It must be a non-negative integer: a JSON integer, or a string of
-// digits for providers that write amounts as strings.
+// there. It must be an unsigned integer of at most payhook.MaxAmount: a
+// JSON integer, or a string of digits for providers that write amounts as
+// strings. A sign (even "-0") is malformed: providers write refunds and
+// disputes as positive amounts of their own objects.
 func (o obj) amount(k string) (int64, bool, error) {
 	v, ok := o.get(k)
 	if !ok {
@@ -356,12 +401,32 @@ func (o obj) amount(k string) (int64, bool, error) {
 	default:
 		return 0, false, malformed("field %q is not an amount", o.name(k))
 	}
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+		return 0, false, malformed("field %q is %q: an amount has no sign", o.name(k), s)
+	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		return 0, false, malformed("field %q is %q, not an integer amount of minor units", o.name(k), s)
+		return 0, false, malformed("field %q is %q, not an integer amount of minor units within ±%d", o.name(k), s, payhook.MaxAmount)
 	}
-	if n < 0 {
-		return 0, false, malformed("field %q is negative (%d)", o.name(k), n)
+	if err := payhook.CheckAmount(fmt.Sprintf("field %q", o.name(k)), n); err != nil {
+		return 0, false, err
+	}
+	return n, true, nil
+}
+
+// integer returns the JSON integer in field k and whether it is there.
+func (o obj) integer(k string) (int64, bool, error) {
+	v, ok := o.get(k)
+	if !ok {
+		return 0, false, nil
+	}
+	x, isNum := v.(json.Number)
+	if !isNum {
+		return 0, false, malformed("field %q is not an integer", o.name(k))
+	}
+	n, err := strconv.ParseInt(x.String(), 10, 64)
+	if err != nil {
+		return 0, false, malformed("field %q is %s, not an integer", o.name(k), x)
 	}
 	return n, true, nil
 }
@@ -394,12 +459,15 @@ func needCurrency(k string, os ...obj) (string, error) {
 }
 
 // time returns the time in field k (an RFC 3339 string or integer unix
-// seconds), in UTC, and whether it is there.
+// seconds), in UTC, and whether it is there. A time outside payhook's
+// bounds (payhook.CheckTime; milliseconds where seconds belong) is
+// malformed.
 func (o obj) time(k string) (time.Time, bool, error) {
 	v, ok := o.get(k)
 	if !ok {
 		return time.Time{}, false, nil
 	}
+	what := fmt.Sprintf("field %q", o.name(k))
 	switch x := v.(type) {
 	case string:
 		if x == "" {
@@ -407,17 +475,24 @@ func (o obj) time(k string) (time.Time, bool, error) {
 		}
 		t, err := time.Parse(time.RFC3339Nano, x)
 		if err != nil {
-			return time.Time{}, false, malformed("field %q is %q, not an RFC 3339 time", o.name(k), x)
+			return time.Time{}, false, malformed("%s is %q, not an RFC 3339 time", what, x)
+		}
+		if err := payhook.CheckTime(what, t); err != nil {
+			return time.Time{}, false, err
 		}
 		return t.UTC(), true, nil
 	case json.Number:
 		n, err := strconv.ParseInt(x.String(), 10, 64)
 		if err != nil {
-			return time.Time{}, false, malformed("field %q is %s, not unix seconds", o.name(k), x)
+			return time.Time{}, false, malformed("%s is %s, not unix seconds", what, x)
 		}
-		return time.Unix(n, 0).UTC(), true, nil
+		t, err := payhook.UnixSeconds(what, n)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		return t, true, nil
 	}
-	return time.Time{}, false, malformed("field %q is not a time", o.name(k))
+	return time.Time{}, false, malformed("%s is not a time", what)
 }
 
 // timeOr returns the first of fields keys that is there, else def.
@@ -486,5 +561,13 @@ func errStatus(o obj, k, v string) error {
 	return malformed("field %q has unknown value %q", o.name(k), v)
 }
 
-// ignore is the (nil, nil) answer.
-func ignore() ([]billing.Fact, error) { return nil, nil }
+// ignored is the error a provider's mapping returns for an event that
+// changes nothing; Read turns it into Result.Ignored.
+type ignored struct{ reason string }
+
+func (i ignored) Error() string { return "ignored: " + i.reason }
+
+// ignore is the answer for an event that changes nothing, and why.
+func ignore(format string, a ...any) ([]billing.Fact, error) {
+	return nil, ignored{fmt.Sprintf(format, a...)}
+}

@@ -23,7 +23,7 @@ func paddle(e *event) ([]billing.Fact, error) {
 		return paddleSubscription(e, d)
 	}
 	// notification.test and any type payhook does not know.
-	return ignore()
+	return ignore("%s events change no billing state", e.typ)
 }
 
 // paddleOrder is custom_data.order_id.
@@ -39,7 +39,7 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 	if d.has("chain_ref") {
 		// The simulator's crypto invoice rendered as a transaction: not a
 		// Paddle payment, and Paddle sources do not credit crypto.
-		return ignore()
+		return ignore("a transaction with a chain_ref is a crypto invoice, which a Paddle source does not credit")
 	}
 	ref, err := d.first("payment_id", "id")
 	if err == nil && ref == "" {
@@ -71,8 +71,9 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 	return captured(billing.Payment{Ref: ref, OrderID: order, Amount: amount, Currency: currency, CapturedAt: at}), nil
 }
 
-// paddleAdjustment maps refunds (approved, or rejected) and chargebacks
-// (reversed: won).
+// paddleAdjustment maps refunds (approved, or rejected), chargebacks and
+// their wins: Paddle creates a chargeback_reverse adjustment of its own
+// and marks the chargeback's adjustment reversed, and either wins it.
 // Adjustments do not carry the transaction's total, so there is no
 // Payment snapshot.
 func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
@@ -84,37 +85,35 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	if action != "refund" && action != "chargeback" {
-		// credit, chargeback_warning, chargeback_reverse (whose id is not
-		// the chargeback's), credit_reverse: nothing payhook tracks.
-		return ignore()
+	id, err := d.need("id")
+	if err != nil {
+		return nil, err
+	}
+	switch action {
+	case "refund", "chargeback", "chargeback_reverse":
+	case "chargeback_warning":
+		return ignore("a Paddle chargeback warning (adjustment %s) moves no money; a chargeback adjustment follows if the dispute goes ahead", id)
+	case "credit", "credit_reverse":
+		return ignore("a Paddle %s (adjustment %s) changes the customer's credit balance, not money payhook tracks", action, id)
+	default:
+		return ignore("Paddle adjustment action %q (adjustment %s) moves no money payhook tracks", action, id)
 	}
 	pay, err := d.need("transaction_id")
 	if err != nil {
 		return nil, err
 	}
-	id, err := d.need("id")
-	if err != nil {
-		return nil, err
-	}
-	if action == "chargeback" {
-		switch status {
-		case "rejected":
-			return ignore()
-		case "reversed":
-			// The dispute was won: the same adjustment, so the same
-			// DisputeRef as its ChargedBack.
-			at, err := d.timeOr(e.at, "updated_at")
-			if err != nil {
-				return nil, err
-			}
-			return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: id, At: at}}, nil
+	switch action {
+	case "chargeback":
+		return paddleChargeback(e, d, pay, id, status)
+	case "chargeback_reverse":
+		if status == "rejected" {
+			return ignore("a rejected Paddle chargeback reversal (adjustment %s) gives nothing back", id)
 		}
 		at, err := d.timeOr(e.at, "created_at")
 		if err != nil {
 			return nil, err
 		}
-		return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: id, At: at}}, nil
+		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, ReversalRef: id, At: at}}, nil
 	}
 	// A refund: the simulator names the refund in refund_id; Paddle's own
 	// refunds are the adjustment.
@@ -150,12 +149,43 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 			return nil, err
 		}
 		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
-	case "pending_approval", "reversed":
-		return ignore()
+	case "pending_approval":
+		return ignore("a Paddle refund pending approval (adjustment %s) has not refunded anything yet", id)
+	case "reversed":
+		return ignore("a reversed Paddle refund (adjustment %s): its reversal adjustment reports it", id)
 	case "":
 		return nil, malformed("field %q is missing", d.name("status"))
 	}
 	return nil, errStatus(d, "status", status)
+}
+
+// paddleChargeback maps a chargeback adjustment: ChargedBack for
+// totals.total (when given), its win when Paddle marks it reversed (the
+// same adjustment, so the same DisputeRef), nothing when rejected.
+func paddleChargeback(e *event, d obj, pay, id, status string) ([]billing.Fact, error) {
+	switch status {
+	case "rejected":
+		return ignore("a rejected Paddle chargeback (adjustment %s) takes no money", id)
+	case "reversed":
+		at, err := d.timeOr(e.at, "updated_at")
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: id, At: at}}, nil
+	}
+	totals, err := d.child("totals")
+	if err != nil {
+		return nil, err
+	}
+	amount, _, err := totals.amount("total")
+	if err != nil {
+		return nil, err
+	}
+	at, err := d.timeOr(e.at, "created_at")
+	if err != nil {
+		return nil, err
+	}
+	return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: id, Amount: amount, At: at}}, nil
 }
 
 func paddleSubscription(e *event, d obj) ([]billing.Fact, error) {
@@ -214,6 +244,11 @@ func paddleSubscription(e *event, d obj) ([]billing.Fact, error) {
 		s.Status = "active"
 	default:
 		return nil, errStatus(d, "status", status)
+	}
+	if s.Status == "ended" {
+		if s.EndedAt, err = d.timeOr(timeZero, "canceled_at"); err != nil {
+			return nil, err
+		}
 	}
 	return []billing.Fact{s}, nil
 }

@@ -32,20 +32,23 @@ func TestFactsShapes(t *testing.T) {
 		// errField, if set, means an error wrapping payhook.ErrMalformed
 		// that names this field.
 		errField string
+		// ignored, if set, is in the reason Read gives for no facts.
+		ignored string
 	}{
 		// ---- ignored: nil facts ----
 		{name: "standard knows no vocabulary", provider: "standard", payload: `{"type":"payment.succeeded"}`},
 		{name: "hmac knows no vocabulary", provider: "hmac", payload: `not even JSON`},
 		{name: "billete unknown type", provider: "billete", payload: `{"type":"customer.created","data":{"id":"cus_1"}}`},
 		{name: "billete test event", provider: "billete", payload: `{"type":"webhook_endpoint.test","data":{"endpoint_id":"we_1"}}`},
-		{name: "stripe unknown type", provider: "stripe", payload: `{"type":"customer.created","created":1,"data":{"object":{"id":"cus_1"}}}`},
+		{name: "stripe unknown type", provider: "stripe", payload: `{"type":"customer.created","created":1772366400,"data":{"object":{"id":"cus_1"}}}`,
+			ignored: "customer.created events change no billing state"},
 		{name: "stripe ping", provider: "stripe", payload: `{"type":"ping","data":{"object":{"object":"webhook_endpoint"}}}`},
 		{name: "stripe invoice.paid", provider: "stripe", payload: `{"type":"invoice.paid","data":{"object":{"id":"in_1","amount_paid":100,"currency":"usd"}}}`},
 		{name: "paddle unknown type", provider: "paddle", payload: `{"event_type":"customer.created","data":{"id":"ctm_1"}}`},
 		{name: "paddle notification.test", provider: "paddle", payload: `{"event_type":"notification.test","data":{"endpoint_id":"we_1"}}`},
-		{name: "crypto test event", provider: "crypto", payload: `{"type":"WebhookEndpointTest","invoiceId":"evt_1","timestamp":1}`},
-		{name: "crypto other BTCPay type", provider: "crypto", payload: `{"type":"InvoiceExpired","invoiceId":"inv_1","timestamp":1}`},
-		{name: "crypto sim non-invoice type", provider: "crypto", payload: `{"type":"PaymentRefunded","invoiceId":"evt_1","timestamp":1,"data":{"id":"pay_1"}}`},
+		{name: "crypto test event", provider: "crypto", payload: `{"type":"WebhookEndpointTest","invoiceId":"evt_1","timestamp":1772366400}`},
+		{name: "crypto other BTCPay type", provider: "crypto", payload: `{"type":"InvoiceExpired","invoiceId":"inv_1","timestamp":1772366400}`},
+		{name: "crypto sim non-invoice type", provider: "crypto", payload: `{"type":"PaymentRefunded","invoiceId":"evt_1","timestamp":1772366400,"data":{"id":"pay_1"}}`},
 
 		// ---- billete edges ----
 		{
@@ -278,10 +281,16 @@ func TestFactsShapes(t *testing.T) {
 			errField: "data.object.amount",
 		},
 		{
-			name: "stripe refund.created without payment intent", provider: "stripe",
+			name: "stripe refund.created of a charge without payment intent: the charge", provider: "stripe",
 			payload: `{"type":"refund.created","data":{"object":{"id":"re_1","object":"refund","amount":1,"currency":"usd",
-				"charge":"ch_1","status":"succeeded"}}}`,
-			errField: "data.object.payment_intent",
+				"charge":"ch_1","payment_intent":null,"status":"succeeded"}}}`,
+			want: []billing.Fact{billing.Refunded{PaymentRef: "ch_1", RefundRef: "re_1", Amount: 1, Currency: "USD", At: occurred}},
+		},
+		{
+			name: "stripe refund.created without payment intent or charge", provider: "stripe",
+			payload: `{"type":"refund.created","data":{"object":{"id":"re_1","object":"refund","amount":1,"currency":"usd",
+				"status":"succeeded"}}}`,
+			errField: "data.object.charge",
 		},
 		{
 			name: "stripe refund unknown status", provider: "stripe",
@@ -311,29 +320,41 @@ func TestFactsShapes(t *testing.T) {
 			name: "stripe dispute created", provider: "stripe",
 			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_1","object":"dispute",
 				"charge":"ch_1","payment_intent":"pi_1","amount":5000,"currency":"usd","status":"needs_response","created":1772366590}}}`,
-			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", At: unixT(1772366590)}},
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", Amount: 5000, At: unixT(1772366590)}},
 		},
 		{
 			name: "stripe inquiry (warning_needs_response): no money moves", provider: "stripe",
 			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_1","object":"dispute",
 				"payment_intent":"pi_1","amount":5000,"currency":"usd","status":"warning_needs_response","is_charge_refundable":true}}}`,
+			ignored: "inquiry (status warning_needs_response) takes no money",
 		},
 		{
 			name: "stripe dispute created under review", provider: "stripe",
 			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_1","object":"dispute",
 				"payment_intent":"pi_1","amount":5000,"currency":"usd","status":"under_review"}}}`,
-			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", At: unixT(1772366600)}},
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", Amount: 5000, At: unixT(1772366600)}},
 		},
 		{
 			name: "stripe dispute funds withdrawn: the same dispute", provider: "stripe",
 			payload: `{"type":"charge.dispute.funds_withdrawn","created":1772366650,"data":{"object":{"id":"dp_1","object":"dispute",
 				"payment_intent":"pi_1","amount":5000,"currency":"usd","status":"needs_response","created":1772366590}}}`,
-			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", At: unixT(1772366590)}},
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", Amount: 5000, At: unixT(1772366590)}},
 		},
 		{
-			name: "stripe dispute without payment intent", provider: "stripe",
-			payload:  `{"type":"charge.dispute.created","data":{"object":{"id":"dp_1","charge":"ch_1"}}}`,
-			errField: "data.object.payment_intent",
+			name: "stripe partial dispute: its amount", provider: "stripe",
+			payload: `{"type":"charge.dispute.created","created":1772366600,"data":{"object":{"id":"dp_2","object":"dispute",
+				"charge":"ch_1","payment_intent":"pi_1","amount":1000,"currency":"usd","status":"needs_response"}}}`,
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_2", Amount: 1000, At: unixT(1772366600)}},
+		},
+		{
+			name: "stripe dispute of a charge without payment intent: the charge", provider: "stripe",
+			payload: `{"type":"charge.dispute.created","data":{"object":{"id":"dp_1","charge":"ch_1","payment_intent":null}}}`,
+			want:    []billing.Fact{billing.ChargedBack{PaymentRef: "ch_1", DisputeRef: "dp_1", At: occurred}},
+		},
+		{
+			name: "stripe dispute without payment intent or charge", provider: "stripe",
+			payload:  `{"type":"charge.dispute.created","data":{"object":{"id":"dp_1"}}}`,
+			errField: "data.object.charge",
 		},
 		{
 			name: "stripe dispute closed won", provider: "stripe",
@@ -345,6 +366,7 @@ func TestFactsShapes(t *testing.T) {
 			name: "stripe dispute closed lost", provider: "stripe",
 			payload: `{"type":"charge.dispute.closed","created":1772366700,"data":{"object":{"id":"dp_1",
 				"payment_intent":"pi_1","status":"lost"}}}`,
+			ignored: `closed with status "lost"`,
 		},
 		{
 			name: "stripe dispute funds reinstated", provider: "stripe",
@@ -371,9 +393,9 @@ func TestFactsShapes(t *testing.T) {
 		{
 			name: "stripe subscription status canceled with ended_at: ended", provider: "stripe",
 			payload: `{"type":"customer.subscription.updated","created":1772366400,"data":{"object":{
-				"id":"sub_1","customer":"cus_1","status":"canceled","ended_at":1772366400,"current_period_end":1774958400}}}`,
+				"id":"sub_1","customer":"cus_1","status":"canceled","ended_at":1772366300,"current_period_end":1774958400}}}`,
 			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Status: "ended",
-				CurrentPeriodEnd: unixT(1774958400), UpdatedAt: unixT(1772366400)}},
+				CurrentPeriodEnd: unixT(1774958400), UpdatedAt: unixT(1772366400), EndedAt: unixT(1772366300)}},
 		},
 		{
 			name: "stripe subscription status canceled after its period: ended", provider: "stripe",
@@ -385,8 +407,9 @@ func TestFactsShapes(t *testing.T) {
 		{
 			name: "stripe subscription deleted", provider: "stripe",
 			payload: `{"type":"customer.subscription.deleted","created":1772366400,"data":{"object":{
-				"id":"sub_1","customer":"cus_1","status":"canceled","ended_at":1772366400}}}`,
-			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Status: "ended", UpdatedAt: unixT(1772366400)}},
+				"id":"sub_1","customer":"cus_1","status":"canceled","ended_at":1772366399}}}`,
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Status: "ended", UpdatedAt: unixT(1772366400),
+				EndedAt: unixT(1772366399)}},
 		},
 		{
 			name: "stripe subscription unknown status", provider: "stripe",
@@ -469,16 +492,34 @@ func TestFactsShapes(t *testing.T) {
 		{
 			name: "paddle credit adjustment", provider: "paddle",
 			payload: `{"event_type":"adjustment.created","data":{"id":"adj_1","action":"credit","status":"approved","transaction_id":"txn_1"}}`,
+			ignored: "credit balance",
 		},
 		{
-			name: "paddle chargeback reverse", provider: "paddle",
-			payload: `{"event_type":"adjustment.created","data":{"id":"adj_2","action":"chargeback_reverse","status":"approved","transaction_id":"txn_1"}}`,
+			name: "paddle credit reverse", provider: "paddle",
+			payload: `{"event_type":"adjustment.created","data":{"id":"adj_3","action":"credit_reverse","status":"approved","transaction_id":"txn_1"}}`,
+			ignored: "credit_reverse (adjustment adj_3)",
+		},
+		{
+			name: "paddle chargeback warning: no money moves", provider: "paddle",
+			payload: `{"event_type":"adjustment.created","data":{"id":"adj_4","action":"chargeback_warning","status":"approved","transaction_id":"txn_1"}}`,
+			ignored: "chargeback warning (adjustment adj_4) moves no money",
+		},
+		{
+			name: "paddle chargeback reverse: the win, a reversal of its own", provider: "paddle",
+			payload: `{"event_type":"adjustment.created","data":{"id":"adj_2","action":"chargeback_reverse","status":"approved","transaction_id":"txn_1",
+				"created_at":"2026-03-01T12:06:00Z","totals":{"total":"1999"}}}`,
+			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_2", At: t0.Add(6 * time.Minute)}},
+		},
+		{
+			name: "paddle chargeback reverse without transaction", provider: "paddle",
+			payload:  `{"event_type":"adjustment.created","data":{"id":"adj_2","action":"chargeback_reverse","status":"approved"}}`,
+			errField: "data.transaction_id",
 		},
 		{
 			name: "paddle chargeback", provider: "paddle",
 			payload: `{"event_type":"adjustment.created","occurred_at":"2026-03-01T12:00:10Z","data":{"id":"adj_cb",
 				"action":"chargeback","status":"approved","transaction_id":"txn_1","totals":{"total":"1999"}}}`,
-			want: []billing.Fact{billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb", At: t0.Add(10 * time.Second)}},
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb", Amount: 1999, At: t0.Add(10 * time.Second)}},
 		},
 		{
 			// The same adjustment as the chargeback above, so the same DisputeRef.
@@ -570,7 +611,8 @@ func TestFactsShapes(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			ev := &payhook.Event{EventID: "evt_case", OccurredAt: occurred, Payload: []byte(c.payload)}
-			got, err := mapping.Facts(c.provider, ev)
+			r, err := mapping.Read(c.provider, ev)
+			got := r.Facts
 			if c.errField != "" {
 				if !errors.Is(err, payhook.ErrMalformed) {
 					t.Fatalf("err = %v, want ErrMalformed (facts %s)", err, show(got))
@@ -588,6 +630,9 @@ func TestFactsShapes(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, c.want) {
 				t.Errorf("\n got  %s\n want %s", show(got), show(c.want))
+			}
+			if got == nil && (r.Ignored == "" || !strings.Contains(r.Ignored, c.ignored)) {
+				t.Errorf("ignored because %q; want a reason saying %q", r.Ignored, c.ignored)
 			}
 		})
 	}

@@ -232,10 +232,10 @@ func want(t *testing.T, name string, ev flavour.Event) []billing.Fact {
 			t.Fatalf("the sim's chargeback names dispute %q at %v", p.DisputeID, p.ChargedBackAt)
 		}
 		switch name {
-		case "stripe":
-			return []billing.Fact{billing.ChargedBack{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: p.UpdatedAt}}
+		case "stripe": // the dispute's amount: the whole payment
+			return []billing.Fact{billing.ChargedBack{PaymentRef: p.ID, DisputeRef: p.DisputeID, Amount: p.Amount, At: p.UpdatedAt}}
 		case "paddle":
-			return []billing.Fact{billing.ChargedBack{PaymentRef: p.ID, DisputeRef: "adj_cb_" + p.ID, At: ev.CreatedAt}}
+			return []billing.Fact{billing.ChargedBack{PaymentRef: p.ID, DisputeRef: "adj_cb_" + p.ID, Amount: p.Amount, At: ev.CreatedAt}}
 		}
 		return []billing.Fact{billing.ChargedBack{
 			Payment: &billing.Payment{
@@ -253,8 +253,8 @@ func want(t *testing.T, name string, ev flavour.Event) []billing.Fact {
 		switch name {
 		case "stripe": // charge.dispute.closed: the event's time
 			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: ev.CreatedAt}}
-		case "paddle": // the chargeback's adjustment, reversed at its updated_at
-			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: "adj_cb_" + p.ID, At: ev.CreatedAt}}
+		case "paddle": // a chargeback_reverse adjustment of its own, as Paddle reports a win
+			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, ReversalRef: "adj_cbr_" + p.ID, At: ev.CreatedAt}}
 		}
 		return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: p.UpdatedAt}}
 	case flavour.SubscriptionCreated, flavour.SubscriptionUpdated, flavour.SubscriptionRenewed,
@@ -268,10 +268,15 @@ func want(t *testing.T, name string, ev flavour.Event) []billing.Fact {
 		if s.Status != status {
 			t.Fatalf("the sim's %s says %s", ev.Type, s.Status)
 		}
-		return []billing.Fact{billing.Subscription{
+		sub := billing.Subscription{
 			Ref: s.ID, Customer: s.Customer, Plan: s.Plan, Status: status,
 			CurrentPeriodEnd: s.CurrentPeriodEnd, UpdatedAt: s.UpdatedAt,
-		}}
+		}
+		if status == "ended" && name != "billete" {
+			// Stripe's ended_at, Paddle's canceled_at: when it ended.
+			sub.EndedAt = ev.CreatedAt.Truncate(map[string]time.Duration{"stripe": time.Second, "paddle": 1}[name])
+		}
+		return []billing.Fact{sub}
 	case flavour.InvoiceSettled:
 		inv := decode[sim.Invoice](t, ev.Data)
 		f := billing.Settled{
@@ -329,7 +334,8 @@ func TestFactsFromSimulator(t *testing.T) {
 
 // A won dispute's ChargebackWon names the DisputeRef of its payment's
 // ChargedBack, as each flavour renders the two, so that billing finds the
-// chargeback it reverses (crypto maps neither).
+// chargeback it reverses (crypto maps neither); Paddle's names the
+// payment, whose chargeback its reversal wins.
 func TestChargebackWonMatchesItsChargeback(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"billete", "stripe", "paddle"} {
@@ -349,6 +355,9 @@ func TestChargebackWonMatchesItsChargeback(t *testing.T) {
 						charged[fact.PaymentRef] = fact.DisputeRef
 					case billing.ChargebackWon:
 						won++
+						if _, ok := charged[fact.PaymentRef]; ok && name == "paddle" && fact.ReversalRef != "" {
+							continue
+						}
 						if dp, ok := charged[fact.PaymentRef]; !ok || dp != fact.DisputeRef {
 							t.Errorf("won dispute %s of %s; its chargeback's is %q", fact.DisputeRef, fact.PaymentRef, dp)
 						}

@@ -1,15 +1,19 @@
 package mapping
 
 import (
+	"cmp"
 	"strings"
 	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 )
 
 // stripe maps Stripe events: the object in data.object. Payments are
 // known by their PaymentIntent id, which checkout sessions, charges,
-// refunds and disputes all name.
+// refunds and disputes all name; a charge made without one (the Charges
+// API of older integrations, "payment_intent": null) is known by its own
+// id, which its refunds and disputes name in "charge".
 func stripe(e *event) ([]billing.Fact, error) {
 	o, err := e.root.dig("data", "object")
 	if err != nil {
@@ -42,6 +46,8 @@ func stripe(e *event) ([]billing.Fact, error) {
 			return nil, err
 		}
 		return captured(p), nil
+	case "charge.succeeded", "charge.captured":
+		return stripeCharge(e, o)
 	case "charge.refunded":
 		return stripeRefunds(e, o)
 	case "refund.created", "refund.updated", "refund.failed", "charge.refund.updated":
@@ -53,11 +59,21 @@ func stripe(e *event) ([]billing.Fact, error) {
 			// prevented (blocked, or resolved by a refund that refund.*
 			// report) before it became a chargeback; a real dispute does.
 			status, err := o.str("status")
-			if err != nil || strings.HasPrefix(status, "warning_") || status == "prevented" {
+			if err != nil {
 				return nil, err
+			}
+			switch {
+			case strings.HasPrefix(status, "warning_"):
+				return ignore("a Stripe dispute inquiry (status %s) takes no money", status)
+			case status == "prevented":
+				return ignore("a Stripe dispute prevented before it became a chargeback takes no money")
 			}
 		}
 		pay, dispute, err := stripeDispute(o)
+		if err != nil {
+			return nil, err
+		}
+		amount, _, err := o.amount("amount")
 		if err != nil {
 			return nil, err
 		}
@@ -65,12 +81,15 @@ func stripe(e *event) ([]billing.Fact, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: dispute, At: at}}, nil
+		return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: dispute, Amount: amount, At: at}}, nil
 	case "charge.dispute.closed", "charge.dispute.funds_reinstated":
 		if e.typ == "charge.dispute.closed" {
 			status, err := o.str("status")
-			if err != nil || status != "won" {
+			if err != nil {
 				return nil, err
+			}
+			if status != "won" {
+				return ignore("a Stripe dispute closed with status %q gives nothing back", status)
 			}
 		}
 		pay, dispute, err := stripeDispute(o)
@@ -80,10 +99,74 @@ func stripe(e *event) ([]billing.Fact, error) {
 		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: dispute, At: e.at}}, nil
 	case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted":
 		return stripeSubscription(e, o)
+	case "invoice.paid":
+		return ignore("a Stripe invoice is paid through its PaymentIntent or subscription events, not invoice.paid")
+	case "ping":
+		return ignore("ping events change no billing state")
 	}
-	// invoice.paid (a Stripe invoice is not a crypto settlement), ping,
-	// and any type payhook does not know.
-	return ignore()
+	return ignore("%s events change no billing state", e.typ)
+}
+
+// stripePaymentRef is the payment an object is about: its payment_intent,
+// else (the Charges API) the charge in field charge.
+func stripePaymentRef(o obj, charge string) (string, error) {
+	pi, err := o.ref("payment_intent")
+	if err != nil || pi != "" {
+		return pi, err
+	}
+	ch, err := o.ref(charge)
+	if err == nil && ch == "" {
+		err = malformed("fields %q and %q are missing", o.name("payment_intent"), o.name(charge))
+	}
+	return ch, err
+}
+
+// stripeCharge maps a charge made with the Charges API (no payment
+// intent): Captured{id, amount_captured or amount} + OrderPaid
+// (metadata.order_id). A charge of a PaymentIntent is captured by
+// payment_intent.succeeded; one only authorized by charge.captured.
+func stripeCharge(e *event, o obj) ([]billing.Fact, error) {
+	pi, err := o.ref("payment_intent")
+	if err != nil {
+		return nil, err
+	}
+	if pi != "" {
+		return ignore("a charge of PaymentIntent %s: payment_intent.succeeded captures it", pi)
+	}
+	if o.has("captured") {
+		if ok, err := o.flag("captured"); err != nil || !ok {
+			if err != nil {
+				return nil, err
+			}
+			return ignore("a charge authorized, not captured yet: charge.captured will say")
+		}
+	}
+	ref, err := o.need("id")
+	if err != nil {
+		return nil, err
+	}
+	order, err := stripeOrder(o)
+	if err != nil {
+		return nil, err
+	}
+	at, err := o.timeOr(e.at, "created_at")
+	if err != nil {
+		return nil, err
+	}
+	p, err := o.payment(ref, order, stripeChargeAmount(o), "currency", at)
+	if err != nil {
+		return nil, err
+	}
+	return captured(p), nil
+}
+
+// stripeChargeAmount is the field of a charge's amount: amount_captured
+// (what a partial capture booked) when there and not zero, else amount.
+func stripeChargeAmount(o obj) string {
+	if n, ok, err := o.amount("amount_captured"); err == nil && ok && n > 0 {
+		return "amount_captured"
+	}
+	return "amount"
 }
 
 // stripeOrder is the application's order id: metadata.order_id, else the
@@ -105,21 +188,17 @@ func stripeCheckout(e *event, o obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	if mode == "subscription" || mode == "setup" {
-		// No one-off payment: customer.subscription.* tell the rest.
-		return ignore()
+	if mode == "setup" {
+		return ignore("a setup Checkout Session moves no money")
 	}
-	switch status, err := o.str("payment_status"); {
-	case err != nil:
-		return nil, err
-	case status != "" && status != "paid":
-		// unpaid: an asynchronous payment method has not paid yet
-		// (checkout.session.async_payment_succeeded will say when).
-		return ignore()
-	}
-	pay, err := o.needRef("payment_intent")
+	status, err := o.str("payment_status")
 	if err != nil {
 		return nil, err
+	}
+	if status == "unpaid" {
+		// An asynchronous payment method has not paid yet
+		// (checkout.session.async_payment_succeeded will say when).
+		return ignore("a Checkout Session not paid yet (payment_status unpaid)")
 	}
 	order, err := stripeOrder(o)
 	if err == nil && order == "" {
@@ -131,6 +210,29 @@ func stripeCheckout(e *event, o obj) ([]billing.Fact, error) {
 	at, err := o.timeOr(e.at, "updated_at")
 	if err != nil {
 		return nil, err
+	}
+	pay, err := o.ref("payment_intent")
+	if err != nil {
+		return nil, err
+	}
+	if mode == "subscription" || (pay == "" && status == "no_payment_required") {
+		// No one-off payment (customer.subscription.* and the invoices tell
+		// the rest; a session of zero has none): the order is paid by the
+		// subscription, else by the session.
+		if order == "" {
+			return ignore("a %s Checkout Session without an order id moves no money of its own", cmp.Or(mode, "payment"))
+		}
+		by, err := o.ref("subscription")
+		if err == nil && by == "" {
+			by, err = o.need("id")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.OrderPaid{OrderID: order, PaymentRef: by, At: at}}, nil
+	}
+	if pay == "" {
+		return nil, malformed("field %q is missing", o.name("payment_intent"))
 	}
 	p, err := o.payment(pay, order, "amount_total", "currency", at)
 	if err != nil {
@@ -154,9 +256,9 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	if len(list) == 0 {
 		// API versions from 2022-11-15 no longer include the refunds: the
 		// refund.* events carry them.
-		return ignore()
+		return ignore("charge.refunded without refunds.data: the refund.* events count its refunds")
 	}
-	pay, err := o.needRef("payment_intent")
+	pay, err := stripePaymentRef(o, "id")
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +270,10 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	amountField := "amount"
-	if n, ok, err := o.amount("amount_captured"); err != nil {
+	if _, _, err := o.amount("amount_captured"); err != nil {
 		return nil, err
-	} else if ok && n > 0 {
-		amountField = "amount_captured"
 	}
-	snap, err := o.snapshot(pay, order, amountField, "currency", snapAt)
+	snap, err := o.snapshot(pay, order, stripeChargeAmount(o), "currency", snapAt)
 	if err != nil {
 		return nil, err
 	}
@@ -206,6 +305,9 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 			Payment: snap, PaymentRef: pay, RefundRef: ref, Amount: amount, Currency: cur, At: at,
 		})
 	}
+	if len(facts) == 0 {
+		return ignore("no refund of the charge succeeded")
+	}
 	return facts, nil
 }
 
@@ -219,9 +321,9 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 		return nil, err
 	}
 	if status == "requires_action" {
-		return ignore()
+		return ignore("a refund that requires action has not refunded anything yet")
 	}
-	pay, err := o.needRef("payment_intent")
+	pay, err := stripePaymentRef(o, "charge")
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +358,7 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 
 // stripeDispute returns a dispute's payment and id.
 func stripeDispute(o obj) (pay, dispute string, err error) {
-	if pay, err = o.needRef("payment_intent"); err != nil {
+	if pay, err = stripePaymentRef(o, "charge"); err != nil {
 		return "", "", err
 	}
 	if dispute, err = o.need("id"); err != nil {
@@ -312,6 +414,11 @@ func stripeSubscription(e *event, o obj) ([]billing.Fact, error) {
 	if s.Status, err = stripeStatus(e, o, s); err != nil {
 		return nil, err
 	}
+	if s.Status == "ended" {
+		if s.EndedAt, err = o.timeOr(timeZero, "ended_at"); err != nil {
+			return nil, err
+		}
+	}
 	return []billing.Fact{s}, nil
 }
 
@@ -321,12 +428,13 @@ func stripeSubscription(e *event, o obj) ([]billing.Fact, error) {
 // the others even within one second), else updated_at (the simulator's
 // events, whole seconds), else the event's time.
 func stripeUpdatedAt(e *event, o obj) (time.Time, error) {
-	ns, ok, err := o.amount("updated_at_ns")
+	ns, ok, err := o.integer("updated_at_ns")
 	switch {
 	case err != nil:
 		return time.Time{}, malformed("field %q is not an integer of unix nanoseconds", o.name("updated_at_ns"))
 	case ok:
-		return time.Unix(0, ns).UTC(), nil
+		t := time.Unix(0, ns).UTC()
+		return t, payhook.CheckTime(o.name("updated_at_ns"), t)
 	}
 	return o.timeOr(e.at, "updated_at")
 }

@@ -19,7 +19,7 @@ import (
 // processing returns the job queue's part of the server: every event goes
 // through its provider's mapping to billing facts, applied in the
 // transaction that marks it processed; events that carry no fact are
-// ignored; sources with API credentials fetch the resource first; an
+// ignored with the mapping's reason; sources with API credentials fetch the resource first; an
 // event that failed its last attempt raises an alert.
 func processing(db *store.DB, sources []payhook.Source, now func() time.Time, log *slog.Logger) jobs.Config {
 	bySource := make(map[string]payhook.Source, len(sources))
@@ -29,14 +29,14 @@ func processing(db *store.DB, sources []payhook.Source, now func() time.Time, lo
 	handlers := &payhook.Mux{}
 	handlers.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
 		provider := bySource[ev.Source].Provider
-		facts, err := mapping.Facts(provider, current(provider, ev))
+		read, err := mapping.Read(provider, current(provider, ev))
 		if err != nil {
 			return err
 		}
-		if len(facts) == 0 {
-			return fmt.Errorf("%w: %s events change no billing state", payhook.ErrIgnored, ev.Type)
+		if len(read.Facts) == 0 {
+			return fmt.Errorf("%w: %s", payhook.ErrIgnored, read.Ignored)
 		}
-		out, err := billing.ApplyOutcome(ctx, db, tx, ev.Source, facts, now())
+		out, err := billing.ApplyOutcome(ctx, db, tx, ev.Source, read.Facts, now())
 		if err != nil {
 			return err
 		}

@@ -33,8 +33,8 @@
 //	payment.refunded        charge.refunded                 adjustment.created (action refund)  PaymentRefunded
 //	refund.failed           charge.refund.updated (failed)  adjustment.updated (rejected)       RefundFailed
 //	payment.charged_back    charge.dispute.created          adjustment.created (chargeback)     PaymentChargedBack
-//	payment.chargeback_won  charge.dispute.closed (won)     adjustment.updated (chargeback,     PaymentChargebackWon
-//	                                                        reversed)
+//	payment.chargeback_won  charge.dispute.closed (won)     adjustment.created                  PaymentChargebackWon
+//	                                                        (chargeback_reverse)
 //	subscription.created    customer.subscription.created   subscription.created                SubscriptionCreated
 //	subscription.updated    customer.subscription.updated   subscription.updated                SubscriptionUpdated
 //	subscription.renewed    customer.subscription.updated   subscription.updated                SubscriptionRenewed
@@ -60,10 +60,11 @@
 // entity in data with currency_code, custom_data (the metadata, or
 // {order_id}), amounts as strings of minor units, refunds and chargebacks
 // as adjustments of the payment's transaction (a chargeback's is
-// "adj_cb_" + the payment id; when its dispute is won, adjustment.updated
-// repeats it with status "reversed" and updated_at, as Paddle sets it
-// when it creates the chargeback_reverse adjustment, which the sim does
-// not emit), and notification_id
+// "adj_cb_" + the payment id; a won dispute is, as Paddle reports it, a
+// new adjustment "adj_cbr_" + the payment id with action
+// chargeback_reverse, status approved and the payment's amount; the
+// adjustment.updated that marks the chargeback's adjustment reversed is
+// not emitted), and notification_id
 // "ntf_<deliveryID>". Crypto payloads carry deliveryId (= deliveryID),
 // webhookId (fixed per flavour), originalDeliveryId (= deliveryId),
 // isRedelivery false, unix timestamp, storeId "store_sim", metadata.orderId

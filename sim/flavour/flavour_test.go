@@ -55,7 +55,7 @@ var wantTypes = map[string]map[string]string{
 		"payment.refunded":       "adjustment.created",
 		"refund.failed":          "adjustment.updated",
 		"payment.charged_back":   "adjustment.created",
-		"payment.chargeback_won": "adjustment.updated",
+		"payment.chargeback_won": "adjustment.created",
 		"subscription.created":   "subscription.created",
 		"subscription.updated":   "subscription.updated",
 		"subscription.renewed":   "subscription.updated",
@@ -299,12 +299,11 @@ func TestBodyShapes(t *testing.T) {
 		}},
 		{"paddle", "payment.chargeback_won", func(t *testing.T, ev flavour.Event, b map[string]any) {
 			o := path(t, b, "data")
-			eq(t, o["action"], "chargeback")
-			eq(t, o["id"], "adj_cb_pay_1") // the chargeback's adjustment
-			eq(t, o["status"], "reversed")
+			eq(t, o["action"], "chargeback_reverse") // a new adjustment, as Paddle reports a win
+			eq(t, o["id"], "adj_cbr_pay_1")
+			eq(t, o["status"], "approved")
 			eq(t, o["transaction_id"], "pay_1")
-			eq(t, o["created_at"], base.Format(time.RFC3339Nano))
-			eq(t, o["updated_at"], ev.CreatedAt.Format(time.RFC3339Nano))
+			eq(t, o["created_at"], ev.CreatedAt.Format(time.RFC3339Nano))
 			eq(t, path(t, o, "totals")["total"], "4200")
 		}},
 		{"stripe", "payment.charged_back", func(t *testing.T, ev flavour.Event, b map[string]any) {
@@ -565,7 +564,7 @@ func TestEventsQuery(t *testing.T) {
 		{flavour: "stripe", query: "cursor=evt_1", bad: true},
 
 		{flavour: "paddle", query: "event_type=adjustment.created&after=evt_3&per_page=200&occurred_at[gte]=2026-03-01T00:00:00Z",
-			want: flavour.Query{Type: "payment.refunded,payment.charged_back", CreatedFrom: from, Cursor: "evt_3", Limit: 200}},
+			want: flavour.Query{Type: "payment.refunded,payment.charged_back,payment.chargeback_won", CreatedFrom: from, Cursor: "evt_3", Limit: 200}},
 		{flavour: "paddle", query: "event_type=subscription.canceled,transaction.paid&created_from=2026-03-01T00:00:00Z",
 			want: flavour.Query{Type: "subscription.ended,payment.succeeded", CreatedFrom: from}},
 		{flavour: "paddle", query: "event_type=payment.succeeded", bad: true},

@@ -27,7 +27,7 @@ var paddleTypes = typeMap{to: map[string]string{
 	PaymentRefunded:      "adjustment.created",
 	RefundFailed:         "adjustment.updated",
 	PaymentChargedBack:   "adjustment.created",
-	ChargebackWon:        "adjustment.updated",
+	ChargebackWon:        "adjustment.created",
 	SubscriptionCreated:  "subscription.created",
 	SubscriptionUpdated:  "subscription.updated",
 	SubscriptionRenewed:  "subscription.updated",
@@ -119,19 +119,19 @@ func paddleEntity(ev Event) map[string]any {
 			if s := str(r, "status"); s == "failed" {
 				o["status"] = "rejected"
 			}
-		} else {
-			// One chargeback per payment: its adjustment keeps its id when
-			// the dispute is won (adjustment.updated, status reversed).
+		} else if ev.Type == PaymentChargedBack {
+			// One chargeback per payment.
 			o["action"] = "chargeback"
 			o["id"] = "adj_cb_" + str(d, "id")
 			o["totals"] = map[string]any{"total": amountString(d["amount"]), "currency_code": d["currency"]}
-			if ev.Type == ChargebackWon {
-				o["status"] = "reversed"
-				o["updated_at"] = o["created_at"]
-				if t, ok := d["charged_back_at"]; ok {
-					o["created_at"] = rfc3339(t)
-				}
-			}
+		} else {
+			// A won dispute, as Paddle reports it: an adjustment of its own
+			// (action chargeback_reverse) that gives the money back. It does
+			// not name the chargeback's adjustment (Paddle marks that one
+			// reversed with an adjustment.updated the sim does not send).
+			o["action"] = "chargeback_reverse"
+			o["id"] = "adj_cbr_" + str(d, "id")
+			o["totals"] = map[string]any{"total": amountString(d["amount"]), "currency_code": d["currency"]}
 		}
 	case RefundFailed:
 		o = map[string]any{
