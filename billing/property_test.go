@@ -387,6 +387,14 @@ func TestConcurrentApply(t *testing.T) {
 			{billing.OrderPaid{OrderID: "ord_4", PaymentRef: "pay_9"}},
 			// A refund of a crypto invoice: a no-op with one alert.
 			{billing.Refunded{PaymentRef: "inv_1", RefundRef: "re_inv", Amount: 1, Currency: "BTC"}},
+			// Refunds beyond the payment: one alert, at most the payment taken.
+			{billing.Captured{Payment: pay("pay_5", "", 1000, "EUR")}},
+			{billing.Refunded{PaymentRef: "pay_5", RefundRef: "re_5a", Amount: 600, Currency: "EUR"}},
+			{billing.Refunded{PaymentRef: "pay_5", RefundRef: "re_5b", Amount: 600, Currency: "EUR"}},
+			// A partial dispute won by a reversal of its own (Paddle).
+			{billing.Captured{Payment: pay("pay_6", "", 2000, "EUR")}},
+			{billing.ChargedBack{PaymentRef: "pay_6", DisputeRef: "dp_6", Amount: 500}},
+			{billing.ChargebackWon{PaymentRef: "pay_6", ReversalRef: "adj_rev_6"}},
 		}
 		once := map[string]int{}
 		for _, batch := range batches {
@@ -433,7 +441,9 @@ func TestConcurrentApply(t *testing.T) {
 		for _, k := range []string{"posted capture:pay_1", "posted refund:re_1", "posted refund_failed:re_1",
 			"posted chargeback:dp_1", "posted chargeback_won:dp_1", "posted settle:inv_1", "paid ord_1", "paid ord_2",
 			"ended sub_1", "alert crypto_reference_reused:tx_1", "alert order_paid_twice:ord_1",
-			"paid ord_4", "alert order_paid_twice:ord_4", "alert payment_kind_mismatch:inv_1"} {
+			"paid ord_4", "alert order_paid_twice:ord_4", "alert payment_kind_mismatch:inv_1",
+			"alert refund_exceeds_payment:pay_5", "posted chargeback:dp_6", "posted chargeback_won:dp_6",
+			"posted chargeback_reverse:adj_rev_6"} {
 			if once[k] != 1 {
 				t.Errorf("%s happened %d times; want once", k, once[k])
 			}
@@ -448,6 +458,9 @@ func TestConcurrentApply(t *testing.T) {
 			if a.Count != 1 {
 				t.Errorf("alert %s:%s counted %d; want 1", a.Kind, a.Subject, a.Count)
 			}
+		}
+		if k := kept(t, db, "EUR"); k != 0+2000 {
+			t.Fatalf("kept EUR = %d; want 2000 (pay_5 refunded whole, pay_6's dispute won)", k)
 		}
 		if k := kept(t, db, "BTC"); k != 100 {
 			t.Fatalf("kept BTC = %d; want 100", k)
