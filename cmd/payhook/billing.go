@@ -328,7 +328,8 @@ const subscriptionsHelp = `Usage: payhook subscriptions list|show [flags]
 
 REF is the provider's subscription reference (sub_...). When it exists in
 several sources, give --source. Statuses: active, canceled, ended; ENDED_AT
-is when payhook claimed the end (once). Every subcommand takes --db URL
+is when the provider says it ended, set exactly when the status is ended.
+Every subcommand takes --db URL
 (env PAYHOOK_DB) like serve.
 
 Examples:
