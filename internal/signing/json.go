@@ -2,6 +2,7 @@ package signing
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,13 @@ import (
 // into a struct could read the other one.
 type Object struct {
 	path    string // of this object, "" or "data.object.", for errors
-	names   []string
-	members map[string]jsontext.Value
+	members []member
+}
+
+// member is one name and its raw value, a slice of the parsed bytes.
+type member struct {
+	name  string
+	value jsontext.Value
 }
 
 // ParseObject parses body, which must be one strict JSON object: it
@@ -36,17 +42,12 @@ type Object struct {
 // matched.
 func ParseObject(body []byte) (Object, error) {
 	// jsontext by default enforces RFC 8259's "names SHOULD be unique"
-	// and RFC 7493 (I-JSON: UTF-8 only, no unpaired surrogates) on the
-	// whole value, nested objects and arrays included.
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	v, err := dec.ReadValue()
-	if err != nil {
-		return Object{}, fmt.Errorf("body is not strict JSON: %s: %w", short(err), payhook.ErrMalformed)
-	}
-	if v.Kind() != '{' {
-		return Object{}, fmt.Errorf("body is not a JSON object: %w", payhook.ErrMalformed)
-	}
-	o, err := members(v, "") // before the next read, which reuses v's bytes
+	// and RFC 7493 (I-JSON: UTF-8 only, no unpaired surrogates) on
+	// everything it reads, nested objects and arrays included; one pass
+	// reads the top level and validates every value in it. From a
+	// bytes.Buffer it reads in place, without a copy.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body))
+	o, err := readObject(dec, body, "")
 	if err != nil {
 		return Object{}, err
 	}
@@ -71,25 +72,35 @@ func ObjectAt(body []byte, path ...string) (Object, error) {
 	return o, err
 }
 
-// members splits v, a valid JSON object, into its members.
-func members(v jsontext.Value, path string) (Object, error) {
-	o := Object{path: path, members: make(map[string]jsontext.Value)}
-	dec := jsontext.NewDecoder(bytes.NewReader(v))
-	if _, err := dec.ReadToken(); err != nil { // '{'
-		return Object{}, fmt.Errorf("%sobject: %s: %w", path, short(err), payhook.ErrMalformed)
+// readObject reads the object at dec's position in input, the bytes dec
+// reads; its members' values are slices of input.
+func readObject(dec *jsontext.Decoder, input []byte, path string) (Object, error) {
+	malformed := func(err error) (Object, error) {
+		return Object{}, fmt.Errorf("%s is not strict JSON: %s: %w", strings.TrimSuffix(cmp.Or(path, "body"), "."), short(err), payhook.ErrMalformed)
 	}
-	for dec.PeekKind() == '"' {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return malformed(err)
+	}
+	if tok.Kind() != '{' {
+		return Object{}, fmt.Errorf("%s is not a JSON object: %w", strings.TrimSuffix(cmp.Or(path, "body"), "."), payhook.ErrMalformed)
+	}
+	o := Object{path: path}
+	for dec.PeekKind() != '}' {
 		name, err := dec.ReadToken()
 		if err != nil {
-			return Object{}, fmt.Errorf("%sobject: %s: %w", path, short(err), payhook.ErrMalformed)
+			return malformed(err)
 		}
 		n := name.String() // before the next read voids the token
-		val, err := dec.ReadValue()
+		v, err := dec.ReadValue()
 		if err != nil {
-			return Object{}, fmt.Errorf("%sobject: %s: %w", path, short(err), payhook.ErrMalformed)
+			return malformed(err)
 		}
-		o.names = append(o.names, n)
-		o.members[n] = val.Clone() // val is only valid until the next read
+		end := int(dec.InputOffset())
+		o.members = append(o.members, member{n, jsontext.Value(input[end-len(v) : end])})
+	}
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return malformed(err)
 	}
 	return o, nil
 }
@@ -114,13 +125,16 @@ func (o Object) Has(field string) (bool, error) {
 
 // value returns the raw value of field, or nil when it is absent or null.
 func (o Object) value(field string) (jsontext.Value, error) {
-	for _, n := range o.names {
-		if n != field && strings.EqualFold(n, field) {
-			return nil, fmt.Errorf("field %q appears also as %q: %w", o.path+field, Abbrev(n), payhook.ErrMalformed)
+	var v jsontext.Value
+	for _, m := range o.members {
+		switch {
+		case m.name == field:
+			v = m.value
+		case strings.EqualFold(m.name, field):
+			return nil, fmt.Errorf("field %q appears also as %q: %w", o.path+field, Abbrev(m.name), payhook.ErrMalformed)
 		}
 	}
-	v, ok := o.members[field]
-	if !ok || v.Kind() == 'n' {
+	if v.Kind() == 'n' {
 		return nil, nil
 	}
 	return v, nil
@@ -137,7 +151,7 @@ func (o Object) Object(field string) (Object, error) {
 	if v.Kind() != '{' {
 		return Object{}, fmt.Errorf("field %q is not an object: %w", o.path+field, payhook.ErrMalformed)
 	}
-	return members(v, o.path+field+".")
+	return readObject(jsontext.NewDecoder(bytes.NewBuffer(v)), v, o.path+field+".")
 }
 
 // String returns the string field, or "" when it is absent or null. It

@@ -467,3 +467,32 @@ func TestCheckEnvelope(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEnvelope reads the envelope fields of a Stripe event of about
+// 1.5 KB, as every delivery does.
+func BenchmarkEnvelope(b *testing.B) {
+	body := []byte(`{"id":"evt_1PayHookBench","object":"event","api_version":"2024-06-20","created":1768470000,` +
+		`"data":{"object":{"id":"pi_3PayHook","object":"payment_intent","amount":2000,"amount_received":2000,` +
+		`"currency":"usd","customer":"cus_Q1","description":"Order 1234","metadata":{"order_id":"ord_1234","note":"` +
+		strings.Repeat("x", 900) + `"},"payment_method_types":["card"],"status":"succeeded","livemode":true}},` +
+		`"livemode":true,"pending_webhooks":1,"request":{"id":"req_1","idempotency_key":"k1"},"type":"payment_intent.succeeded"}`)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		o, err := signing.ParseObject(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := o.RequiredString("id"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := o.RequiredString("type"); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := o.UnixTime("created"); err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := o.Bool("livemode"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
