@@ -18,14 +18,16 @@ import (
 
 // PaymentView is one payment.
 type PaymentView struct {
-	Source         string `json:"source"`
-	Ref            string `json:"ref"`
-	Kind           string `json:"kind"` // fiat | crypto
-	OrderID        string `json:"order_id,omitempty"`
-	Amount         int64  `json:"amount"`
-	Currency       string `json:"currency"`
-	Status         string `json:"status"`
-	RefundedAmount int64  `json:"refunded_amount"`
+	Source   string `json:"source"`
+	Ref      string `json:"ref"`
+	Kind     string `json:"kind"` // fiat | crypto
+	OrderID  string `json:"order_id,omitempty"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+	// RefundedAmount is what refunds (net of failed ones) took: never more
+	// than Amount, however much was asked.
+	RefundedAmount int64 `json:"refunded_amount"`
 	// ChainRef is the on-chain reference of a crypto payment.
 	ChainRef   string    `json:"chain_ref,omitempty"`
 	CapturedAt time.Time `json:"captured_at,omitzero"`
