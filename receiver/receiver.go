@@ -15,9 +15,14 @@
 //	404     unknown source
 //	405     a method other than POST
 //	413     body over the limit
-//	503     the database could not store or commit: the provider retries
+//	503     the database could not store or commit, or the bodies being
+//	        read and stored already hold MaxInFlightBytes (with
+//	        Retry-After): the provider retries
 //
-// Nothing is written for any status but 200.
+// Nothing is written for any status but 200. A body is read only after
+// the source's verifier, when it is a payhook.HeaderChecker, found the
+// signature headers present and well formed: a request that cannot be
+// authentic is refused with 400 before it costs its body's memory.
 package receiver
 
 import (
@@ -29,6 +34,8 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -36,6 +43,14 @@ import (
 
 // DefaultMaxBodyBytes is the body limit when Config leaves it zero: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultMaxInFlightBytes bounds the body bytes of the deliveries being
+// read or stored at once when Config leaves it zero: 64 MiB.
+const DefaultMaxInFlightBytes = 64 << 20
+
+// retryAfter is the Retry-After of a delivery refused for lack of memory:
+// the bodies in flight are committed within milliseconds.
+const retryAfter = "1"
 
 // MaxFieldBytes bounds an event id and an event type: payhook.MaxRefBytes.
 // Longer ones are refused as malformed (400) before the store is touched:
@@ -58,6 +73,13 @@ type Config struct {
 	Inbox Inbox
 	// MaxBodyBytes bounds a body. If zero, defaults to 1 MiB.
 	MaxBodyBytes int64
+	// MaxInFlightBytes bounds the body bytes held at once by the
+	// deliveries being read, verified and stored, counted by their
+	// Content-Length (or as read, without one); a delivery that would go
+	// beyond is answered 503 with Retry-After, so that many slow or large
+	// requests cannot exhaust memory. If zero, defaults to 64 MiB, or
+	// MaxBodyBytes when that is larger.
+	MaxInFlightBytes int64
 	// Logger receives one line per rejected delivery. Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
@@ -81,6 +103,7 @@ const (
 type Receiver struct {
 	cfg     Config
 	sources map[string]payhook.Source
+	budget  budget
 }
 
 // New returns a Receiver. It returns an error wrapping payhook.ErrConfig
@@ -102,7 +125,14 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 5 * time.Second
 	}
-	r := &Receiver{cfg: cfg, sources: make(map[string]payhook.Source, len(cfg.Sources))}
+	if cfg.MaxInFlightBytes <= 0 {
+		cfg.MaxInFlightBytes = max(DefaultMaxInFlightBytes, cfg.MaxBodyBytes)
+	}
+	if cfg.MaxInFlightBytes < cfg.MaxBodyBytes {
+		return nil, fmt.Errorf("receiver: MaxInFlightBytes %d is below MaxBodyBytes %d, so a body at the limit could never be read: %w",
+			cfg.MaxInFlightBytes, cfg.MaxBodyBytes, payhook.ErrConfig)
+	}
+	r := &Receiver{cfg: cfg, sources: make(map[string]payhook.Source, len(cfg.Sources)), budget: budget{left: cfg.MaxInFlightBytes}}
 	for _, s := range cfg.Sources {
 		switch {
 		case s.Name == "":
@@ -146,8 +176,18 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	now := r.cfg.Now()
-	body, err := r.readBody(w, req)
+	if hc, ok := src.Verifier.(payhook.HeaderChecker); ok {
+		if err := hc.CheckHeader(req.Header, now); err != nil {
+			r.reject(w, name, payhook.HTTPStatus(err), err.Error())
+			return
+		}
+	}
+	body, held, err := r.readBody(w, req)
+	defer r.budget.give(held)
 	if err != nil {
+		if errors.Is(err, errBusy) {
+			w.Header().Set("Retry-After", retryAfter)
+		}
 		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 		return
 	}
@@ -215,21 +255,80 @@ func checkEnvelope(env payhook.Envelope) error {
 	return payhook.CheckTime("occurred_at", env.OccurredAt)
 }
 
-// readBody reads the whole body, bounded while it is read.
-func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) ([]byte, error) {
+// errBusy refuses a delivery whose body does not fit in the in-flight
+// budget.
+var errBusy = fmt.Errorf("%w: too many deliveries in flight", payhook.ErrUnavailable)
+
+// readChunk is how much of a body of unknown length is taken from the
+// budget and read at a time.
+const readChunk = 32 << 10
+
+// readBody reads the whole body, bounded while it is read, into memory
+// taken from the in-flight budget. It returns how many bytes it took, to
+// be given back once the delivery is answered, also on error.
+func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) (body []byte, held int64, err error) {
 	limit := r.cfg.MaxBodyBytes
 	if req.ContentLength > limit {
-		return nil, fmt.Errorf("body of %d bytes is over the %d-byte limit: %w", req.ContentLength, limit, payhook.ErrTooLarge)
+		return nil, 0, fmt.Errorf("body of %d bytes is over the %d-byte limit: %w", req.ContentLength, limit, payhook.ErrTooLarge)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, limit))
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, fmt.Errorf("body is over the %d-byte limit: %w", limit, payhook.ErrTooLarge)
-	case err != nil:
-		return nil, fmt.Errorf("read body: %v: %w", err, payhook.ErrMalformed)
+	if n := req.ContentLength; n >= 0 {
+		// The server holds the body to its Content-Length.
+		if !r.budget.take(n) {
+			return nil, 0, fmt.Errorf("body of %d bytes: %w", n, errBusy)
+		}
+		body = make([]byte, n)
+		if _, err := io.ReadFull(req.Body, body); err != nil {
+			return nil, n, fmt.Errorf("read body: %v: %w", err, payhook.ErrMalformed)
+		}
+		return body, n, nil
 	}
-	return body, nil
+	src := http.MaxBytesReader(w, req.Body, limit)
+	for {
+		if int64(len(body)) == held {
+			// One byte past the limit is read to tell that it is past.
+			chunk := max(1, min(readChunk, limit+1-held))
+			if !r.budget.take(chunk) {
+				return nil, held, fmt.Errorf("body of more than %d bytes: %w", held, errBusy)
+			}
+			held += chunk
+			body = slices.Grow(body, int(chunk))
+		}
+		n, err := src.Read(body[len(body):held])
+		body = body[:len(body)+n]
+		var tooLarge *http.MaxBytesError
+		switch {
+		case err == io.EOF:
+			return body, held, nil
+		case errors.As(err, &tooLarge):
+			return nil, held, fmt.Errorf("body is over the %d-byte limit: %w", limit, payhook.ErrTooLarge)
+		case err != nil:
+			return nil, held, fmt.Errorf("read body: %v: %w", err, payhook.ErrMalformed)
+		}
+	}
+}
+
+// budget counts the bytes that bodies in flight may still take.
+type budget struct {
+	mu   sync.Mutex
+	left int64
+}
+
+// take takes n bytes if they are left.
+func (b *budget) take(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	return true
+}
+
+// give gives back n bytes.
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.left += n
+	b.mu.Unlock()
 }
 
 func (r *Receiver) reject(w http.ResponseWriter, source string, status int, msg string) {

@@ -36,7 +36,10 @@ const (
 	readTimeout       = 15 * time.Second
 	writeTimeout      = 20 * time.Second
 	idleTimeout       = 2 * time.Minute
-	shutdownTimeout   = 30 * time.Second
+	// maxHeaderBytes bounds a request's headers: webhook signatures need
+	// a few hundred bytes; beyond it the server answers 431.
+	maxHeaderBytes  = 64 << 10
+	shutdownTimeout = 30 * time.Second
 )
 
 func (m *Main) serve(ctx context.Context, args []string) error {
@@ -99,6 +102,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	ln, err := net.Listen("tcp", m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080"))
 	if err != nil {

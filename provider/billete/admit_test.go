@@ -1,0 +1,12 @@
+package billete_test
+
+import (
+	"testing"
+
+	"github.com/payhook/payhook/provider/providertest"
+)
+
+func TestHeaderCheck(t *testing.T) {
+	t.Parallel()
+	providertest.RunHeaderCheck(t, suite)
+}
