@@ -477,6 +477,11 @@ func (o obj) time(k string) (time.Time, bool, error) {
 		if err != nil {
 			return time.Time{}, false, malformed("%s is %q, not an RFC 3339 time", what, x)
 		}
+		if t.IsZero() {
+			// CheckTime passes the zero time as "unknown"; written in a
+			// payload it is as far out of bounds as any year before 2000.
+			return time.Time{}, false, malformed("%s is %q, outside %d–%d", what, x, payhook.MinTime.Year(), payhook.MaxTime.Year())
+		}
 		if err := payhook.CheckTime(what, t); err != nil {
 			return time.Time{}, false, err
 		}
