@@ -35,22 +35,43 @@ func (e *env) send(id string) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// TestLockedEventDoesNotBlockOthers: while another transaction holds an
-// uncommitted insert of one event key (as a second payhook instance does
-// mid-commit) and that event is delivered again and again, deliveries of
-// unrelated events through the real receiver and group committer are all
-// answered 200 and stored before the lock is released; afterwards the
-// blocked event is stored once. Before, the group commit holding the
-// blocked event waited on the lock, and the unrelated deliveries behind it
-// timed out with 503.
+// TestLockedEventDoesNotBlockOthers: while another transaction holds the
+// key of one event (an uncommitted insert of it, as a second payhook
+// instance mid-commit holds; or an update of its stored row, as its
+// processing holds) and that event is delivered again and again,
+// deliveries of unrelated events through the real receiver and group
+// committer are all answered 200 and stored before the lock is released;
+// afterwards the blocked event is answered 200 and stored once. Before,
+// the group commit holding the blocked event waited on the lock, and the
+// unrelated deliveries behind it timed out with 503.
 //
 // PostgreSQL only: SQLite has one writer, so a transaction holding its
 // lock holds up every delivery, related or not, by design.
 func TestLockedEventDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		stored bool // the event is stored before the lock is taken
+	}{
+		{"uncommitted insert", false},
+		{"event being processed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			testLockedEvent(t, tc.stored)
+		})
+	}
+}
+
+func testLockedEvent(t *testing.T, stored bool) {
 	ctx := context.Background()
 	dbURL := dbtest.URL(t, "postgres")
 	e := newEnvWith(t, dbURL, nil, true, newSecret)
+	if stored {
+		if code, err := e.send("evt_locked"); err != nil || code != 200 {
+			t.Fatalf("first delivery of evt_locked = %d, %v", code, err)
+		}
+	}
 
 	other, err := store.Open(ctx, dbURL)
 	if err != nil {
@@ -62,10 +83,17 @@ func TestLockedEventDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	held := &payhook.Event{Source: "billete-test", EventID: "evt_locked", Type: "checkout.completed",
-		ReceivedAt: time.Now(), Payload: body("evt_locked", "test")}
-	if _, err := other.InsertEventsTx(ctx, tx, []*payhook.Event{held}); err != nil {
-		t.Fatal(err)
+	if stored {
+		// As ClaimEventTx does for the length of the event's processing.
+		if _, err := tx.Exec(`UPDATE payhook_events SET attempts = attempts + 1 WHERE event_id = 'evt_locked'`); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		held := &payhook.Event{Source: "billete-test", EventID: "evt_locked", Type: "checkout.completed",
+			ReceivedAt: time.Now(), Payload: body("evt_locked", "test")}
+		if _, err := other.InsertEventsTx(ctx, tx, []*payhook.Event{held}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// The provider retries the blocked event all along.
@@ -127,8 +155,8 @@ func TestLockedEventDoesNotBlockOthers(t *testing.T) {
 			t.Errorf("unrelated evt_free_%d answered %d while evt_locked is locked, want 200", i, code)
 		}
 	}
-	var stored int
-	if err := e.db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE event_id LIKE 'evt_free_%'`).Scan(&stored); err != nil {
+	var free int
+	if err := e.db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE event_id LIKE 'evt_free_%'`).Scan(&free); err != nil {
 		t.Fatal(err)
 	}
 	// The test's transaction still holds the key.
@@ -136,8 +164,8 @@ func TestLockedEventDoesNotBlockOthers(t *testing.T) {
 	if err := tx.QueryRow(`SELECT 1`).Scan(&one); err != nil {
 		t.Fatalf("the locking transaction ended early: %v", err)
 	}
-	if stored != n {
-		t.Fatalf("%d of %d unrelated events stored while the lock is held", stored, n)
+	if free != n {
+		t.Fatalf("%d of %d unrelated events stored while the lock is held", free, n)
 	}
 	stopRetries()
 	mu.Lock()
@@ -150,7 +178,7 @@ func TestLockedEventDoesNotBlockOthers(t *testing.T) {
 	if err := tx.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	// The provider's next retry stores it.
+	// The provider's next retry stores it (or finds it stored).
 	code, err := e.send("evt_locked")
 	if err != nil || code != 200 {
 		t.Fatalf("evt_locked after the lock was released = %d, %v; want 200", code, err)
