@@ -106,6 +106,12 @@ func fixtureCases(t *testing.T) []fixtureCase {
 			billing.Captured{Payment: billing.Payment{Ref: "txn_01hywqfe6yxhxcsfb4ays8mqt3", Amount: 950, Currency: "GBP",
 				CapturedAt: rfc(t, "2024-05-27T09:53:02.174288Z")}},
 		}},
+		// The same transaction with 300 of it paid from the customer's
+		// credit balance: the capture is the 650 the customer paid.
+		{file: "paddle/transaction.completed.credit.json", want: []billing.Fact{
+			billing.Captured{Payment: billing.Payment{Ref: "txn_01hywqfe6yxhxcsfb4ays8mqt3", Amount: 650, Currency: "GBP",
+				CapturedAt: rfc(t, "2024-05-27T09:53:02.174288Z")}},
+		}},
 		// A real completed transaction of total "0" (a 100% discount): a
 		// capture of zero; what it posts is billing's rule.
 		{file: "paddle/transaction.completed.zero_total.json", want: []billing.Fact{

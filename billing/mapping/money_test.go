@@ -99,6 +99,23 @@ func TestMoneyRulesMapping(t *testing.T) {
 				billing.OrderPaid{OrderID: "ord_9", PaymentRef: "txn_0", At: t0},
 			},
 		},
+		{
+			name: "paddle transaction with credit applied: the grand total is captured", provider: "paddle",
+			payload: `{"event_type":"transaction.completed","occurred_at":"2026-03-01T12:00:00Z","data":{"id":"txn_2",
+				"status":"completed","currency_code":"USD","details":{"totals":{"total":"5000","credit":"3000","grand_total":"2000","balance":"0"}}}}`,
+			want: []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "txn_2", Amount: 2000, Currency: "USD", CapturedAt: t0}}},
+		},
+		{
+			name: "paddle transaction with credit and no grand total: total less credit", provider: "paddle",
+			payload: `{"event_type":"transaction.completed","occurred_at":"2026-03-01T12:00:00Z","data":{"id":"txn_3",
+				"status":"completed","currency_code":"USD","details":{"totals":{"total":"5000","credit":"3000"}}}}`,
+			want: []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "txn_3", Amount: 2000, Currency: "USD", CapturedAt: t0}}},
+		},
+		{
+			name: "paddle transaction with a credit above its total", provider: "paddle",
+			payload:  `{"event_type":"transaction.completed","data":{"id":"txn_4","currency_code":"USD","details":{"totals":{"total":"1000","credit":"3000"}}}}`,
+			errField: "data.details.totals.credit",
+		},
 		// ---- references that cannot be stored ----
 		{
 			name: "payment id with NUL", provider: "stripe",

@@ -64,11 +64,33 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	amount, err := totals.needAmount("total")
+	amount, err := paddlePaid(totals)
 	if err != nil {
 		return nil, err
 	}
 	return captured(billing.Payment{Ref: ref, OrderID: order, Amount: amount, Currency: currency, CapturedAt: at}), nil
+}
+
+// paddlePaid is what the customer paid for a transaction: its totals'
+// grand_total, which is total less the credit Paddle applied from the
+// customer's balance; when grand_total is absent (the simulator sends only
+// total), total less credit. A credit above the total is malformed.
+func paddlePaid(totals obj) (int64, error) {
+	if totals.has("grand_total") {
+		return totals.needAmount("grand_total")
+	}
+	total, err := totals.needAmount("total")
+	if err != nil {
+		return 0, err
+	}
+	credit, _, err := totals.amount("credit")
+	if err != nil {
+		return 0, err
+	}
+	if credit > total {
+		return 0, malformed("field %q is %d, above %q %d", totals.name("credit"), credit, totals.name("total"), total)
+	}
+	return total - credit, nil
 }
 
 // paddleAdjustment maps refunds (approved, or rejected), chargebacks and
