@@ -397,6 +397,14 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 }
 
 func (q *Queue) apply(ctx context.Context, id int64) (err error) {
+	// A panicking handler or Fetch is a failed attempt like any other:
+	// recorded, retried, and failed at the last attempt. Left to River,
+	// its value and trace would go to River's JSONB unmade storable.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("processing event %d panicked: %v", id, r)
+		}
+	}()
 	var resource []byte
 	if q.cfg.Fetch != nil {
 		// Outside the transaction: a provider call must not hold a
@@ -414,13 +422,6 @@ func (q *Queue) apply(ctx context.Context, id int64) (err error) {
 		return fmt.Errorf("begin processing of event %d: %w", id, err)
 	}
 	defer tx.Rollback()
-	// A panicking handler is a failed attempt like any other: recorded,
-	// retried, and failed at the last attempt.
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("processing event %d panicked: %v", id, r)
-		}
-	}()
 	ev, err := q.db.ClaimEventTx(ctx, tx, id)
 	if err != nil || ev == nil {
 		return err

@@ -331,6 +331,34 @@ func TestPanickingHandlerIsAFailedAttempt(t *testing.T) {
 	})
 }
 
+// A panicking Fetch is a failed attempt too, its text storable: River,
+// which would keep the panic's value in JSONB, never sees it.
+func TestPanickingFetchIsAFailedAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("payment.succeeded", effect)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 2,
+			Fetch: func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+				if ev.EventID == "evt_panic" {
+					panic("resource pi_x\x00y")
+				}
+				return nil, nil
+			}})
+		bad := event("evt_panic")
+		ingest(t, q, bad)
+		start(t, q)
+		got := waitDone(t, db, bad.ID)
+		if got.Status != payhook.StatusFailed || got.Attempts != 2 || !strings.Contains(got.LastError, "panicked: resource pi_x\uFFFDy") {
+			t.Fatalf("event = %s, %d attempts, %q; want failed after 2 with the panic", got.Status, got.Attempts, got.LastError)
+		}
+		ev := event("evt_after_panic")
+		ingest(t, q, ev)
+		if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed {
+			t.Fatalf("%s = %s (%q), want processed", ev.EventID, got.Status, got.LastError)
+		}
+	})
+}
+
 func TestStopLetsRunningJobsFinish(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		started, release := make(chan struct{}), make(chan struct{})
