@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"errors"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
@@ -84,4 +85,52 @@ func cutShort(value string) string {
 		}
 	}
 	return value[:longest[1]-4] + value[longest[1]:]
+}
+
+// FuzzHeaderCheck fuzzes the provider's payhook.HeaderChecker against its
+// Verify over deliveries signed at any time, whose signature header is
+// kept, replaced by the fuzzed text, or has the text added after or
+// before it: CheckHeader never refuses a delivery that Verify accepts,
+// and every error it returns wraps payhook.ErrSignature.
+func FuzzHeaderCheck(f *testing.F, s Suite) {
+	cur := s.Secrets[1]
+	v, err := s.New([]string{s.Secrets[0], cur}, 0)
+	if err != nil {
+		f.Fatalf("New = %v", err)
+	}
+	hc, ok := v.(payhook.HeaderChecker)
+	if !ok {
+		f.Fatal("the verifier is not a payhook.HeaderChecker")
+	}
+	for mode, extra := range []string{"", "garbage", ",v0=00", " ; ", "v1,AAAA", "t=1", ""} {
+		f.Add(s.Event, "evt_fuzz", Now.Unix(), extra, uint8(mode%4))
+	}
+	f.Add(s.Event, "evt_fuzz", Now.Add(-time.Hour).Unix(), "", uint8(0))
+	f.Add(s.Event, "evt_fuzz", Now.UnixMilli(), "", uint8(0))
+	f.Fuzz(func(t *testing.T, body []byte, id string, ts int64, text string, mode uint8) {
+		at := time.Unix(ts, 0)
+		var h http.Header
+		if s.SignID != nil {
+			h = s.SignID(t, id, body, cur, at)
+		} else {
+			h = s.Sign(t, body, cur, at)
+		}
+		signed := h.Get(s.Header)
+		switch mode % 4 {
+		case 1:
+			h.Set(s.Header, text)
+		case 2:
+			h.Set(s.Header, signed+text)
+		case 3:
+			h.Set(s.Header, text+signed)
+		}
+		_, verr := v.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: Now})
+		cerr := hc.CheckHeader(h, Now)
+		if cerr != nil && !errors.Is(cerr, payhook.ErrSignature) {
+			t.Errorf("CheckHeader = %v; want nil or an error wrapping ErrSignature", cerr)
+		}
+		if verr == nil && cerr != nil {
+			t.Errorf("CheckHeader = %v for a delivery that Verify accepts (header %q)", cerr, h.Get(s.Header))
+		}
+	})
 }

@@ -10,3 +10,5 @@ func TestHeaderCheck(t *testing.T) {
 	t.Parallel()
 	providertest.RunHeaderCheck(t, suite)
 }
+
+func FuzzHeaderCheck(f *testing.F) { providertest.FuzzHeaderCheck(f, suite) }
