@@ -691,9 +691,11 @@ func TestFailedAndAlertedInOneTransaction(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				var offset atomic.Int64
 				mux := &payhook.Mux{}
 				mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error { return c.err })
 				db, q := setup(t, dbURL, jobs.Config{Handlers: mux, MaxAttempts: 2,
+					Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) },
 					OnFailed: func(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error {
 						if ev.Status != payhook.StatusFailed || ev.Attempts != c.attempts {
 							return fmt.Errorf("OnFailed got the event %s after %d attempts", ev.Status, ev.Attempts)
@@ -721,6 +723,11 @@ func TestFailedAndAlertedInOneTransaction(t *testing.T) {
 				if got.Status != c.want || alerts != c.alerts {
 					t.Fatalf("event %s after %d attempts with %d alerts (%q); want %s with %d",
 						got.Status, got.Attempts, alerts, got.LastError, c.want, c.alerts)
+				}
+				// An event left waiting, its job over, gets a new job from the sweep.
+				offset.Store(int64(2 * time.Minute))
+				if n, err := q.Sweep(context.Background()); err != nil || (n == 1) != (c.want == payhook.StatusReceived) {
+					t.Fatalf("sweep = %d, %v; want a new job only for an event left waiting", n, err)
 				}
 			})
 		})
