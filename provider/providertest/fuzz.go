@@ -33,7 +33,10 @@ const MaxErrorBytes = 2048
 //     type, environment) and payhook.CheckTime, its body is strict JSON
 //     (signing.ParseObject) and, when signed correctly, its timestamp is
 //     within the window and the tolerance and its SecretID is the
-//     signing secret's.
+//     signing secret's;
+//   - when the verifier is a payhook.HeaderChecker, CheckHeader never
+//     panics, fails only with ErrSignature, and never refuses headers
+//     whose delivery Verify accepts.
 //
 // The seeds are s.Event, the hostile cases of Run and the files of
 // testdata/fuzz/<target> in the provider's package.
@@ -60,6 +63,7 @@ func Fuzz(f *testing.F, s Suite) {
 			h = s.Sign(t, body, cur, at)
 		}
 		env, err := v.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: Now})
+		checkHeader(t, v, h, err)
 		inTolerance := s.NoTimestamp || (!at.Before(payhook.MinTime) && !at.After(payhook.MaxTime) &&
 			!at.Before(Now.Add(-signing.DefaultTolerance)) && !at.After(Now.Add(signing.DefaultTolerance)))
 		switch {
@@ -88,12 +92,29 @@ func Fuzz(f *testing.F, s Suite) {
 			raw.Set(s.Header, header)
 		}
 		env, err = v.Verify(payhook.Delivery{Header: raw, Body: body, ReceivedAt: Now})
+		checkHeader(t, v, raw, err)
 		if err != nil {
 			checkError(t, err)
 		} else {
 			checkAccepted(t, body, env)
 		}
 	})
+}
+
+// checkHeader checks the admission pre-check against Verify's verdict.
+func checkHeader(t *testing.T, v payhook.Verifier, h http.Header, verifyErr error) {
+	t.Helper()
+	hc, ok := v.(payhook.HeaderChecker)
+	if !ok {
+		return
+	}
+	err := hc.CheckHeader(h, Now)
+	switch {
+	case err != nil && !errors.Is(err, payhook.ErrSignature):
+		t.Errorf("CheckHeader = %v; want ErrSignature", err)
+	case err != nil && verifyErr == nil:
+		t.Errorf("CheckHeader(%q) = %v, but Verify accepts the delivery", h, err)
+	}
 }
 
 func checkError(t *testing.T, err error) {
