@@ -46,6 +46,7 @@ func Check(f Fact) error {
 		c.ref("dispute ref", f.DisputeRef, f.ReversalRef == "")
 		c.ref("reversal ref", f.ReversalRef, false)
 		c.ref("payment ref", f.PaymentRef, f.DisputeRef == "")
+		c.amount("won chargeback amount", f.Amount, 0)
 		c.time("won chargeback time", f.At)
 	case OrderPaid:
 		c.ref("order id", f.OrderID, true)

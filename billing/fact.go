@@ -100,11 +100,19 @@ type ChargedBack struct {
 // the win as a new record of its own (Paddle's chargeback_reverse
 // adjustment) sets ReversalRef and PaymentRef instead: the reversal wins
 // the payment's oldest open chargeback, once per ReversalRef (an unknown
-// payment, or one without a chargeback to win, is ErrNotSeenYet).
+// payment, or one without a chargeback to win, is ErrNotSeenYet). A
+// reversal binds first to a chargeback already won by its own record and
+// not yet bound to a reversal (the same win reported both ways), and only
+// then to the oldest open one.
+//
+// Amount, when above zero, is what the reversal gives back: a win never
+// gives back more than it (nor more than the chargeback took). Zero gives
+// back what the chargeback took.
 type ChargebackWon struct {
 	PaymentRef  string
 	DisputeRef  string
 	ReversalRef string
+	Amount      int64
 	At          time.Time
 }
 

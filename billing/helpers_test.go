@@ -123,11 +123,13 @@ func checkLedger(t *testing.T, db *store.DB) {
 		want := p.Amount - p.RefundedAmount
 		switch p.Status {
 		case "charged_back":
-			// What the open disputes leave.
+			// What the disputes still hold: what each took, less what its
+			// win gave back.
 			var disputed int64
-			if err := db.SQL.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(c.requested_amount), 0) AS BIGINT)
-				FROM payhook_ledger_postings c WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
-				AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings w WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won')`,
+			if err := db.SQL.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(c.requested_amount - COALESCE(w.requested_amount, 0)), 0) AS BIGINT)
+				FROM payhook_ledger_postings c LEFT JOIN payhook_ledger_postings w ON w.reverses_id = c.id
+					AND w.kind = 'chargeback_won' AND substr(w.fact_key, 1, 15) = 'chargeback_won:'
+				WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'`,
 				p.Source, p.Ref).Scan(&disputed); err != nil {
 				t.Fatal(err)
 			}

@@ -23,8 +23,8 @@ type money struct {
 	// Refunds: refunds posted minus refunds failed, as asked (their sum
 	// may exceed the amount; only the amount is ever taken).
 	Refunds int64
-	// Disputed: the amounts of the open chargebacks (posted, not won);
-	// Open: how many there are.
+	// Disputed: what the chargebacks still hold (what each took, less
+	// what its win gave back); Open: how many are not won.
 	Disputed int64
 	Open     int
 }
@@ -40,7 +40,8 @@ func (m money) kept(amount int64) int64 {
 
 func (m money) status(amount int64) string {
 	switch r := m.refunded(amount); {
-	case m.Open > 0:
+	case m.Open > 0 || m.Disputed > 0:
+		// An open dispute, or a win that gave back only part.
 		return "charged_back"
 	case r > 0 && r >= amount:
 		return "refunded"
@@ -75,10 +76,14 @@ func (a *applier) lockPayment(ctx context.Context, ref string) (*payment, error)
 // moneyOf sums the refunds and open chargebacks posted on p, with checked
 // arithmetic.
 func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
+	// A chargeback's win is its "chargeback_won:<dispute>" posting, whose
+	// requested amount is what it gave back ("chargeback_reverse:" postings
+	// bind a reversal and move nothing).
 	rows, err := a.tx.QueryContext(ctx, `SELECT c.kind, c.requested_amount,
-			CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
-				WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 1 ELSE 0 END
+			CASE WHEN w.id IS NULL THEN 0 ELSE 1 END, COALESCE(w.requested_amount, 0)
 		FROM payhook_ledger_postings c
+		LEFT JOIN payhook_ledger_postings w ON w.reverses_id = c.id AND w.kind = 'chargeback_won'
+			AND substr(w.fact_key, 1, 15) = 'chargeback_won:' AND c.kind = 'chargeback'
 		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind IN ('refund', 'refund_failed', 'chargeback')`,
 		a.source, p.Ref)
 	if err != nil {
@@ -90,7 +95,8 @@ func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
 		var kind string
 		var requested int64
 		var won int
-		if err := rows.Scan(&kind, &requested, &won); err != nil {
+		var givenBack int64
+		if err := rows.Scan(&kind, &requested, &won, &givenBack); err != nil {
 			return money{}, fmt.Errorf("read the postings of payment %s: %w", p.Ref, err)
 		}
 		what := "refunds of payment " + p.Ref
@@ -102,6 +108,9 @@ func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
 		case won == 0:
 			m.Open++
 			m.Disputed, err = add("chargebacks of payment "+p.Ref, m.Disputed, requested)
+		case givenBack < requested:
+			// Won, but the win gave back less than the chargeback took.
+			m.Disputed, err = add("chargebacks of payment "+p.Ref, m.Disputed, requested-givenBack)
 		}
 		if err != nil {
 			return money{}, err
@@ -375,12 +384,17 @@ func (a *applier) chargebackWon(ctx context.Context, f ChargebackWon) error {
 	if f.PaymentRef != "" && payRef != f.PaymentRef {
 		return malformed("%s: of payment %s, but the chargeback is of payment %s", what, f.PaymentRef, payRef)
 	}
-	return a.win(ctx, what, payRef, cb, f.DisputeRef, disputed)
+	return a.win(ctx, what, payRef, cb, f.DisputeRef, disputed, f.Amount)
 }
 
 // win posts "chargeback_won:<dispute>" once, reversing the chargeback
-// posting cb of payRef, which took disputed.
-func (a *applier) win(ctx context.Context, what, payRef string, cb int64, dispute string, disputed int64) error {
+// posting cb of payRef, which took disputed; it gives back limit when
+// above zero and below disputed, else disputed.
+func (a *applier) win(ctx context.Context, what, payRef string, cb int64, dispute string, disputed, limit int64) error {
+	back := disputed
+	if limit > 0 && limit < disputed {
+		back = limit
+	}
 	p, err := a.lockPayment(ctx, payRef)
 	if err != nil {
 		return err
@@ -390,21 +404,23 @@ func (a *applier) win(ctx context.Context, what, payRef string, cb int64, disput
 	}
 	next := p.money
 	next.Open--
-	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, -disputed); err != nil {
+	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, -back); err != nil {
 		return err
 	}
 	if next.Open < 0 || next.Disputed < 0 {
 		// Already won: its posting exists, so move changes nothing.
 		next = p.money
 	}
-	_, err = a.move(ctx, p, "chargeback_won:"+dispute, "chargeback_won", cb, disputed, next)
+	_, err = a.move(ctx, p, "chargeback_won:"+dispute, "chargeback_won", cb, back, next)
 	return err
 }
 
 // chargebackReversed applies a win reported as a record of its own
-// (ReversalRef): it binds the reversal, once, to the payment's oldest open
-// chargeback not bound to another reversal ("chargeback_reverse:<ref>", a
-// posting that moves nothing), and wins that chargeback.
+// (ReversalRef): it binds the reversal, once ("chargeback_reverse:<ref>",
+// a posting that moves nothing), to a chargeback of the payment not bound
+// to another reversal: first one already won by its own record (Paddle
+// reports a win both ways: the chargeback's adjustment reversed, and a
+// chargeback_reverse adjustment), else the oldest open one, which it wins.
 func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error {
 	what := "chargeback reversal " + f.ReversalRef
 	p, err := a.lockPayment(ctx, f.PaymentRef)
@@ -421,8 +437,8 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 	if id, _, _, err := a.posting(ctx, key); err != nil || id != 0 {
 		return err // applied before (the payment's lock orders us after it)
 	}
-	// Open chargebacks first (one won by its own record may be reversed
-	// too), then the oldest.
+	// Chargebacks won by their own record first (this reversal is the
+	// other report of such a win), then the oldest open one.
 	var cb, disputed int64
 	var cbKey string
 	err = a.tx.QueryRowContext(ctx, `SELECT c.id, c.fact_key, c.requested_amount FROM payhook_ledger_postings c
@@ -430,7 +446,7 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 		AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings b
 			WHERE b.reverses_id = c.id AND substr(b.fact_key, 1, 19) = 'chargeback_reverse:')
 		ORDER BY CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
-			WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 1 ELSE 0 END, c.id
+			WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 0 ELSE 1 END, c.id
 		LIMIT 1`, a.source, p.Ref).Scan(&cb, &cbKey, &disputed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: a chargeback of payment %s to reverse: %w", what, p.Ref, ErrNotSeenYet)
@@ -439,7 +455,7 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 		return fmt.Errorf("%s: find the chargeback it reverses: %w", what, err)
 	}
 	dispute := cbKey[len("chargeback:"):]
-	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed); err != nil {
+	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount); err != nil {
 		return err
 	}
 	_, _, err = a.post(ctx, key, "chargeback_won", p.Ref, cb, 0, 0, p.Currency)

@@ -340,6 +340,87 @@ func TestDeliveryOrderDoesNotMatter(t *testing.T) {
 	})
 }
 
+// TestChargebackReversalInAnyOrder: two chargebacks of one payment, the
+// first won and reported both ways (its record reversed, and a reversal
+// of its own, Paddle's chargeback_reverse), in every order: the reversal
+// binds to the chargeback already won, never to the open one, and gives
+// back no more than its own amount. The chargebacks themselves arrive in
+// the order Paddle created them: a reversal names no chargeback, so one
+// that arrives when only the second chargeback is known can only bind to
+// that one.
+func TestChargebackReversalInAnyOrder(t *testing.T) {
+	cases := []struct {
+		name   string
+		facts  []billing.Fact
+		kept   int64
+		status string
+	}{
+		{"first won both ways", []billing.Fact{
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000},
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_2", Amount: 1000},
+			billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_1"},
+			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 1000},
+		}, 2000, "charged_back"},
+		{"a reversal of part of one chargeback", []billing.Fact{
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000},
+			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 400},
+		}, 2400, "charged_back"},
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		for _, c := range cases {
+			for i, perm := range permutations(c.facts) {
+				if !inProviderOrder(perm) {
+					continue
+				}
+				reset(t, db)
+				events := [][]billing.Fact{{billing.Captured{Payment: pay("txn_1", "", 3000, "USD")}}}
+				for _, f := range perm {
+					events = append(events, []billing.Fact{f})
+				}
+				deliver(t, db, events)
+				if got := kept(t, db, "USD"); got != c.kept {
+					t.Errorf("%s, order %d %v: kept %d; want %d", c.name, i, perm, got, c.kept)
+				}
+				if got := payment(t, db, "txn_1").Status; got != c.status {
+					t.Errorf("%s, order %d: status %s; want %s", c.name, i, got, c.status)
+				}
+				checkLedger(t, db)
+			}
+		}
+	})
+}
+
+// inProviderOrder reports whether the chargebacks of perm come in the
+// order of their dispute refs.
+func inProviderOrder(perm []billing.Fact) bool {
+	last := ""
+	for _, f := range perm {
+		if cb, ok := f.(billing.ChargedBack); ok {
+			if cb.DisputeRef < last {
+				return false
+			}
+			last = cb.DisputeRef
+		}
+	}
+	return true
+}
+
+// permutations returns every order of facts.
+func permutations(facts []billing.Fact) [][]billing.Fact {
+	if len(facts) <= 1 {
+		return [][]billing.Fact{facts}
+	}
+	var out [][]billing.Fact
+	for i := range facts {
+		rest := append(append([]billing.Fact(nil), facts[:i]...), facts[i+1:]...)
+		for _, p := range permutations(rest) {
+			out = append(out, append([]billing.Fact{facts[i]}, p...))
+		}
+	}
+	return out
+}
+
 // withOnce returns s with the counts of once; the delivery runs before
 // the snapshot is taken.
 func withOnce(snapshot func() state, once map[string]int) state {

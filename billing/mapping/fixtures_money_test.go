@@ -58,7 +58,7 @@ func TestFactsOnProviderFixturesMoneyRules(t *testing.T) {
 		}},
 		// A won dispute is a new adjustment, whose id is not the chargeback's.
 		{file: "paddle/adjustment.created.chargeback_reverse.json", want: []billing.Fact{
-			billing.ChargebackWon{PaymentRef: paddleTxn, ReversalRef: "adj_01hvgh7c5w2e8kq9r6t3y1u4i0", At: rfc(t, "2024-05-15T08:48:20.239695Z")},
+			billing.ChargebackWon{PaymentRef: paddleTxn, ReversalRef: "adj_01hvgh7c5w2e8kq9r6t3y1u4i0", Amount: 100, At: rfc(t, "2024-05-15T08:48:20.239695Z")},
 		}},
 		{file: "paddle/adjustment.created.chargeback_warning.json"},
 		{file: "paddle/adjustment.created.credit.json"},

@@ -274,7 +274,7 @@ func TestMoneyRulesOnProviderFixtures(t *testing.T) {
 			billing.ChargedBack{PaymentRef: paddleTxn, DisputeRef: paddleCB, Amount: 100, At: rfc(t, "2024-04-15T08:48:20.239695Z")},
 		}},
 		{file: "paddle/adjustment.created.chargeback_reverse.json", want: []billing.Fact{
-			billing.ChargebackWon{PaymentRef: paddleTxn, ReversalRef: paddleCBRev, At: rfc(t, "2024-05-15T08:48:20.239695Z")},
+			billing.ChargebackWon{PaymentRef: paddleTxn, ReversalRef: paddleCBRev, Amount: 100, At: rfc(t, "2024-05-15T08:48:20.239695Z")},
 		}},
 		{file: "paddle/adjustment.created.chargeback_warning.json"},
 		{file: "paddle/adjustment.created.credit.json"},

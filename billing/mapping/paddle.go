@@ -131,11 +131,20 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 		if status == "rejected" {
 			return ignore("a rejected Paddle chargeback reversal (adjustment %s) gives nothing back", id)
 		}
+		totals, err := d.child("totals")
+		if err != nil {
+			return nil, err
+		}
+		// What the reversal gives back: a win never gives back more.
+		amount, _, err := totals.amount("total")
+		if err != nil {
+			return nil, err
+		}
 		at, err := d.timeOr(e.at, "created_at")
 		if err != nil {
 			return nil, err
 		}
-		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, ReversalRef: id, At: at}}, nil
+		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, ReversalRef: id, Amount: amount, At: at}}, nil
 	}
 	// A refund: the simulator names the refund in refund_id; Paddle's own
 	// refunds are the adjustment.

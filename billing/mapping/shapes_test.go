@@ -508,7 +508,7 @@ func TestFactsShapes(t *testing.T) {
 			name: "paddle chargeback reverse: the win, a reversal of its own", provider: "paddle",
 			payload: `{"event_type":"adjustment.created","data":{"id":"adj_2","action":"chargeback_reverse","status":"approved","transaction_id":"txn_1",
 				"created_at":"2026-03-01T12:06:00Z","totals":{"total":"1999"}}}`,
-			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_2", At: t0.Add(6 * time.Minute)}},
+			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_2", Amount: 1999, At: t0.Add(6 * time.Minute)}},
 		},
 		{
 			name: "paddle chargeback reverse without transaction", provider: "paddle",

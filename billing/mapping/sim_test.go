@@ -254,7 +254,7 @@ func want(t *testing.T, name string, ev flavour.Event) []billing.Fact {
 		case "stripe": // charge.dispute.closed: the event's time
 			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: ev.CreatedAt}}
 		case "paddle": // a chargeback_reverse adjustment of its own, as Paddle reports a win
-			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, ReversalRef: "adj_cbr_" + p.ID, At: ev.CreatedAt}}
+			return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, ReversalRef: "adj_cbr_" + p.ID, Amount: p.Amount, At: ev.CreatedAt}}
 		}
 		return []billing.Fact{billing.ChargebackWon{PaymentRef: p.ID, DisputeRef: p.DisputeID, At: p.UpdatedAt}}
 	case flavour.SubscriptionCreated, flavour.SubscriptionUpdated, flavour.SubscriptionRenewed,
