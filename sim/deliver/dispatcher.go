@@ -122,8 +122,11 @@ type Dispatcher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu         sync.Mutex
-	rng        *rand.Rand
+	mu  sync.Mutex
+	rng *rand.Rand
+	// shuffler orders the reorder windows: a window released half full by
+	// its timer (on a slow machine) must not shift the draws of rng.
+	shuffler   *rand.Rand
 	closed     bool
 	timers     map[uint64]*time.Timer
 	nextTimer  uint64
@@ -195,6 +198,7 @@ func New(cfg Config) *Dispatcher {
 		log:        cfg.Logger,
 		prefix:     fmt.Sprintf("%08x", rand.Uint32()), // not from the seeded generator
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x9e3779b97f4a7c15)),
+		shuffler:   rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x5bd1e9955bd1e995)),
 		timers:     map[uint64]*time.Timer{},
 		idle:       make(chan struct{}),
 		windows:    map[string][]*item{},
@@ -286,7 +290,7 @@ func (d *Dispatcher) Send(t Target, ev flavour.Event) {
 
 // releaseLocked shuffles a window and starts its items in that order.
 func (d *Dispatcher) releaseLocked(w []*item) {
-	d.rng.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
+	d.shuffler.Shuffle(len(w), func(i, j int) { w[i], w[j] = w[j], w[i] })
 	all := make([][]*series, len(w))
 	for i, it := range w {
 		all[i] = d.beginLocked(it)
