@@ -71,7 +71,12 @@ fi
 # everything several times over).
 race=(-race)
 [[ "${PAYHOOK_RACE:-1}" == 0 ]] && race=()
-log "go test ${race[*]} -count=1 ${args[*]}"
+# -timeout: go test's default (10m for a whole package) is a deadline for a
+# whole run, which a loaded machine can pass while every test progresses.
+# The tests fail by themselves when nothing moves for a long while; this
+# is only the backstop for a hang they do not watch (it prints every
+# goroutine). Given again in the arguments, the later one wins.
+log "go test ${race[*]} -count=1 -timeout 60m ${args[*]}"
 status=0
-go test "${race[@]}" -count=1 "${args[@]}" || status=$?
+go test "${race[@]}" -count=1 -timeout 60m "${args[@]}" || status=$?
 exit "$status"

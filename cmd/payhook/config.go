@@ -39,8 +39,10 @@ type processingConfig struct {
 	// (default 25).
 	MaxAttempts int `yaml:"max_attempts"`
 	// RetryBase is the first retry's delay; each next one doubles, up to
-	// an hour (default 1s: 25 attempts span about 14 hours).
+	// RetryMax (default 1s: 25 attempts span about 14 hours).
 	RetryBase string `yaml:"retry_base"`
+	// RetryMax is the longest delay between two attempts (default 1h).
+	RetryMax string `yaml:"retry_max"`
 }
 
 // backoff returns the retry delays of p.
@@ -49,10 +51,14 @@ func (p processingConfig) backoff() (func(attempt int) time.Duration, error) {
 	if err != nil || base <= 0 {
 		return nil, fmt.Errorf("processing: retry_base %q is not a positive duration: %w", p.RetryBase, payhook.ErrConfig)
 	}
+	longest, err := time.ParseDuration(cmp.Or(p.RetryMax, "1h"))
+	if err != nil || longest < base {
+		return nil, fmt.Errorf("processing: retry_max %q is not a duration of at least retry_base: %w", p.RetryMax, payhook.ErrConfig)
+	}
 	return func(attempt int) time.Duration {
 		d := base << min(max(attempt-1, 0), 30)
-		if d <= 0 || d > time.Hour {
-			return time.Hour
+		if d <= 0 || d > longest {
+			return longest
 		}
 		return d
 	}, nil

@@ -420,4 +420,18 @@ func TestProcessingBackoff(t *testing.T) {
 			t.Errorf("retry_base %q: %v, want ErrConfig", bad, err)
 		}
 	}
+	capped, err := processingConfig{RetryBase: "100ms", RetryMax: "300ms"}.backoff()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for attempt, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 3: 300 * time.Millisecond, 40: 300 * time.Millisecond} {
+		if got := capped(attempt); got != want {
+			t.Errorf("retry_max 300ms: backoff(%d) = %v, want %v", attempt, got, want)
+		}
+	}
+	for _, bad := range []string{"soon", "-1s", "50ms"} {
+		if _, err := (processingConfig{RetryBase: "100ms", RetryMax: bad}).backoff(); !errors.Is(err, payhook.ErrConfig) {
+			t.Errorf("retry_max %q: %v, want ErrConfig", bad, err)
+		}
+	}
 }

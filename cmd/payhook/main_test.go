@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
 )
@@ -65,6 +64,7 @@ func startServer(t *testing.T, env map[string]string, args ...string) *server {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -101,6 +101,7 @@ func TestUsage(t *testing.T) {
 // config, send a signed event twice and a forged one, list, show, replay,
 // and shut down gracefully.
 func TestServeEndToEnd(t *testing.T) {
+	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADMIN_TOKEN": "admin-secret"}
 		s := startServer(t, env)
@@ -177,6 +178,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestServeWithConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "payhook.yaml")
 	os.WriteFile(cfg, []byte(`sources:
@@ -193,16 +195,5 @@ func TestServeWithConfig(t *testing.T) {
 	delete(env, "BILLETE_SECRET")
 	if code, _, errOut := run(t, env, "serve", "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "BILLETE_SECRET") {
 		t.Fatalf("serve without the secret's variable = %d, %s; want 1 naming it", code, errOut)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 20s")
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
