@@ -3,12 +3,12 @@ SHELL := /usr/bin/env bash
 export PATH := /usr/local/go/bin:$(PATH)
 
 FUZZ ?=
-FUZZPKG ?= .
+FUZZPKG ?= ./...
 FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test race vet fmt lint build run bench fuzz pg-start pg-stop demo
+.PHONY: help test race vet fmt lint build run bench fuzz faults pg-start pg-stop demo
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -38,9 +38,14 @@ run: ## run the server (go run ./cmd/payhook serve)
 bench: ## run benchmarks (no tests) with a throwaway PostgreSQL
 	PAYHOOK_RACE=0 scripts/test.sh -run '^$$' -bench . -benchtime 2s ./...
 
-fuzz: ## fuzz one target: make fuzz FUZZ=FuzzVerify FUZZPKG=./some/pkg FUZZTIME=1m
-	@if [ -z "$(FUZZ)" ]; then echo "usage: make fuzz FUZZ=FuzzName [FUZZPKG=./pkg] [FUZZTIME=30s]"; exit 2; fi
-	go test -run '^$$' -fuzz '^$(FUZZ)$$' -fuzztime $(FUZZTIME) $(FUZZPKG)
+fuzz: ## every Fuzz target for FUZZTIME (30s) each; one: make fuzz FUZZ=FuzzVerify [FUZZPKG=./provider/stripe]
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh '$(FUZZ)' '$(FUZZPKG)'
+
+faults: ## the long fault suite (kills, PostgreSQL down, disk full, two instances); figures in faults-report.md
+	rm -f faults-report.md
+	PAYHOOK_FAULTS=long PAYHOOK_FAULTS_REPORT=$(CURDIR)/faults-report.md \
+		scripts/test.sh -run 'TestFault|TestSimStormAgainstServe' -v ./cmd/payhook/
+	@cat faults-report.md
 
 pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
 	scripts/pg.sh start
