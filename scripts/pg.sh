@@ -5,6 +5,8 @@
 #   scripts/pg.sh stop    stop that cluster and delete its files (no-op if none)
 #   scripts/pg.sh env     print the DSN of the running cluster (exit 1 if none)
 #   scripts/pg.sh status  say whether the cluster is running
+#   scripts/pg.sh halt    stop the server but keep its files (a database outage)
+#   scripts/pg.sh resume  start a halted server again, on the same port
 #
 # DSN: postgres://payhook:payhook@127.0.0.1:PORT/payhook?sslmode=disable
 # (role payhook is a superuser so tests can CREATE DATABASE).
@@ -248,6 +250,35 @@ cmd_stop() {
 	rm -f "$STATE_FILE"
 }
 
+# halt and resume make an outage of a running cluster (the fault tests):
+# the server stops as a crash would look to its clients (immediate
+# shutdown), the files and the state stay, and resume starts it again on
+# the same port.
+cmd_halt() {
+	ensure_pg_installed
+	lock_state
+	read_state || die "no cluster recorded in $STATE_FILE"
+	as_owner "$PG_BIN/pg_ctl" -D "$STATE_DIR/data" -m immediate -w -t 60 stop >/dev/null ||
+		die "pg_ctl stop failed for $STATE_DIR"
+	log "halted cluster on port $STATE_PORT (files kept in $STATE_DIR)"
+}
+
+cmd_resume() {
+	ensure_pg_installed
+	lock_state
+	read_state || die "no cluster recorded in $STATE_FILE"
+	if state_running; then
+		log "already running on port $STATE_PORT"
+		return 0
+	fi
+	(cd "$STATE_DIR" && as_owner "$PG_BIN/pg_ctl" -D "$STATE_DIR/data" -l "$STATE_DIR/postgres.log" \
+		-o "-p $STATE_PORT" -w -t 120 start >/dev/null) || {
+		tail -n 30 "$STATE_DIR/postgres.log" >&2 || true
+		die "pg_ctl start failed for $STATE_DIR"
+	}
+	log "resumed cluster on port $STATE_PORT"
+}
+
 cmd_env() {
 	PG_BIN="$(find_pg_bin)"
 	[[ -n "$PG_BIN" ]] && state_running || die "no cluster running (state file $STATE_FILE)"
@@ -270,8 +301,10 @@ start) cmd_start ;;
 stop) cmd_stop ;;
 env | dsn) cmd_env ;;
 status) cmd_status ;;
+halt) cmd_halt ;;
+resume) cmd_resume ;;
 *)
-	echo "usage: $0 start|stop|env|status" >&2
+	echo "usage: $0 start|stop|env|status|halt|resume" >&2
 	exit 2
 	;;
 esac
