@@ -136,6 +136,10 @@ func story() [][]billing.Fact {
 		{tie(sub("sub_6", "cus_6", "pro", "active", 13), "", time.Time{})},
 		{tie(sub("sub_6", "cus_6", "pro", "canceled", 13), "", time.Time{})},
 		{tie(sub("sub_6", "cus_6", "pro", "canceled", 13), "", time.Time{})},
+		// Two ended snapshots of one second, alike but for the end: one
+		// with the provider's end time, one falling back to its own time.
+		{tie(sub("sub_8", "cus_8", "pro", "ended", 16), "", at(16).Add(-time.Minute))},
+		{tie(sub("sub_8", "cus_8", "pro", "ended", 16), "", time.Time{})},
 		// Two ended snapshots of one subscription: the newer one's end.
 		{tie(sub("sub_7", "cus_7", "pro", "ended", 14), "", at(14))},
 		{tie(sub("sub_7", "cus_7", "pro", "ended", 15), "", at(15))},
@@ -305,6 +309,7 @@ func TestDeliveryOrderDoesNotMatter(t *testing.T) {
 			"sub_4": "ended pro " + minute(11).Add(-time.Second).Format(time.RFC3339),
 			"sub_5": "active pro ", "sub_6": "canceled pro ",
 			"sub_7": "ended pro " + minute(15).Format(time.RFC3339),
+			"sub_8": "ended pro " + minute(15).Format(time.RFC3339),
 		} {
 			s := subs[ref]
 			got := s.Status + " " + s.Plan + " "
@@ -386,6 +391,31 @@ func TestChargebackReversalInAnyOrder(t *testing.T) {
 					t.Errorf("%s, order %d: status %s; want %s", c.name, i, got, c.status)
 				}
 				checkLedger(t, db)
+			}
+		}
+	})
+}
+
+// TestSubscriptionEndedTieInAnyOrder: two ended snapshots of one second
+// alike in all else, one with the provider's end time and one falling
+// back to its own time, in both orders: the provider's end is kept.
+func TestSubscriptionEndedTieInAnyOrder(t *testing.T) {
+	at := t0.Add(time.Hour)
+	withEnd := billing.Subscription{Ref: "sub_1", Customer: "c", Plan: "p", Status: "ended", UpdatedAt: at, EndedAt: at.Add(-time.Minute)}
+	fallback := billing.Subscription{Ref: "sub_1", Customer: "c", Plan: "p", Status: "ended", UpdatedAt: at}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		for name, seq := range map[string][]billing.Fact{"provider end first": {withEnd, fallback}, "fallback first": {fallback, withEnd}} {
+			reset(t, db)
+			for _, f := range seq {
+				apply(t, db, f)
+			}
+			s, err := billing.GetSubscription(context.Background(), db, src, "sub_1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !s.EndedAt.Equal(withEnd.EndedAt) {
+				t.Errorf("%s: ended_at %v; want the provider's %v", name, s.EndedAt, withEnd.EndedAt)
 			}
 		}
 	})

@@ -23,15 +23,21 @@ func statusRank(status string) int {
 
 // ranksBelow is the condition "the stored row ranks below snapshot f",
 // whose values are parameters: (ended, provider_updated_at, status rank,
-// current_period_end, plan, customer) compared in that order, a NULL time
-// below any time. $3 customer, $4 plan, $6 current_period_end, $7
-// provider time, $10 ended (1 or 0), $11 status rank. Which times of f
-// are NULL is known here, so the SQL never asks a parameter's type.
-func ranksBelow(f Subscription) string {
+// current_period_end, plan, customer, earliest ended_at) compared in that
+// order, a NULL time below any time. $3 customer, $4 plan, $6
+// current_period_end, $7 provider time, $9 ended_at, $10 ended (1 or 0),
+// $11 status rank. Which times of f are NULL is known here, so the SQL
+// never asks a parameter's type.
+//
+// ended_at ranks last, the earliest first: of two ended snapshots alike
+// in all else, one with the provider's end time (at or before the
+// snapshot's time) beats one that falls back to the snapshot's time.
+func ranksBelow(f Subscription, endedAt any) string {
 	type field struct {
 		col, param string
 		null       bool // the parameter is NULL
 		nullable   bool // the column may be NULL
+		earliest   bool // the smaller value ranks higher
 	}
 	fields := []field{
 		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: "$10"},
@@ -40,11 +46,15 @@ func ranksBelow(f Subscription) string {
 		{col: "current_period_end", param: "$6", null: f.CurrentPeriodEnd.IsZero(), nullable: true},
 		{col: "plan", param: "$4"},
 		{col: "customer", param: "$3"},
+		{col: "ended_at", param: "$9", null: endedAt == nil, earliest: true},
 	}
 	lt := func(f field) string {
 		switch {
 		case f.null:
 			return "FALSE"
+		case f.earliest:
+			// A NULL column is only beside a NULL parameter (both ended).
+			return fmt.Sprintf("(%s) > %s", f.col, f.param)
 		case f.nullable:
 			return fmt.Sprintf("(%[1]s IS NULL OR %[1]s < %[2]s)", f.col, f.param)
 		}
@@ -99,7 +109,7 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 	update := `UPDATE payhook_subscriptions
 		SET customer = $3, plan = $4, status = $5, current_period_end = $6, provider_updated_at = $7,
 			ended_at = $9, updated_at = $8
-		WHERE source = $1 AND ref = $2 AND ` + ranksBelow(f)
+		WHERE source = $1 AND ref = $2 AND ` + ranksBelow(f, endedAt)
 	if ended == 1 {
 		res, err := a.tx.ExecContext(ctx, update+` AND ended_at IS NULL`, args...)
 		if err != nil {
