@@ -438,6 +438,24 @@ func TestCrypto(t *testing.T) {
 		if got := postingKeys(t, db); !slices.Equal(got, []string{"settle:inv_1", "settle:inv_4"}) {
 			t.Fatalf("postings = %v", got)
 		}
+		// The same invoice and chain reference again, saying another amount
+		// or currency: the first stands, one alert each, nothing moves.
+		for _, c := range []struct {
+			amount   int64
+			currency string
+		}{{11, "BTC"}, {10, "LTC"}} {
+			other := billing.Settled{InvoiceRef: "inv_4", Amount: c.amount, Currency: c.currency, ChainRef: "tx_b", At: t0}
+			out = apply(t, db, other)
+			if again := apply(t, db, other); !slices.Equal(out.Alerts, []string{"payment_mismatch:inv_4"}) || len(again.Alerts) != 0 {
+				t.Fatalf("settlement of %d %s: outcomes %+v then %+v; want one payment_mismatch", c.amount, c.currency, out, again)
+			}
+		}
+		if k := kept(t, db, "BTC"); k != 5010 {
+			t.Fatalf("kept = %d; want 5010", k)
+		}
+		if p := payment(t, db, "inv_4"); p.Amount != 10 || p.Currency != "BTC" || p.Status != "settled" {
+			t.Fatalf("inv_4 = %+v; want its first settlement", p)
+		}
 	})
 }
 

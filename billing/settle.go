@@ -32,9 +32,10 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 		return err
 	}
 	if !inserted {
-		var kind, chainRef string
-		err := a.tx.QueryRowContext(ctx, `SELECT kind, COALESCE(chain_ref, '') FROM payhook_payments
-			WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef).Scan(&kind, &chainRef)
+		var kind, chainRef, currency string
+		var amount int64
+		err := a.tx.QueryRowContext(ctx, `SELECT kind, COALESCE(chain_ref, ''), amount, currency FROM payhook_payments
+			WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef).Scan(&kind, &chainRef, &amount, &currency)
 		switch {
 		case err == nil:
 			if kind != "crypto" {
@@ -43,6 +44,14 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 			if chainRef != f.ChainRef {
 				return a.alert(ctx, AlertCryptoSecondReference, f.InvoiceRef, f.ChainRef,
 					fmt.Sprintf("invoice %s settled with %s, then again with %s; credited at most once", f.InvoiceRef, chainRef, f.ChainRef))
+			}
+			if amount != f.Amount || currency != f.Currency {
+				// The same settlement again, saying another amount: the
+				// first stands, as for a fiat capture.
+				seen := fmt.Sprintf("%d %s", f.Amount, f.Currency)
+				return a.alert(ctx, AlertPaymentMismatch, f.InvoiceRef, seen,
+					fmt.Sprintf("invoice %s settled with %s for %d %s; a settlement with the same reference says %s; kept %d %s",
+						f.InvoiceRef, chainRef, amount, currency, seen, amount, currency))
 			}
 			return nil // the same settlement again
 		case !errors.Is(err, sql.ErrNoRows):

@@ -128,8 +128,16 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 	case "chargeback":
 		return paddleChargeback(e, d, pay, id, status)
 	case "chargeback_reverse":
-		if status == "rejected" {
+		switch status {
+		case "approved":
+		case "rejected":
 			return ignore("a rejected Paddle chargeback reversal (adjustment %s) gives nothing back", id)
+		case "pending_approval":
+			return ignore("a Paddle chargeback reversal pending approval (adjustment %s) has given nothing back yet", id)
+		case "":
+			return nil, malformed("field %q is missing", d.name("status"))
+		default:
+			return nil, errStatus(d, "status", status)
 		}
 		totals, err := d.child("totals")
 		if err != nil {
@@ -190,13 +198,21 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 	return nil, errStatus(d, "status", status)
 }
 
-// paddleChargeback maps a chargeback adjustment: ChargedBack for
-// totals.total (when given), its win when Paddle marks it reversed (the
-// same adjustment, so the same DisputeRef), nothing when rejected.
+// paddleChargeback maps a chargeback adjustment by the status rules of
+// refunds: approved is a ChargedBack for totals.total (when given),
+// reversed its win (the same adjustment, so the same DisputeRef), rejected
+// or pending_approval nothing (yet), any other status malformed.
 func paddleChargeback(e *event, d obj, pay, id, status string) ([]billing.Fact, error) {
 	switch status {
+	case "approved":
 	case "rejected":
 		return ignore("a rejected Paddle chargeback (adjustment %s) takes no money", id)
+	case "pending_approval":
+		return ignore("a Paddle chargeback pending approval (adjustment %s) has taken no money yet", id)
+	case "":
+		return nil, malformed("field %q is missing", d.name("status"))
+	default:
+		return nil, errStatus(d, "status", status)
 	case "reversed":
 		at, err := d.timeOr(e.at, "updated_at")
 		if err != nil {

@@ -224,10 +224,11 @@ func TestFactsShapes(t *testing.T) {
 				"refunds":{"object":"list","data":[
 					{"id":"re_2","amount":1000,"currency":"usd","status":"succeeded","created":1772366490},
 					{"id":"re_1","amount":4000,"currency":"usd","status":"failed","created":1772366000}]}}}}`,
+			// The failed one is a RefundFailed, as refund.failed would say.
 			want: []billing.Fact{billing.Refunded{
 				Payment:    &billing.Payment{Ref: "pi_1", OrderID: "ord_7", Amount: 5000, Currency: "USD", CapturedAt: unixT(1772360000)},
 				PaymentRef: "pi_1", RefundRef: "re_2", Amount: 1000, Currency: "USD", At: unixT(1772366490),
-			}},
+			}, billing.RefundFailed{PaymentRef: "pi_1", RefundRef: "re_1", At: unixT(1772366500)}},
 		},
 		{
 			// API versions from 2022-11-15: the refund.* events carry the refunds.

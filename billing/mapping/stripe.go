@@ -241,9 +241,11 @@ func stripeCheckout(e *event, o obj) ([]billing.Fact, error) {
 	return captured(p), nil
 }
 
-// stripeRefunds returns one Refunded per refund of the charge that did
-// not fail; the charge itself is the payment's snapshot: amount_captured
-// (what a partial capture booked) when there, else amount.
+// stripeRefunds maps the charge's listed refunds by the rules of
+// refund.* (stripeRefund): succeeded or pending is a Refunded, failed or
+// canceled a RefundFailed, requires_action nothing yet, any other status
+// malformed. The charge itself is the Refunded's payment snapshot:
+// amount_captured (what a partial capture booked) when there, else amount.
 func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	refunds, err := o.child("refunds")
 	if err != nil {
@@ -279,15 +281,27 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	}
 	var facts []billing.Fact
 	for _, r := range list {
-		switch status, err := r.str("status"); {
-		case err != nil:
+		status, err := r.need("status")
+		if err != nil {
 			return nil, err
-		case status == "failed" || status == "canceled":
-			continue
 		}
 		ref, err := r.need("id")
 		if err != nil {
 			return nil, err
+		}
+		switch status {
+		case "succeeded", "pending":
+		case "requires_action":
+			continue
+		case "failed", "canceled":
+			at, err := r.timeOr(e.at, "updated_at", "created_at")
+			if err != nil {
+				return nil, err
+			}
+			facts = append(facts, billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at})
+			continue
+		default:
+			return nil, errStatus(r, "status", status)
 		}
 		amount, err := r.needAmount("amount")
 		if err != nil {
@@ -306,7 +320,7 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 		})
 	}
 	if len(facts) == 0 {
-		return ignore("no refund of the charge succeeded")
+		return ignore("no refund of the charge has succeeded or failed yet")
 	}
 	return facts, nil
 }
