@@ -39,6 +39,11 @@ const (
 	// AlertOrderPaidTwice: a second payment paid an order already paid by
 	// another; subject is the order id.
 	AlertOrderPaidTwice = "order_paid_twice"
+	// AlertOrderPaymentMismatch: an OrderPaid names a stored payment that
+	// cannot pay the order: of another kind (a crypto invoice pays its
+	// order by its settlement), or one that records another order. The
+	// order stays as it was; subject is the order id.
+	AlertOrderPaymentMismatch = "order_payment_mismatch"
 	// AlertPaymentMismatch: a snapshot of a payment (the payment a refund
 	// or chargeback event carries, or a capture reported again) disagrees
 	// with the stored payment on its amount or currency. The stored row
@@ -122,7 +127,11 @@ func Apply(ctx context.Context, db *store.DB, tx *sql.Tx, source string, facts [
 //     the chargeback it wins.
 //   - OrderPaid moves the order (of source) from pending to paid once; the
 //     first time another payment tries to pay an order already paid, it
-//     raises AlertOrderPaidTwice.
+//     raises AlertOrderPaidTwice. When its PaymentRef names a stored
+//     payment, that payment must be fiat and record no order or this one;
+//     else the order stays pending and AlertOrderPaymentMismatch is
+//     raised. An OrderPaid whose capture in the same event hit a payment
+//     of another kind is skipped.
 //   - Settled inserts the crypto invoice as settled and credits it
 //     ("settle:<invoice>": +amount crypto_wallet, -amount revenue) unless
 //     its chain reference already credits another invoice (the unique
@@ -163,12 +172,21 @@ func ApplyOutcome(ctx context.Context, db *store.DB, tx *sql.Tx, source string, 
 		return out, errNoSource
 	}
 	a := &applier{db: db, tx: tx, source: source, now: now, out: &out}
+	// The refs whose capture in this event hit a payment of another kind:
+	// the event's OrderPaid for them is skipped (the alert is raised).
+	var mismatched map[string]bool
 	for i, f := range facts {
 		err := Check(f)
 		if err == nil {
 			switch f := value(f).(type) {
 			case Captured:
-				_, err = a.captured(ctx, f.Payment)
+				var p *payment
+				if p, err = a.captured(ctx, f.Payment); err == nil && p == nil {
+					if mismatched == nil {
+						mismatched = map[string]bool{}
+					}
+					mismatched[f.Payment.Ref] = true
+				}
 			case Refunded:
 				err = a.refunded(ctx, f)
 			case RefundFailed:
@@ -178,7 +196,9 @@ func ApplyOutcome(ctx context.Context, db *store.DB, tx *sql.Tx, source string, 
 			case ChargebackWon:
 				err = a.chargebackWon(ctx, f)
 			case OrderPaid:
-				err = a.orderPaid(ctx, f)
+				if !mismatched[f.PaymentRef] {
+					err = a.orderPaid(ctx, f)
+				}
 			case Settled:
 				err = a.settled(ctx, f)
 			case Subscription:

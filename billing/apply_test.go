@@ -738,3 +738,71 @@ func TestFactPointers(t *testing.T) {
 		}
 	})
 }
+
+// TestOrderPaidNeedsItsPayment: an OrderPaid naming a stored payment pays
+// the order only if that payment is fiat and records no order or this
+// one; else the order stays pending and order_payment_mismatch is raised
+// once. An OrderPaid whose capture hit a crypto invoice is skipped.
+func TestOrderPaidNeedsItsPayment(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pi_1", "ord_1", 1000, "USD")}, billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pi_1", At: t0})
+		apply(t, db, billing.Captured{Payment: pay("pi_2", "", 1000, "USD")})
+		apply(t, db, billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_3", Amount: 5, Currency: "BTC", ChainRef: "tx_1", At: t0})
+		cases := []struct {
+			name   string
+			facts  []billing.Fact
+			order  string
+			paidBy string // "" for pending
+			alerts []string
+		}{
+			{"a payment of another order", []billing.Fact{
+				billing.Captured{Payment: pay("pi_1", "ord_2", 1000, "USD")},
+				billing.OrderPaid{OrderID: "ord_2", PaymentRef: "pi_1", At: t0},
+			}, "ord_2", "", []string{"order_payment_mismatch:ord_2"}},
+			{"an OrderPaid alone naming a payment of another order", []billing.Fact{
+				billing.OrderPaid{OrderID: "ord_5", PaymentRef: "pi_1", At: t0},
+			}, "ord_5", "", []string{"order_payment_mismatch:ord_5"}},
+			{"a crypto invoice named by OrderPaid", []billing.Fact{
+				billing.OrderPaid{OrderID: "ord_6", PaymentRef: "inv_1", At: t0},
+			}, "ord_6", "", []string{"order_payment_mismatch:ord_6"}},
+			{"a capture of a crypto invoice: its OrderPaid skipped", []billing.Fact{
+				billing.Captured{Payment: pay("inv_1", "ord_4", 999999, "USD")},
+				billing.OrderPaid{OrderID: "ord_4", PaymentRef: "inv_1", At: t0},
+			}, "-", "", []string{"payment_kind_mismatch:inv_1"}},
+			{"a payment stored without an order", []billing.Fact{
+				billing.OrderPaid{OrderID: "ord_7", PaymentRef: "pi_2", At: t0},
+			}, "ord_7", "pi_2", nil},
+			{"a reference that is no stored payment", []billing.Fact{
+				billing.OrderPaid{OrderID: "ord_8", PaymentRef: "cs_8", At: t0},
+			}, "ord_8", "cs_8", nil},
+		}
+		for _, c := range cases {
+			out := apply(t, db, c.facts...)
+			again := apply(t, db, c.facts...)
+			if !slices.Equal(out.Alerts, c.alerts) || len(again.Alerts) != 0 {
+				t.Errorf("%s: alerts %v then %v; want %v once", c.name, out.Alerts, again.Alerts, c.alerts)
+			}
+			if c.order == "-" {
+				continue // skipped: no order to look at
+			}
+			o := order(t, db, c.order)
+			if c.paidBy == "" && (o.Status != "pending" || o.PaidBy != "") {
+				t.Errorf("%s: %s = %+v; want pending", c.name, c.order, o)
+			}
+			if c.paidBy != "" && (o.Status != "paid" || o.PaidBy != c.paidBy) {
+				t.Errorf("%s: %s = %+v; want paid by %s", c.name, c.order, o, c.paidBy)
+			}
+		}
+		if o := order(t, db, "ord_1"); o.PaidBy != "pi_1" {
+			t.Errorf("ord_1 = %+v; want paid by pi_1", o)
+		}
+		if o, err := billing.GetOrder(context.Background(), db, src, "ord_4"); err == nil {
+			t.Errorf("ord_4 = %+v; want none (its OrderPaid skipped)", o)
+		}
+		if p := payment(t, db, "pi_1"); p.OrderID != "ord_1" {
+			t.Errorf("pi_1 = %+v; want its first order", p)
+		}
+		checkLedger(t, db)
+	})
+}

@@ -6,29 +6,48 @@ import (
 )
 
 func (a *applier) orderPaid(ctx context.Context, f OrderPaid) error {
+	// Lock the payment, if stored, so that its order id and kind cannot
+	// change under the decision (captures of it lock it too).
+	if _, err := a.lockPayment(ctx, f.PaymentRef); err != nil {
+		return err
+	}
 	return a.payOrder(ctx, f.OrderID, f.PaymentRef)
 }
 
 // payOrder creates the order of the source as pending if unknown, then
-// marks it paid by paidBy only if pending. The first time paidBy tries to
-// pay an order paid by another payment, it raises AlertOrderPaidTwice.
+// marks it paid by the fiat payment (or other reference) paidBy only if
+// pending. The first time paidBy tries to pay an order paid by another
+// payment, it raises AlertOrderPaidTwice; when paidBy is a stored payment
+// that cannot pay it (see claimOrder), AlertOrderPaymentMismatch.
 func (a *applier) payOrder(ctx context.Context, orderID, paidBy string) error {
-	ok, other, err := a.claimOrder(ctx, orderID, paidBy)
-	if err != nil || ok || other == paidBy {
+	ok, other, err := a.claimOrder(ctx, orderID, paidBy, "fiat")
+	switch {
+	case err != nil || ok:
 		return err
+	case other == "":
+		return a.alert(ctx, AlertOrderPaymentMismatch, orderID, paidBy,
+			fmt.Sprintf("order %s: payment %s cannot pay it (another kind, or recorded for another order); the order is left as it was", orderID, paidBy))
+	case other == paidBy:
+		return nil
 	}
 	return a.alert(ctx, AlertOrderPaidTwice, orderID, paidBy,
 		fmt.Sprintf("order %s is paid by %s; payment %s paid it again", orderID, other, paidBy))
 }
 
-// claimOrder marks the order of the source paid by paidBy if pending; else
-// it returns who paid it.
-func (a *applier) claimOrder(ctx context.Context, orderID, paidBy string) (claimed bool, paidByBefore string, err error) {
+// claimOrder marks the order of the source paid by paidBy if pending and
+// paidBy may pay it: a reference that is no stored payment, or a stored
+// payment of kind whose order id is empty or orderID; the UPDATE's WHERE
+// decides. Else it returns who paid the order: "" when it is still
+// pending, because paidBy may not pay it.
+func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string) (claimed bool, paidByBefore string, err error) {
 	if err := a.heardOfOrder(ctx, orderID); err != nil {
 		return false, "", err
 	}
 	res, err := a.tx.ExecContext(ctx, `UPDATE payhook_orders SET status = 'paid', paid_by = $3, paid_at = $4
-		WHERE source = $1 AND order_id = $2 AND status = 'pending'`, a.source, orderID, paidBy, a.t(a.now))
+		WHERE source = $1 AND order_id = $2 AND status = 'pending'
+		AND NOT EXISTS (SELECT 1 FROM payhook_payments p WHERE p.source = $1 AND p.ref = $3
+			AND (p.kind <> $5 OR (p.order_id <> '' AND p.order_id <> $2)))`,
+		a.source, orderID, paidBy, a.t(a.now), kind)
 	if err != nil {
 		return false, "", fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
@@ -38,7 +57,8 @@ func (a *applier) claimOrder(ctx context.Context, orderID, paidBy string) (claim
 		a.out.OrdersPaid = append(a.out.OrdersPaid, orderID)
 		return true, paidBy, nil
 	}
-	err = a.tx.QueryRowContext(ctx, `SELECT paid_by FROM payhook_orders WHERE source = $1 AND order_id = $2`,
+	err = a.tx.QueryRowContext(ctx, `SELECT CASE WHEN status = 'pending' THEN '' ELSE paid_by END
+		FROM payhook_orders WHERE source = $1 AND order_id = $2`,
 		a.source, orderID).Scan(&paidByBefore)
 	if err != nil {
 		return false, "", fmt.Errorf("read order %s: %w", orderID, err)

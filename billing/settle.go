@@ -75,7 +75,7 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 			fmt.Sprintf("chain reference %s credits invoice %s; invoice %s settled with it again and was not credited", f.ChainRef, holder, f.InvoiceRef))
 	}
 	if f.OrderID != "" {
-		ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef)
+		ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef, "crypto")
 		if err != nil {
 			return err
 		}
