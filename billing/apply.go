@@ -135,8 +135,9 @@ func Apply(ctx context.Context, db *store.DB, tx *sql.Tx, source string, facts [
 //   - Settled inserts the crypto invoice as settled and credits it
 //     ("settle:<invoice>": +amount crypto_wallet, -amount revenue) unless
 //     its chain reference already credits another invoice (the unique
-//     index decides; stored rejected, AlertCryptoReferenceReused) or its
-//     order is paid by another payment (rejected, AlertOrderPaidTwice).
+//     index decides; stored rejected, AlertCryptoReferenceReused). One
+//     whose order is paid by another payment is credited too, as a fiat
+//     capture is, and raises AlertOrderPaidTwice.
 //   - Subscription inserts the subscription or replaces it only with a
 //     snapshot that ranks higher: ended first (an ended subscription never
 //     comes back), then the newer UpdatedAt, then for snapshots of the

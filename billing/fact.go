@@ -127,9 +127,11 @@ type OrderPaid struct {
 }
 
 // Settled: a crypto invoice settled on chain. Settlement is final. It is
-// credited once, unless ChainRef is already bound to another invoice or
-// the order is already paid by another payment: then it raises an alert
-// and credits nothing.
+// credited once, unless ChainRef is already bound to another invoice (or
+// the invoice settled before with another ChainRef): then it raises an
+// alert and credits nothing. A settlement for an order already paid by
+// another payment is credited all the same (the coins are in the wallet,
+// as a fiat capture of a paid order is) and raises AlertOrderPaidTwice.
 type Settled struct {
 	InvoiceRef string
 	OrderID    string

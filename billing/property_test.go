@@ -421,6 +421,37 @@ func TestSubscriptionEndedTieInAnyOrder(t *testing.T) {
 	})
 }
 
+// TestFiatAndCryptoForOneOrderInAnyOrder: a fiat payment and a crypto
+// invoice paying the same order leave the same ledger, payments and
+// alerts in both orders; only who paid the order (the first) differs.
+func TestFiatAndCryptoForOneOrderInAnyOrder(t *testing.T) {
+	fiat := []billing.Fact{billing.Captured{Payment: pay("pay_1", "ord_1", 1000, "USD")},
+		billing.OrderPaid{OrderID: "ord_1", PaymentRef: "pay_1", At: t0}}
+	crypto := []billing.Fact{billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_1", Amount: 5000, Currency: "BTC", ChainRef: "tx_1", At: t0}}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		var first state
+		for i, events := range [][][]billing.Fact{{fiat, crypto}, {crypto, fiat}} {
+			reset(t, db)
+			deliver(t, db, events)
+			checkLedger(t, db)
+			got := snapshot(t, db)
+			got.Orders = nil
+			if got.Balances["BTC"][billing.AccountCryptoWallet] != 5000 || got.Balances["USD"][billing.AccountReceivable] != 1000 {
+				t.Fatalf("order %d: balances %v; want both credited", i, got.Balances)
+			}
+			if !slices.Equal(got.Alerts, []string{"order_paid_twice:ord_1 x1"}) {
+				t.Fatalf("order %d: alerts %v; want order_paid_twice once", i, got.Alerts)
+			}
+			if i == 0 {
+				first = got
+			} else if diff := diffState(got, first); diff != "" {
+				t.Fatalf("crypto first differs from fiat first:\n%s", diff)
+			}
+		}
+	})
+}
+
 // inProviderOrder reports whether the chargebacks of perm come in the
 // order of their dispute refs.
 func inProviderOrder(perm []billing.Fact) bool {

@@ -74,23 +74,26 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 		return a.alert(ctx, AlertCryptoReferenceReused, f.ChainRef, f.InvoiceRef,
 			fmt.Sprintf("chain reference %s credits invoice %s; invoice %s settled with it again and was not credited", f.ChainRef, holder, f.InvoiceRef))
 	}
-	if f.OrderID != "" {
-		ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef, "crypto")
-		if err != nil {
-			return err
-		}
-		if !ok && other != f.InvoiceRef {
-			if _, err := a.tx.ExecContext(ctx, `UPDATE payhook_payments SET status = 'rejected', updated_at = $3
-				WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef, a.t(a.now)); err != nil {
-				return fmt.Errorf("%s: reject: %w", what, err)
-			}
-			return a.alert(ctx, AlertOrderPaidTwice, f.OrderID, f.InvoiceRef,
-				fmt.Sprintf("order %s is paid by %s; invoice %s settled for it too and was not credited", f.OrderID, other, f.InvoiceRef))
-		}
-	}
+	// A first-use chain reference is credited whatever its order says:
+	// the coins are in the wallet, as a fiat capture's money is with the
+	// provider, so the ledger does not depend on which payment of an order
+	// came first. The order rule only alerts.
 	id, inserted, err := a.post(ctx, "settle:"+f.InvoiceRef, "settle", f.InvoiceRef, 0, f.Amount, f.Amount, f.Currency)
-	if err != nil || !inserted {
+	if err != nil {
 		return err
 	}
-	return a.entries(ctx, id, f.Currency, AccountCryptoWallet, f.Amount, AccountRevenue)
+	if inserted {
+		if err := a.entries(ctx, id, f.Currency, AccountCryptoWallet, f.Amount, AccountRevenue); err != nil {
+			return err
+		}
+	}
+	if f.OrderID == "" {
+		return nil
+	}
+	ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef, "crypto")
+	if err != nil || ok || other == f.InvoiceRef || other == "" {
+		return err
+	}
+	return a.alert(ctx, AlertOrderPaidTwice, f.OrderID, f.InvoiceRef,
+		fmt.Sprintf("order %s is paid by %s; invoice %s settled for it too (credited: settlement is final)", f.OrderID, other, f.InvoiceRef))
 }
