@@ -76,7 +76,10 @@ race=(-race)
 # The tests fail by themselves when nothing moves for a long while; this
 # is only the backstop for a hang they do not watch (it prints every
 # goroutine). Given again in the arguments, the later one wins.
-log "go test ${race[*]} -count=1 -timeout 60m ${args[*]}"
+# -parallel 4: the fault tests spend most of their time waiting (a job's
+# recovery takes up to 90 s); with the default (the core count, 2) they
+# held both slots of cmd/payhook idle while the storms queued behind them.
+log "go test ${race[*]} -count=1 -timeout 60m -parallel 4 ${args[*]}"
 status=0
-go test "${race[@]}" -count=1 -timeout 60m "${args[@]}" || status=$?
+go test "${race[@]}" -count=1 -timeout 60m -parallel 4 "${args[@]}" || status=$?
 exit "$status"
