@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -64,7 +65,7 @@ func Check(f Fact) error {
 		c.ref("customer", f.Customer, false)
 		c.ref("plan", f.Plan, false)
 		if statusRank(f.Status) == 0 {
-			c.fail(fmt.Errorf("subscription status %q is not active, canceled or ended: %w", f.Status, payhook.ErrMalformed))
+			c.fail(fmt.Errorf("subscription status %q is not one of %s: %w", f.Status, strings.Join(statusRanks, ", "), payhook.ErrMalformed))
 		}
 		c.time("current period end", f.CurrentPeriodEnd)
 		c.time("subscription time", f.UpdatedAt)

@@ -149,10 +149,13 @@ type Settled struct {
 // stored status becomes "ended", the end is claimed once (ended_at goes
 // from NULL to EndedAt).
 type Subscription struct {
-	Ref              string
-	Customer         string
-	Plan             string
-	Status           string // active | canceled | ended (provider words mapped to these)
+	Ref      string
+	Customer string
+	Plan     string
+	// Status is active | canceled | ended, or one of the statuses of a
+	// subscription not paid for, which grant no access: incomplete,
+	// past_due, unpaid, paused (provider words mapped to these).
+	Status           string
 	CurrentPeriodEnd time.Time
 	UpdatedAt        time.Time
 	// EndedAt is when the provider says the subscription ended (for status

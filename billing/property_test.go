@@ -452,6 +452,42 @@ func TestFiatAndCryptoForOneOrderInAnyOrder(t *testing.T) {
 	})
 }
 
+// TestSubscriptionStatusTiesInAnyOrder: two snapshots of one second alike
+// but for their status, every pair of statuses, in both orders: the same
+// one wins (the ranking is total), and an incomplete subscription made
+// active within the second is active.
+func TestSubscriptionStatusTiesInAnyOrder(t *testing.T) {
+	statuses := []string{"incomplete", "active", "paused", "past_due", "unpaid", "canceled", "ended"}
+	at := t0.Add(time.Hour)
+	snap := func(status string) billing.Subscription {
+		return billing.Subscription{Ref: "sub_1", Customer: "c", Plan: "p", Status: status, UpdatedAt: at}
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		final := func(a, b string) string {
+			reset(t, db)
+			apply(t, db, snap(a))
+			apply(t, db, snap(b))
+			s, err := billing.GetSubscription(context.Background(), db, src, "sub_1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Status
+		}
+		for i, a := range statuses {
+			for _, b := range statuses[i+1:] {
+				ab, ba := final(a, b), final(b, a)
+				if ab != ba {
+					t.Errorf("%s then %s: %s; %s then %s: %s", a, b, ab, b, a, ba)
+				}
+			}
+		}
+		if got := final("active", "incomplete"); got != "active" {
+			t.Errorf("incomplete and active of one second: %s; want active", got)
+		}
+	})
+}
+
 // inProviderOrder reports whether the chargebacks of perm come in the
 // order of their dispute refs.
 func inProviderOrder(perm []billing.Fact) bool {

@@ -5,20 +5,40 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// statusRank orders subscription statuses for snapshots of the same time:
-// ended over canceled over active; 0 for a status payhook does not know.
+// statusRanks orders subscription statuses for snapshots of the same
+// time, a total order: ended over canceled over the not-paid statuses
+// (unpaid, past_due, paused) over active over incomplete (Stripe creates a
+// subscription incomplete and makes it active when its first invoice is
+// paid, often within one second).
+//
+// Only active and canceled (running until its period ends) grant access:
+// incomplete, past_due, unpaid and paused are subscriptions not paid for,
+// kept as their own statuses.
+var statusRanks = []string{"incomplete", "active", "paused", "past_due", "unpaid", "canceled", "ended"}
+
+// statusRank is status's rank, from 1; 0 for a status payhook does not
+// know.
 func statusRank(status string) int {
-	switch status {
-	case "ended":
-		return 3
-	case "canceled":
-		return 2
-	case "active":
-		return 1
+	for i, s := range statusRanks {
+		if s == status {
+			return i + 1
+		}
 	}
 	return 0
+}
+
+// statusRankSQL is statusRank as an SQL expression of the status column.
+func statusRankSQL() string {
+	var b strings.Builder
+	b.WriteString("CASE status")
+	for i, s := range statusRanks {
+		fmt.Fprintf(&b, " WHEN '%s' THEN %d", s, i+1)
+	}
+	b.WriteString(" ELSE 0 END")
+	return b.String()
 }
 
 // ranksBelow is the condition "the stored row ranks below snapshot f",
@@ -42,7 +62,7 @@ func ranksBelow(f Subscription, endedAt any) string {
 	fields := []field{
 		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: "$10"},
 		{col: "provider_updated_at", param: "$7", null: f.UpdatedAt.IsZero(), nullable: true},
-		{col: `CASE status WHEN 'ended' THEN 3 WHEN 'canceled' THEN 2 WHEN 'active' THEN 1 ELSE 0 END`, param: "$11"},
+		{col: statusRankSQL(), param: "$11"},
 		{col: "current_period_end", param: "$6", null: f.CurrentPeriodEnd.IsZero(), nullable: true},
 		{col: "plan", param: "$4"},
 		{col: "customer", param: "$3"},

@@ -171,6 +171,28 @@ func TestMoneyRulesMapping(t *testing.T) {
 			payload:  `{"event_type":"transaction.completed","data":{"id":"txn_4","currency_code":"USD","details":{"totals":{"total":"1000","credit":"3000"}}}}`,
 			errField: "data.details.totals.credit",
 		},
+		// ---- subscriptions not paid for: no access ----
+		{
+			name: "stripe incomplete subscription: incomplete", provider: "stripe",
+			payload: `{"id":"evt_1","type":"customer.subscription.created","created":1772366400,
+				"data":{"object":{"id":"sub_1","customer":"cus_1","status":"incomplete","plan":{"id":"pro"},"current_period_end":1775000000}}}`,
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "pro", Status: "incomplete",
+				CurrentPeriodEnd: unixT(1775000000), UpdatedAt: t0}},
+		},
+		{
+			name: "stripe unpaid subscription: unpaid", provider: "stripe",
+			payload: `{"id":"evt_1","type":"customer.subscription.updated","created":1772366400,
+				"data":{"object":{"id":"sub_1","customer":"cus_1","status":"unpaid","plan":{"id":"pro"},"current_period_end":1775000000}}}`,
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "pro", Status: "unpaid",
+				CurrentPeriodEnd: unixT(1775000000), UpdatedAt: t0}},
+		},
+		{
+			name: "stripe paused subscription: paused", provider: "stripe",
+			payload: `{"id":"evt_1","type":"customer.subscription.updated","created":1772366400,
+				"data":{"object":{"id":"sub_1","customer":"cus_1","status":"paused","plan":{"id":"pro"},"current_period_end":1775000000}}}`,
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "pro", Status: "paused",
+				CurrentPeriodEnd: unixT(1775000000), UpdatedAt: t0}},
+		},
 		// ---- references that cannot be stored ----
 		{
 			name: "payment id with NUL", provider: "stripe",

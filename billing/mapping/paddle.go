@@ -283,11 +283,14 @@ func paddleSubscription(e *event, d obj) ([]billing.Fact, error) {
 	switch {
 	case e.typ == "subscription.canceled":
 		s.Status = "ended"
+	case status == "past_due" || status == "paused":
+		// Not paid for: no access, whether or not it is set to cancel.
+		s.Status = status
 	case action == "cancel":
 		s.Status = "canceled"
 	case status == "canceled" || status == "ended":
 		s.Status = "ended"
-	case status == "active" || status == "trialing" || status == "past_due" || status == "paused":
+	case status == "active" || status == "trialing":
 		s.Status = "active"
 	default:
 		return nil, errStatus(d, "status", status)

@@ -384,11 +384,11 @@ func TestFactsShapes(t *testing.T) {
 				CurrentPeriodEnd: unixT(1774958400), UpdatedAt: unixT(1772366400)}},
 		},
 		{
-			name: "stripe subscription past_due with cancel_at: canceled", provider: "stripe",
+			name: "stripe subscription past_due with cancel_at: past_due (not paid: no access)", provider: "stripe",
 			payload: `{"type":"customer.subscription.updated","created":1772366400,"data":{"object":{
 				"id":"sub_1","customer":{"id":"cus_1","object":"customer"},"status":"past_due","cancel_at":1774958400,
 				"plan":{"id":"plan_basic"},"current_period_end":1774958400}}}`,
-			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "plan_basic", Status: "canceled",
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "cus_1", Plan: "plan_basic", Status: "past_due",
 				CurrentPeriodEnd: unixT(1774958400), UpdatedAt: unixT(1772366400)}},
 		},
 		{
@@ -535,12 +535,12 @@ func TestFactsShapes(t *testing.T) {
 			payload: `{"event_type":"adjustment.updated","data":{"id":"adj_cb","action":"chargeback","status":"rejected","transaction_id":"txn_1"}}`,
 		},
 		{
-			name: "paddle subscription past_due", provider: "paddle",
+			name: "paddle subscription past_due: past_due (not paid: no access)", provider: "paddle",
 			payload: `{"event_type":"subscription.updated","occurred_at":"2026-03-01T12:00:10Z","data":{"id":"sub_1",
 				"customer_id":"ctm_1","status":"past_due","scheduled_change":null,
 				"items":[{"price":{"id":"pri_pro"}}],"current_billing_period":{"ends_at":"2026-03-31T12:00:00Z"},
 				"updated_at":"2026-03-01T12:00:09Z"}}`,
-			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "ctm_1", Plan: "pri_pro", Status: "active",
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "ctm_1", Plan: "pri_pro", Status: "past_due",
 				CurrentPeriodEnd: t0.Add(30 * 24 * time.Hour), UpdatedAt: t0.Add(9 * time.Second)}},
 		},
 		{
@@ -551,10 +551,10 @@ func TestFactsShapes(t *testing.T) {
 				CurrentPeriodEnd: t0.Add(30 * 24 * time.Hour), UpdatedAt: t0}},
 		},
 		{
-			name: "paddle subscription paused", provider: "paddle",
+			name: "paddle subscription paused: paused (no access)", provider: "paddle",
 			payload: `{"event_type":"subscription.updated","data":{"id":"sub_1","customer_id":"ctm_1","status":"paused",
 				"scheduled_change":{"action":"resume"},"updated_at":"2026-03-01T12:00:00Z"}}`,
-			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "ctm_1", Status: "active", UpdatedAt: t0}},
+			want: []billing.Fact{billing.Subscription{Ref: "sub_1", Customer: "ctm_1", Status: "paused", UpdatedAt: t0}},
 		},
 		{
 			name: "paddle subscription status canceled in an update: ended", provider: "paddle",

@@ -454,7 +454,8 @@ func stripeUpdatedAt(e *event, o obj) (time.Time, error) {
 }
 
 // stripeStatus maps a Stripe subscription status to active, canceled or
-// ended.
+// ended, or keeps a status of a subscription not paid for (past_due,
+// unpaid, incomplete, paused), which grants no access.
 func stripeStatus(e *event, o obj, s billing.Subscription) (string, error) {
 	if e.typ == "customer.subscription.deleted" {
 		return "ended", nil
@@ -468,11 +469,14 @@ func stripeStatus(e *event, o obj, s billing.Subscription) (string, error) {
 		return "", err
 	}
 	switch status {
-	case "active", "trialing", "past_due", "unpaid", "incomplete", "paused":
+	case "active", "trialing":
 		if endsAtPeriodEnd || o.has("cancel_at") {
 			return "canceled", nil
 		}
 		return "active", nil
+	case "past_due", "unpaid", "incomplete", "paused":
+		// Not paid for: no access, whether or not it is set to cancel.
+		return status, nil
 	case "canceled":
 		// Canceled but still running until its period ends; with ended_at,
 		// or once the period is over, it has ended.

@@ -327,7 +327,8 @@ const subscriptionsHelp = `Usage: payhook subscriptions list|show [flags]
   payhook subscriptions show REF [--source S] [--json]
 
 REF is the provider's subscription reference (sub_...). When it exists in
-several sources, give --source. Statuses: active, canceled, ended; ENDED_AT
+several sources, give --source. Statuses: active, canceled, ended, and
+incomplete, past_due, unpaid, paused (not paid for: no access); ENDED_AT
 is when the provider says it ended, set exactly when the status is ended.
 Every subcommand takes --db URL
 (env PAYHOOK_DB) like serve.
@@ -340,7 +341,7 @@ func (m *Main) subscriptionsList(ctx context.Context, args []string) error {
 	fs := m.flags("subscriptions list", subscriptionsHelp)
 	var f billing.SubscriptionFilter
 	fs.StringVar(&f.Source, "source", "", "only subscriptions of this source")
-	fs.StringVar(&f.Status, "status", "", "only subscriptions with this status (active, canceled, ended)")
+	fs.StringVar(&f.Status, "status", "", "only subscriptions with this status (active, canceled, ended, incomplete, past_due, unpaid, paused)")
 	fs.StringVar(&f.Customer, "customer", "", "only subscriptions of this customer")
 	fs.IntVar(&f.Limit, "limit", 50, "at most this many subscriptions, newest first")
 	return m.runView(ctx, fs, args, view{
