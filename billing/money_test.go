@@ -312,3 +312,36 @@ func TestSubscriptionTies(t *testing.T) {
 		}
 	})
 }
+
+// TestBalancesBeyondInt64: a ledger whose balance no longer fits an int64
+// (about 9,224 captures of the largest amount) makes Balances fail on both
+// engines (SQLite's SUM: integer overflow; PostgreSQL's CAST: bigint out
+// of range), never a wrapped or rounded total.
+func TestBalancesBeyondInt64(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", payhook.MaxAmount, "USD")})
+		var posting int64
+		if err := db.SQL.QueryRowContext(ctx, `SELECT id FROM payhook_ledger_postings WHERE fact_key = 'capture:pay_1'`).Scan(&posting); err != nil {
+			t.Fatal(err)
+		}
+		// What 9,224 more such captures would add, written straight in.
+		for range 10 {
+			if _, err := db.SQL.ExecContext(ctx, `INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
+				VALUES ($1, 'provider_receivable', 'USD', $2), ($1, 'revenue', 'USD', $3)`,
+				posting, int64(1e18), int64(-1e18)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bal, err := billing.Balances(ctx, db)
+		if err == nil || !strings.Contains(err.Error(), "ledger balances") {
+			t.Errorf("Balances = %v, %v; want an error", bal, err)
+		}
+		// Leave the ledger as billing wrote it for the cleanup's checks.
+		if _, err := db.SQL.ExecContext(ctx, `DELETE FROM payhook_ledger_entries WHERE posting_id = $1 AND amount IN ($2, $3)`,
+			posting, int64(1e18), int64(-1e18)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -261,7 +261,10 @@ func ListSubscriptions(ctx context.Context, db *store.DB, f SubscriptionFilter) 
 // Balances returns the balance of every account per currency:
 // balances[currency][account], in minor units. Each currency's accounts
 // sum to zero. The money kept in a currency is its provider_receivable
-// plus its crypto_wallet (minus revenue, the same number).
+// plus its crypto_wallet (minus revenue, the same number). The database
+// sums, with checked arithmetic: a balance beyond the int64 range (about
+// 9,224 captures of payhook.MaxAmount in one currency) is an error ("ledger
+// balances: ..."), never a wrapped total.
 func Balances(ctx context.Context, db *store.DB) (map[string]map[string]int64, error) {
 	rows, err := db.SQL.QueryContext(ctx, `SELECT currency, account, CAST(COALESCE(SUM(amount), 0) AS BIGINT)
 		FROM payhook_ledger_entries GROUP BY currency, account`)
