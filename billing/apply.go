@@ -62,6 +62,11 @@ const (
 	// AlertEventFailed: an event failed its last attempt (raised by the
 	// job queue through RaiseAlert); subject is the event.
 	AlertEventFailed = "event_failed"
+	// AlertEventBodyConflict: a redelivery of a stored event carried
+	// another signed body; the first is kept, the message names both
+	// SHA-256 digests. Raised once per event by the store at ingest;
+	// subject is source/event id.
+	AlertEventBodyConflict = store.AlertEventBodyConflict
 )
 
 // Outcome says what one Apply call changed for the first time, so that the
