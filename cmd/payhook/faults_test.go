@@ -296,7 +296,7 @@ func (f *fault) storm(target string, size float64, seed int64) *storm {
 		defer close(st.done)
 		st.res, _, st.err = sim.Run(context.Background(), "storm", sim.RunConfig{
 			Target: target + "/webhooks/billete", Secret: f.secret, Flavour: flavour.Billete(), Seed: seed,
-			TimeScale: 2000, Size: size, Client: client, Logger: discardLogger()})
+			TimeScale: 500, Size: size, Client: client, Logger: discardLogger()})
 	}()
 	return st
 }
@@ -422,6 +422,10 @@ func (f *fault) finish(st *storm, faults int, stall time.Duration) {
 		t.Errorf("the storm ended after %d of %d faults: make it bigger or fault sooner", f.kills, faults)
 	}
 	res := st.res
+	// At time scale 500 the provider retries a delivery for 5 minutes.
+	if res.Stats.GaveUp > 0 {
+		t.Fatalf("the provider gave up %d deliveries after retrying them for 5 minutes: payhook answered no 2xx (%s)", res.Stats.GaveUp, f.rec.progress())
+	}
 	rep, err := waitProcessed(context.Background(), f.db(), "billete", res, stall)
 	if err != nil {
 		t.Fatal(err)

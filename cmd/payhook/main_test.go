@@ -59,7 +59,13 @@ func startServer(t *testing.T, env map[string]string, args ...string) *server {
 		t.Fatalf("%v: %s", err, stderr)
 	}
 	s.inProcess = p
-	t.Cleanup(func() { s.stop() })
+	t.Cleanup(func() {
+		s.stop()
+		if t.Failed() { // what the server said, the last of it
+			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+			t.Logf("log of payhook serve:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	})
 	return s
 }
 

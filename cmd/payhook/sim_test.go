@@ -69,7 +69,7 @@ func TestSimStormAgainstServe(t *testing.T) {
 				}
 				expect := filepath.Join(t.TempDir(), "expected.json")
 				simRun := startRun(t, env, append([]string{"sim", "run", "storm", "--target", s.url + "/webhooks/" + name,
-					"--secret", secret, "--flavour", name, "--seed", "5", "--time-scale", "2000",
+					"--secret", secret, "--flavour", name, "--seed", "5", "--time-scale", "500",
 					"--size", size, "--expect", expect}, apiArgs...)...)
 				// The expected state is written when the deliveries end; the
 				// provider's API (stripe) keeps serving until simRun.stop.
@@ -93,6 +93,11 @@ func TestSimStormAgainstServe(t *testing.T) {
 				}
 				if want := map[bool]int{true: 2000, false: 600}[full]; name == "billete" && res.Stats.Attempts-res.Stats.Outage < want {
 					t.Fatalf("storm made %d deliveries, want at least %d", res.Stats.Attempts-res.Stats.Outage, want)
+				}
+				// At time scale 500 the provider retries a delivery for 5
+				// minutes: one it gave up on met 5 minutes of failures.
+				if res.Stats.GaveUp > 0 {
+					t.Fatalf("the provider gave up %d deliveries after retrying them for 5 minutes: payhook answered no 2xx (stats %+v)", res.Stats.GaveUp, res.Stats)
 				}
 				if res.Stats.Duplicates == 0 || res.Stats.Bursts == 0 || res.Stats.Outage == 0 {
 					t.Fatalf("stats %+v lack a fault", res.Stats)
