@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook/api"
+	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/receiver"
@@ -70,7 +71,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 
-	qcfg := processing(db, sources, m.Now, log)
+	qcfg, err := process.New(process.Config{DB: db, Sources: sources, Now: m.Now, Logger: log})
+	if err != nil {
+		return err
+	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
 	queue, err := jobs.New(db, qcfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"testing"
@@ -13,13 +13,16 @@ func TestCurrentReplacesTheSubject(t *testing.T) {
 	}{
 		{"billete subscription", "billete", "subscription.updated",
 			`{"id":"evt_1","data":{"id":"sub_1","plan":"basic"}}`, `{"id":"sub_1","plan":"pro"}`,
-			`{"data":{"id":"sub_1","plan":"pro"},"id":"evt_1"}`},
+			`{"id":"evt_1","data":{"id":"sub_1","plan":"pro"}}`},
 		{"stripe subscription", "stripe", "customer.subscription.updated",
 			`{"id":"evt_1","data":{"object":{"id":"sub_1","status":"active"},"previous_attributes":{}}}`, `{"id":"sub_1","status":"canceled"}`,
-			`{"data":{"object":{"id":"sub_1","status":"canceled"},"previous_attributes":{}},"id":"evt_1"}`},
+			`{"id":"evt_1","data":{"object":{"id":"sub_1","status":"canceled"},"previous_attributes":{}}}`},
+		{"a missing subject is created", "stripe", "customer.subscription.updated",
+			`{"id":"evt_1"}`, `{"id":"sub_1"}`, `{"id":"evt_1","data":{"object":{"id":"sub_1"}}}`},
 		{"money events keep their own data", "billete", "payment.refunded",
 			`{"data":{"id":"pay_1"}}`, `{"id":"pay_1","status":"refunded"}`, `{"data":{"id":"pay_1"}}`},
 		{"nothing fetched", "stripe", "customer.subscription.updated", `{"data":{"object":{}}}`, "", `{"data":{"object":{}}}`},
+		{"a resource that is not JSON", "stripe", "customer.subscription.updated", `{"data":{"object":{}}}`, `{"id":`, `{"data":{"object":{}}}`},
 		{"provider without an API", "paddle", "subscription.updated", `{"data":{}}`, `{"id":"x"}`, `{"data":{}}`},
 	} {
 		ev := &payhook.Event{Type: tc.typ, Payload: []byte(tc.payload)}
@@ -31,6 +34,22 @@ func TestCurrentReplacesTheSubject(t *testing.T) {
 		}
 		if string(ev.Payload) != tc.payload {
 			t.Errorf("%s: current() changed the stored event's payload", tc.name)
+		}
+	}
+}
+
+func TestSJSONPath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		path []string
+		want string
+	}{
+		{[]string{"data"}, "data"},
+		{[]string{"data", "object"}, "data.object"},
+		{[]string{"a.b", "c*", "d_e-1"}, `a\.b.c\*.d_e-1`},
+	} {
+		if got := sjsonPath(tc.path); got != tc.want {
+			t.Errorf("sjsonPath(%q) = %q; want %q", tc.path, got, tc.want)
 		}
 	}
 }

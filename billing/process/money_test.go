@@ -1,8 +1,7 @@
-package main
+package process_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +34,7 @@ func TestProcessingMoneyEdges(t *testing.T) {
 		}
 		now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 		sources := []payhook.Source{{Name: "stripe", Provider: "stripe"}}
-		q, err := jobs.New(db, processing(db, sources, func() time.Time { return now }, slog.New(slog.DiscardHandler)))
+		q, err := jobs.New(db, config(t, db, sources, now))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,8 @@
-package main
+package process_test
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +28,7 @@ func TestFailedAlertInTheFailureTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-		cfg := processing(db, nil, func() time.Time { return now }, slog.New(slog.DiscardHandler))
+		cfg := config(t, db, nil, now)
 		for _, c := range []struct {
 			eventID string
 			commit  bool

@@ -1,0 +1,168 @@
+package process
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/tidwall/sjson"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/billing/mapping"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/store"
+)
+
+// Config configures the processing of events. Zero fields take the
+// documented defaults.
+type Config struct {
+	// DB holds the events and the billing state. Required.
+	DB *store.DB
+	// Sources are the configured sources: an event's source names its
+	// provider, whose mapping reads it, and its Fetch, if set, reads the
+	// resource the event is about. An event of a source not listed fails
+	// as of an unknown provider. If empty, no event can apply.
+	Sources []payhook.Source
+	// Now is the clock of billing's and alerts' times. Default time.Now.
+	Now func() time.Time
+	// Logger receives the processing's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// New returns the job queue's configuration that processes events as
+// payhook serve does: Handlers, Fetch, OnFailed, Logger and Now are set;
+// the caller may tune the rest (Workers, MaxAttempts, Backoff, ...) before
+// passing it to jobs.New.
+//
+// Every event goes through its provider's mapping (mapping.Read) to
+// billing facts, applied (billing.ApplyOutcome) in the transaction that
+// marks it processed; an event that carries no fact is ignored with the
+// mapping's reason. When the source has a Fetch, the resource is read
+// first, outside any transaction, and where it is the event's subject as a
+// whole (a subscription) its current state replaces the one the event
+// carried: the event tells, the resource decides. An event that fails for
+// good raises a billing.AlertEventFailed alert in the transaction that
+// marks it failed.
+//
+// It returns an error wrapping payhook.ErrConfig when cfg.DB is nil.
+func New(cfg Config) (jobs.Config, error) {
+	if cfg.DB == nil {
+		return jobs.Config{}, fmt.Errorf("process: no database: %w", payhook.ErrConfig)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, bySource: make(map[string]payhook.Source, len(cfg.Sources))}
+	for _, s := range cfg.Sources {
+		p.bySource[s.Name] = s
+	}
+	handlers := &payhook.Mux{}
+	handlers.HandleFunc("*", p.apply)
+	return jobs.Config{
+		Handlers: handlers,
+		Logger:   cfg.Logger,
+		Now:      cfg.Now,
+		Fetch:    p.fetch,
+		OnFailed: p.failed,
+	}, nil
+}
+
+// processor is the state New's functions share.
+type processor struct {
+	db       *store.DB
+	now      func() time.Time
+	log      *slog.Logger
+	bySource map[string]payhook.Source
+}
+
+// apply turns ev into billing facts and applies them in tx.
+func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+	provider := p.bySource[ev.Source].Provider
+	read, err := mapping.Read(provider, current(provider, ev))
+	if err != nil {
+		return err
+	}
+	if len(read.Facts) == 0 {
+		return fmt.Errorf("%w: %s", payhook.ErrIgnored, read.Ignored)
+	}
+	out, err := billing.ApplyOutcome(ctx, p.db, tx, ev.Source, read.Facts, p.now())
+	if err != nil {
+		return err
+	}
+	for _, ref := range out.EndedClaimed {
+		p.log.Info("subscription ended", "source", ev.Source, "subscription", ref, "event", ev.EventID)
+	}
+	return nil
+}
+
+// fetch reads the resource ev is about with its source's Fetch, if any.
+func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+	if f := p.bySource[ev.Source].Fetch; f != nil {
+		return f(ctx, ev)
+	}
+	return nil, nil
+}
+
+// failed raises the alert of an event that failed for good. The alert
+// commits with the failure, in the transaction that marks the event
+// failed.
+func (p *processor) failed(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error {
+	return billing.RaiseAlert(ctx, p.db, tx, billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
+		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause)), p.now())
+}
+
+// fetchedSubjects says, per provider, which events are about a resource
+// whose fetched state stands for the subject as a whole, and where in the
+// payload that subject is.
+var fetchedSubjects = map[string]struct {
+	typePrefix string
+	path       []string
+}{
+	"billete": {"subscription.", []string{"data"}},
+	"stripe":  {"customer.subscription.", []string{"data", "object"}},
+}
+
+// current returns ev with the resource's current state in place of the
+// state the event carried, where the fetched resource is the event's
+// subject as a whole (subscriptions). Movements (payments, refunds) keep
+// the event's own data, which says which movement it was. A resource that
+// is not JSON leaves the event as it is.
+func current(provider string, ev *payhook.Event) *payhook.Event {
+	subject, ok := fetchedSubjects[provider]
+	if ev.Resource == nil || !ok || !strings.HasPrefix(ev.Type, subject.typePrefix) || !json.Valid(ev.Resource) {
+		return ev
+	}
+	payload, err := sjson.SetRawBytes(ev.Payload, sjsonPath(subject.path), ev.Resource)
+	if err != nil {
+		return ev
+	}
+	cp := *ev
+	cp.Payload = payload
+	return &cp
+}
+
+// sjsonPath writes the object keys of path in sjson's path syntax, each
+// character other than a letter, digit, '_' or '-' escaped.
+func sjsonPath(path []string) string {
+	var b strings.Builder
+	for i, key := range path {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		for _, r := range key {
+			if !(r == '_' || r == '-' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
