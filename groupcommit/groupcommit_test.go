@@ -26,7 +26,9 @@ var _ groupcommit.BoundedInbox = (*jobs.Queue)(nil)
 // TestConcurrentDeliveriesStoredOnce sends 400 deliveries of 100 events
 // (each four times) from 50 goroutines through a committer over a real
 // queue: every event is stored once and reported new exactly once, in
-// fewer transactions than deliveries.
+// fewer transactions than deliveries. The first commit waits until every
+// other goroutine's request is queued, and the second commit must hold
+// them all.
 func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
@@ -45,7 +47,7 @@ func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		counting := &countingInbox{inner: q}
+		counting := &countingInbox{inner: q, gate: make(chan struct{})}
 		c := groupcommit.New(counting, groupcommit.Config{})
 		defer c.Close()
 
@@ -72,7 +74,21 @@ func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 				}
 			})
 		}
+		// The first commit holds the requests queued before it started;
+		// the others queue behind it.
+		waitUntil(t, "the other requests to queue", c.Queued, func() bool {
+			sizes := counting.seen()
+			return len(sizes) == 1 && sizes[0]+c.Queued() == 50
+		})
+		close(counting.gate)
 		wg.Wait()
+		sizes := counting.seen()
+		if sizes[0] < 50 && sizes[1] != 50-sizes[0] {
+			t.Fatalf("commits of %v events: the second holds %d, want the %d requests queued during the first", sizes[:2], sizes[1], 50-sizes[0])
+		}
+		if len(sizes) >= 400 {
+			t.Fatalf("400 deliveries in %d commits, want fewer", len(sizes))
+		}
 		for i := range news {
 			if n := news[i].Load(); n != 1 {
 				t.Fatalf("evt_%d reported new %d times, want 1", i, n)
@@ -84,18 +100,33 @@ func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 		if len(evs) != 100 || jobsN != 100 {
 			t.Fatalf("%d events and %d jobs stored, want 100 and 100", len(evs), jobsN)
 		}
-		t.Logf("400 deliveries in %d commits", counting.calls.Load())
+		t.Logf("400 deliveries in %d commits", len(sizes))
 	})
 }
 
+// countingInbox records the size of each call to inner; its first call
+// waits on gate.
 type countingInbox struct {
 	inner groupcommit.Inbox
-	calls atomic.Int32
+	gate  chan struct{}
+	once  sync.Once
+
+	mu    sync.Mutex
+	sizes []int
 }
 
 func (c *countingInbox) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
-	c.calls.Add(1)
+	c.mu.Lock()
+	c.sizes = append(c.sizes, len(evs))
+	c.mu.Unlock()
+	c.once.Do(func() { <-c.gate })
 	return c.inner.Ingest(ctx, evs)
+}
+
+func (c *countingInbox) seen() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sizes)
 }
 
 // fake is an inbox that records its batches. Its first call waits on
