@@ -91,6 +91,9 @@ type RunConfig struct {
 	// APIKey is the API key of Environment, the one a receiver under test
 	// reads resources with; empty means generated (Provider.Keys).
 	APIKey string
+	// Clock is the time of the provider and of its deliveries (see
+	// deliver.Clock); nil means the real one.
+	Clock deliver.Clock
 	// Started, if set, is called with the provider before the story is
 	// played, e.g. to serve its API (Handler) while the run lasts so that
 	// the receiver can fetch the resources its events are about.
@@ -200,9 +203,13 @@ func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, e
 	}
 	d := deliver.New(deliver.Config{
 		TimeScale: cfg.TimeScale, Faults: faults, Seed: cfg.Seed, Client: cfg.Client, Logger: cfg.Logger,
+		Clock: cfg.Clock,
 	})
 	defer d.Close()
 	pc := Config{Flavour: cfg.Flavour, Sender: d, Seed: cfg.Seed}
+	if cfg.Clock != nil {
+		pc.Now = cfg.Clock.Now
+	}
 	if cfg.Environment == EnvLive {
 		pc.LiveKey = cfg.APIKey
 	} else {

@@ -53,8 +53,8 @@ const (
 	KeepDeliveries = 50_000
 )
 
-// ReorderHold is how long, in real time, a reorder window that does not
-// fill waits before it is released.
+// ReorderHold is how long, on the dispatcher's clock and not scaled, a
+// reorder window that does not fill waits before it is released.
 const ReorderHold = 200 * time.Millisecond
 
 // OutageError is the Attempt.Error of an attempt failed by an outage window.
@@ -101,9 +101,12 @@ type Config struct {
 	// OnAlert, if set, is called when an endpoint becomes failing (once
 	// per transition). It must not call back into the Dispatcher's Close.
 	OnAlert func(endpointID, message string)
-	// Now is the clock for signing timestamps and Attempt.At. It is real
-	// time even when TimeScale is set, since receivers check the
-	// timestamp's tolerance. Default time.Now.
+	// Clock is the time the dispatcher reads and waits on (see Clock).
+	// nil means the real one, RealClock.
+	Clock Clock
+	// Now is the clock for signing timestamps and Attempt.At. It is not
+	// scaled by TimeScale, since receivers check the timestamp's
+	// tolerance. Default Clock.Now.
 	Now func() time.Time
 }
 
@@ -128,7 +131,7 @@ type Dispatcher struct {
 	// its timer (on a slow machine) must not shift the draws of rng.
 	shuffler   *rand.Rand
 	closed     bool
-	timers     map[uint64]*time.Timer
+	timers     map[uint64]Timer
 	nextTimer  uint64
 	seq        uint64
 	pending    int           // delivery series running or scheduled
@@ -188,8 +191,11 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		cfg.Now = cfg.Clock.Now
 	}
 	d := &Dispatcher{
 		cfg:        cfg,
@@ -199,7 +205,7 @@ func New(cfg Config) *Dispatcher {
 		prefix:     fmt.Sprintf("%08x", rand.Uint32()), // not from the seeded generator
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x9e3779b97f4a7c15)),
 		shuffler:   rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x5bd1e9955bd1e995)),
-		timers:     map[uint64]*time.Timer{},
+		timers:     map[uint64]Timer{},
 		idle:       make(chan struct{}),
 		windows:    map[string][]*item{},
 		deliveries: map[string]*delivery{},
@@ -414,7 +420,7 @@ func (d *Dispatcher) after(delay time.Duration, f func()) bool {
 	d.wg.Add(1)
 	id := d.nextTimer
 	d.nextTimer++
-	d.timers[id] = time.AfterFunc(delay, func() {
+	d.timers[id] = d.cfg.Clock.AfterFunc(delay, func() {
 		defer d.wg.Done()
 		d.mu.Lock()
 		delete(d.timers, id)
@@ -444,14 +450,14 @@ func (d *Dispatcher) run(s *series) {
 		Fault:      s.fault,
 	}
 	if d.start.IsZero() {
-		d.start = time.Now()
+		d.start = d.cfg.Clock.Now()
 	}
 	start := d.start
 	d.mu.Unlock()
 	attemptID := fmt.Sprintf("%s_%d", dl.id, a.N)
 
 	a.At = d.cfg.Now()
-	if d.inOutage(time.Since(start)) {
+	if d.inOutage(d.cfg.Clock.Now().Sub(start)) {
 		a.Error = OutageError
 	} else if !d.post(it.target, it.ev, attemptID, &a) {
 		return // closed while in flight: abandoned, not logged
@@ -459,7 +465,7 @@ func (d *Dispatcher) run(s *series) {
 	d.record(s, a)
 }
 
-// inOutage reports whether real time since the start falls in an outage
+// inOutage reports whether the clock's time since the start falls in an outage
 // window, whose bounds are provider time (divided by the time scale).
 func (d *Dispatcher) inOutage(since time.Duration) bool {
 	since = time.Duration(float64(since) * d.scale)
@@ -503,10 +509,10 @@ func (d *Dispatcher) post(t Target, ev flavour.Event, attemptID string, a *Attem
 		req.Header.Set("User-Agent", "payhook-sim/1 ("+t.Flavour.Name()+")")
 	}
 
-	began := time.Now()
+	began := d.cfg.Clock.Now()
 	resp, err := d.client.Do(req)
 	if err != nil {
-		a.Latency = time.Since(began)
+		a.Latency = d.cfg.Clock.Now().Sub(began)
 		if d.ctx.Err() != nil {
 			return false
 		}
@@ -514,7 +520,7 @@ func (d *Dispatcher) post(t Target, ev flavour.Event, attemptID string, a *Attem
 		return true
 	}
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, ResponseExcerpt))
-	a.Latency = time.Since(began)
+	a.Latency = d.cfg.Clock.Now().Sub(began)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // so the connection can be reused
 	_ = resp.Body.Close()
 	a.Status = resp.StatusCode
