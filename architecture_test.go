@@ -34,6 +34,7 @@ var importRules = []importRule{
 		"mapping and processing turn events into billing facts; they never serve HTTP"},
 	{"api", []string{"", "billing/...", "store", "internal/..."}, "the HTTP API over billing's views"},
 	{"sim/...", []string{"", "sim/...", "provider/...", "internal/..."}, "the simulated provider knows nothing of the server"},
+	{"bench", []string{"", "sim/...", "provider/...", "internal/..."}, "the load generator signs as providers do and reads counts through database/sql"},
 	{"cmd/...", []string{"..."}, "the binary wires everything"},
 }
 

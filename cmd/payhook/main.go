@@ -59,6 +59,7 @@ Usage:
   payhook payments|orders|subscriptions list|show ...              billing state
   payhook ledger   balances                                        balances per currency and account
   payhook alerts   list|ack ...                                    conflicts, failed events
+  payhook bench    [--floor] [--db URL]... [--url URL]             measure acks/s, latency and drain against a floor
   payhook help
 
 Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR stand for the flags;
@@ -85,6 +86,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		"send":    m.send,
 		"sim":     m.sim,
 		"demo":    m.demo,
+		"bench":   m.bench,
 	}
 	maps.Copy(cmds, m.billingCommands())
 	var err error

@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/provider"
+)
+
+// TestDeliveriesVerify checks that every provider's deliveries pass
+// payhook's own verifier for it and carry the event id they were made for.
+func TestDeliveriesVerify(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	for _, name := range Providers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			secret, err := NewSecret(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := provider.New(provider.Options{Provider: name, Secrets: []string{secret}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gen, err := newEvents(name, secret, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for n := range 3 {
+				id := eventID("abcd1234", n)
+				body := gen.body(id)
+				h, err := gen.sign(id, body, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				env, err := v.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: now})
+				if err != nil {
+					t.Fatalf("Verify(event %d) = %v; want nil\nbody %s", n, err, body)
+				}
+				if env.EventID != id {
+					t.Errorf("event id = %q; want %q", env.EventID, id)
+				}
+				if seen[string(body)] {
+					t.Errorf("event %d has the body of an earlier one", n)
+				}
+				seen[string(body)] = true
+			}
+		})
+	}
+}
+
+func TestOrder(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ events, dups int }{{1, 0}, {10, 0}, {10, 1}, {10, 3}, {3, 10}, {20000, 2000}} {
+		t.Run(fmt.Sprintf("%d+%d", tc.events, tc.dups), func(t *testing.T) {
+			got := order(tc.events, tc.dups)
+			if len(got) != tc.events+tc.dups {
+				t.Fatalf("len = %d; want %d", len(got), tc.events+tc.dups)
+			}
+			sent := map[int]bool{}
+			repeats := 0
+			for i, n := range got {
+				if sent[n] {
+					repeats++
+					continue
+				}
+				if n != len(sent) {
+					t.Fatalf("position %d: new event %d; want %d (new events go in order)", i, n, len(sent))
+				}
+				sent[n] = true
+			}
+			if len(sent) != tc.events || repeats != tc.dups {
+				t.Errorf("%d events, %d repeats; want %d, %d", len(sent), repeats, tc.events, tc.dups)
+			}
+		})
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	t.Parallel()
+	var l []time.Duration
+	for i := 1; i <= 1000; i++ {
+		l = append(l, time.Duration(i))
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500}, {0.9, 900}, {0.99, 990}, {0.999, 999}, {1, 1000}, {0, 1}} {
+		if got := quantile(l, tc.q); got != tc.want {
+			t.Errorf("quantile(1..1000, %g) = %d; want %d", tc.q, got, tc.want)
+		}
+	}
+	if got := quantile(nil, 0.99); got != 0 {
+		t.Errorf("quantile(nil) = %d; want 0", got)
+	}
+}
+
+// TestFloor runs both loops against the floor: every delivery answered,
+// the timeline adds up to the answers.
+func TestFloor(t *testing.T) {
+	t.Parallel()
+	f, err := StartFloor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	secret, _ := NewSecret("stripe")
+	for _, p := range []Phase{{Concurrency: 4}, {Rate: 2000}} {
+		p.Provider, p.Secret, p.Events, p.Duplicates = "stripe", secret, 200, 20
+		res, err := Run(context.Background(), Target{Name: "floor", URL: f.URL}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Acked != 220 || res.AckedEvents != 200 || len(res.Errors) != 0 || res.Stored != -1 {
+			t.Errorf("%s: acked %d (%d events), errors %v, stored %d; want 220 (200), none, -1", res.Load(), res.Acked, res.AckedEvents, res.Errors, res.Stored)
+		}
+		sum := 0.0
+		for _, s := range res.Timeline {
+			sum += s.AcksPerSec * (100 * time.Millisecond).Seconds()
+		}
+		if int(sum+0.5) != res.Acked {
+			t.Errorf("%s: timeline sums to %g acks; want %d", res.Load(), sum, res.Acked)
+		}
+	}
+}
+
+func TestPhaseErrors(t *testing.T) {
+	t.Parallel()
+	for _, p := range []Phase{
+		{Provider: "stripe", Secret: "whsec_x", Events: 0, Concurrency: 1},
+		{Provider: "stripe", Secret: "whsec_x", Events: 1, Duplicates: -1, Concurrency: 1},
+		{Provider: "stripe", Secret: "whsec_x", Events: 1},
+		{Provider: "stripe", Secret: "whsec_x", Events: 1, Concurrency: 1, Rate: 1},
+		{Provider: "nope", Secret: "whsec_x", Events: 1, Concurrency: 1},
+		{Provider: "stripe", Events: 1, Concurrency: 1},
+	} {
+		if _, err := Run(context.Background(), Target{Name: "x", URL: "http://127.0.0.1:1/"}, p); err == nil {
+			t.Errorf("Run(%+v) = nil error; want one", p)
+		}
+	}
+}

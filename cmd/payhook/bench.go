@@ -1,0 +1,350 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/payhook/payhook/bench"
+	"github.com/payhook/payhook/provider"
+	"github.com/payhook/payhook/store"
+)
+
+const benchHelp = `Usage: payhook bench [--floor] [--db URL]... [--url URL --secret S] [--provider P]
+                     [--events N] [--duplicates N] [--concurrency C,...] [--rate R,...]
+                     [--json] [--svg FILE]
+
+Sends validly signed webhook deliveries and measures what a provider sees:
+acknowledgements per second, latency percentiles (p50, p90, p99, p99.9),
+errors by status, and the drain: the time from the first delivery until
+every acknowledged event is processed, read from the database.
+
+Targets, measured one after the other for each load, all in one run:
+  --floor    a bare net/http server answering 204 to the same requests;
+             every other figure is then also printed as a ratio of it
+  --db URL   a payhook serve started in this process on that database
+             (sqlite://FILE or postgres://...), with one source for --provider
+  --url URL  a payhook already running: the webhook URL of a source of
+             --provider holding --secret (drain only with --url-db)
+
+Loads: each --concurrency value is a closed loop of that many senders;
+each --rate value is an open loop of that many deliveries per second,
+whose latencies count from when each delivery was due. Every load sends
+--events new events and --duplicates repeats of them.
+
+Examples:
+  payhook bench --floor --db sqlite://bench.db --concurrency 16,64
+  payhook bench --floor --db sqlite://bench.db --db postgres://payhook:payhook@127.0.0.1:5432/payhook --svg bench.svg
+  payhook bench --url http://127.0.0.1:8080/webhooks/demo --secret whsec_... --provider billete --rate 1000
+  payhook bench --floor --db sqlite://bench.db --json > bench.json`
+
+// benchSource names the source of an in-process target.
+const benchSource = "bench"
+
+// benchReport is the JSON output of payhook bench.
+type benchReport struct {
+	Date    time.Time       `json:"date"`
+	Machine benchMachine    `json:"machine"`
+	Args    []string        `json:"args"`
+	Results []*bench.Result `json:"results"`
+}
+
+// benchMachine describes where the figures were measured.
+type benchMachine struct {
+	CPUs      int               `json:"cpus"`
+	CPU       string            `json:"cpu,omitempty"`
+	Go        string            `json:"go"`
+	Databases map[string]string `json:"databases,omitempty"` // target → server version
+}
+
+// benchTarget is a target and the secret its source verifies with.
+type benchTarget struct {
+	bench.Target
+	secret string
+}
+
+func (m *Main) bench(ctx context.Context, args []string) error {
+	fs := m.flags("bench", benchHelp)
+	floor := fs.Bool("floor", false, "also measure a bare net/http server answering 204, and print ratios of it")
+	var dbs, urls listFlag
+	fs.Var(&dbs, "db", "start payhook in-process on this database and measure it (repeatable)")
+	fs.Var(&urls, "url", "measure the running payhook source at this webhook URL (repeatable)")
+	urlDB := fs.String("url-db", "", "the database of the --url target, to measure its drain")
+	secret := fs.String("secret", "", "the signing secret of the --url source")
+	provider := fs.String("provider", "stripe", "whose deliveries to send: "+strings.Join(bench.Providers(), ", "))
+	events := fs.Int("events", 20000, "distinct events per load")
+	dups := fs.Int("duplicates", 2000, "deliveries repeating an event already sent, per load")
+	conc := fs.String("concurrency", "16,64", "closed-loop senders, comma-separated: one load each")
+	rate := fs.String("rate", "", "open-loop deliveries per second, comma-separated: one load each")
+	jsonOut := fs.Bool("json", false, "print the results as JSON instead of tables")
+	svg := fs.String("svg", "", "write a chart of throughput and p99 over time to this SVG file")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	concs, err := parseList(*conc, "--concurrency")
+	if err != nil {
+		return err
+	}
+	rates, err := parseList(*rate, "--rate")
+	if err != nil {
+		return err
+	}
+	switch {
+	case !*floor && len(dbs) == 0 && len(urls) == 0:
+		return fmt.Errorf("%w: bench needs a target: --floor, --db or --url", errUsage)
+	case len(urls) > 0 && *secret == "":
+		return fmt.Errorf("%w: --url needs the source's --secret", errUsage)
+	case *urlDB != "" && len(urls) != 1:
+		return fmt.Errorf("%w: --url-db goes with exactly one --url", errUsage)
+	case *events <= 0 || *dups < 0:
+		return fmt.Errorf("%w: --events must be positive and --duplicates 0 or more", errUsage)
+	case len(concs)+len(rates) == 0:
+		return fmt.Errorf("%w: give a --concurrency or a --rate", errUsage)
+	}
+	if !isProvider(*provider) {
+		return fmt.Errorf("%w: --provider %q: want one of %s", errUsage, *provider, strings.Join(bench.Providers(), ", "))
+	}
+
+	rep := benchReport{Date: m.Now().UTC(), Args: args, Machine: benchMachine{CPUs: runtime.NumCPU(), CPU: cpuModel(),
+		Go: runtime.Version(), Databases: map[string]string{}}}
+	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, *urlDB, *provider, *secret, &rep.Machine)
+	defer closeAll()
+	if err != nil {
+		return err
+	}
+
+	var loads []bench.Phase
+	for _, c := range concs {
+		loads = append(loads, bench.Phase{Concurrency: int(c)})
+	}
+	for _, r := range rates {
+		loads = append(loads, bench.Phase{Rate: r})
+	}
+	for _, load := range loads {
+		var floorRes *bench.Result
+		for _, t := range targets {
+			p := load
+			p.Provider, p.Events, p.Duplicates = *provider, *events, *dups
+			p.Secret = t.secret
+			bar := m.progress(p.Events+p.Duplicates, t.Name+" "+phaseName(p))
+			if bar != nil {
+				p.Progress = func(n int) { bar.Set(n) }
+			}
+			res, err := bench.Run(ctx, t.Target, p)
+			if bar != nil {
+				bar.Finish()
+				bar.Exit()
+			}
+			if err != nil {
+				return err
+			}
+			res.LoadAvg = loadAvg()
+			if t.Name == "floor" {
+				floorRes = res
+			} else if floorRes != nil {
+				res.Compare(floorRes)
+			}
+			rep.Results = append(rep.Results, res)
+		}
+	}
+
+	if *svg != "" {
+		var b bytes.Buffer
+		title := fmt.Sprintf("payhook bench, %s, %d CPUs, %s", *provider, rep.Machine.CPUs, rep.Date.Format("2006-01-02 15:04 MST"))
+		if err := bench.WriteSVG(&b, title, rep.Results); err != nil {
+			return err
+		}
+		if err := os.WriteFile(*svg, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(m.Stdout, "payhook bench, %s, %d CPUs (%s), %s\n", rep.Date.Format(time.RFC3339), rep.Machine.CPUs, rep.Machine.CPU, rep.Machine.Go)
+	for name, v := range rep.Machine.Databases {
+		fmt.Fprintf(m.Stdout, "%s: %s\n", name, v)
+	}
+	if err := bench.WriteText(m.Stdout, rep.Results); err != nil {
+		return err
+	}
+	fmt.Fprintln(m.Stdout, "\nload average (1, 5, 15 min) after each measurement:")
+	for _, r := range rep.Results {
+		fmt.Fprintf(m.Stdout, "  %s %s: %s\n", r.Target, r.Load(), r.LoadAvg)
+	}
+	return nil
+}
+
+// benchTargets starts the targets: the floor, payhook on each database,
+// and the running ones given by URL. closeAll stops what it started, also
+// after an error.
+func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string, urlDB, providerName, urlSecret string,
+	mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}
+	secret, err := bench.NewSecret(providerName)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	if floor {
+		f, err := bench.StartFloor()
+		if err != nil {
+			return nil, closeAll, err
+		}
+		closers = append(closers, func() { f.Close() })
+		targets = append(targets, benchTarget{bench.Target{Name: "floor", URL: f.URL}, secret})
+	}
+	if len(dbs) > 0 {
+		dir, err := os.MkdirTemp("", "payhook-bench-")
+		if err != nil {
+			return nil, closeAll, fmt.Errorf("bench: %w", err)
+		}
+		closers = append(closers, func() { os.RemoveAll(dir) })
+		config := filepath.Join(dir, "payhook.yaml")
+		env := ""
+		if provider.ReportsEnvironment(providerName) {
+			env = "    environment: test\n"
+		}
+		yaml := fmt.Sprintf("sources:\n  - name: %s\n    provider: %s\n%s    secrets: [%q]\n", benchSource, providerName, env, secret)
+		if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+			return nil, closeAll, fmt.Errorf("bench: %w", err)
+		}
+		for _, dbURL := range dbs {
+			var logs bytes.Buffer
+			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
+				Now: m.Now}, "--config", config, "--db", dbURL)
+			if err != nil {
+				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", dbURL, err, logs.String())
+			}
+			closers = append(closers, func() { srv.stop() })
+			db, err := store.Open(ctx, dbURL)
+			if err != nil {
+				return nil, closeAll, err
+			}
+			closers = append(closers, func() { db.Close() })
+			name := string(db.Engine)
+			for i := 2; slices.ContainsFunc(targets, func(t benchTarget) bool { return t.Name == name }); i++ {
+				name = fmt.Sprintf("%s-%d", db.Engine, i)
+			}
+			mach.Databases[name] = serverVersion(ctx, db)
+			targets = append(targets, benchTarget{bench.Target{Name: name, URL: srv.url + "/webhooks/" + benchSource,
+				DB: db.SQL, Source: benchSource}, secret})
+		}
+	}
+	for i, u := range urls {
+		t := bench.Target{Name: "url", URL: u}
+		if len(urls) > 1 {
+			t.Name = fmt.Sprintf("url-%d", i+1)
+		}
+		if urlDB != "" {
+			db, err := store.Open(ctx, urlDB)
+			if err != nil {
+				return nil, closeAll, err
+			}
+			closers = append(closers, func() { db.Close() })
+			t.DB, t.Source = db.SQL, u[strings.LastIndex(u, "/")+1:]
+		}
+		targets = append(targets, benchTarget{t, urlSecret})
+	}
+	return targets, closeAll, nil
+}
+
+// progress returns a progress bar for total deliveries when stderr is a
+// terminal, else nil.
+func (m *Main) progress(total int, what string) *progressbar.ProgressBar {
+	f, ok := m.Stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return nil
+	}
+	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("deliveries"),
+		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+func phaseName(p bench.Phase) string {
+	if p.Concurrency > 0 {
+		return fmt.Sprintf("c=%d", p.Concurrency)
+	}
+	return fmt.Sprintf("rate=%g/s", p.Rate)
+}
+
+func isProvider(name string) bool { return slices.Contains(bench.Providers(), name) }
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// parseList parses comma-separated positive numbers.
+func parseList(s, name string) ([]float64, error) {
+	var out []float64
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(part, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("%w: %s %q: want positive numbers, comma-separated", errUsage, name, part)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// cpuModel returns the CPU's model name from /proc/cpuinfo, "" if unknown.
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, "" if unknown.
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// serverVersion names the database server and the settings an ack's
+// durability depends on.
+func serverVersion(ctx context.Context, db *store.DB) string {
+	var q string
+	switch db.Engine {
+	case store.Postgres:
+		q = `SELECT 'PostgreSQL ' || current_setting('server_version') || ', fsync=' || current_setting('fsync') ||
+			', synchronous_commit=' || current_setting('synchronous_commit') || ', full_page_writes=' || current_setting('full_page_writes')`
+	default:
+		q = `SELECT 'SQLite ' || sqlite_version()`
+	}
+	var v string
+	if err := db.SQL.QueryRowContext(ctx, q).Scan(&v); err != nil {
+		return "unknown: " + err.Error()
+	}
+	return v
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/payhook/payhook/bench"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
+)
+
+// TestBench runs payhook bench in-process on each engine, for every
+// provider, against the floor and a payhook it starts itself, in both
+// loops. It checks counts only, never timing: every delivery answered (a
+// 503 is allowed, the answer of a store that took too long), every acked
+// event stored once, duplicates adding no rows, the drain complete.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		for _, provider := range bench.Providers() {
+			t.Run(provider, func(t *testing.T) {
+				t.Parallel()
+				dbURL := dbtest.URL(t, engine)
+				svg := filepath.Join(t.TempDir(), "bench.svg")
+				var out, errs bytes.Buffer
+				m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
+				args := []string{"bench", "--floor", "--db", dbURL, "--provider", provider, "--events", "40", "--duplicates", "10",
+					"--concurrency", "4", "--rate", "200", "--json", "--svg", svg}
+				if code := m.Run(context.Background(), args); code != 0 {
+					t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
+				}
+				var rep benchReport
+				if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+					t.Fatalf("JSON output: %v\n%s", err, out.String())
+				}
+				if len(rep.Results) != 4 {
+					t.Fatalf("%d results; want 4 (floor and %s, two loads)", len(rep.Results), engine)
+				}
+				for _, r := range rep.Results {
+					answered := r.Acked
+					for status, n := range r.Errors {
+						if status != "503" {
+							t.Errorf("%s %s: %d deliveries answered %s", r.Target, r.Load(), n, status)
+						}
+						answered += n
+					}
+					if r.Sent != 50 || answered != 50 {
+						t.Errorf("%s %s: %d sent, %d answered; want 50, 50", r.Target, r.Load(), r.Sent, answered)
+					}
+					if r.Target == "floor" {
+						continue
+					}
+					if r.VsFloor == nil || r.Drain <= 0 {
+						t.Errorf("%s %s: vs floor %v, drain %v; want ratios and a drain", r.Target, r.Load(), r.VsFloor, r.Drain)
+					}
+					// Acked events are stored; no event twice; a duplicate adds nothing.
+					if r.Stored < r.AckedEvents || r.Stored > r.Events {
+						t.Errorf("%s %s: %d events stored, %d acked; want between %d and %d", r.Target, r.Load(), r.Stored, r.AckedEvents, r.AckedEvents, r.Events)
+					}
+				}
+				db, err := store.Open(context.Background(), dbURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				var rows, waiting int
+				if err := db.SQL.QueryRow(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'received' THEN 1 ELSE 0 END), 0) FROM payhook_events`).Scan(&rows, &waiting); err != nil {
+					t.Fatal(err)
+				}
+				if want := rep.Results[1].Stored + rep.Results[3].Stored; rows != want || waiting != 0 {
+					t.Errorf("database holds %d events, %d waiting; want %d, 0", rows, waiting, want)
+				}
+				if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<polyline")) {
+					t.Errorf("svg: %v, %d bytes without a line", err, len(b))
+				}
+			})
+		}
+	})
+}
+
+// TestBenchUsage checks that bad command lines are refused before any
+// target starts.
+func TestBenchUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{},
+		{"--url", "http://127.0.0.1:1/webhooks/x"},
+		{"--floor", "--provider", "nope"},
+		{"--floor", "--events", "0"},
+		{"--floor", "--duplicates", "-1"},
+		{"--floor", "--concurrency", "0"},
+		{"--floor", "--concurrency", "x"},
+		{"--floor", "--concurrency", "", "--rate", ""},
+		{"--floor", "--url-db", "sqlite://x.db"},
+	} {
+		var errs bytes.Buffer
+		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &errs, Getenv: func(string) string { return "" }}
+		if code := m.Run(context.Background(), append([]string{"bench"}, args...)); code != 2 {
+			t.Errorf("payhook bench %v = %d; want 2\n%s", args, code, errs.String())
+		}
+	}
+}
