@@ -181,16 +181,58 @@ func driver(db *store.DB) riverdriver.Driver[*sql.Tx] {
 	return riverdatabasesql.New(db.SQL)
 }
 
+// riverMigrationLock is the PostgreSQL advisory lock key that serialises
+// River's migrations from several payhook instances ("payr"; the store's
+// own migrations take another key).
+const riverMigrationLock = 0x70617972
+
 // Migrate applies River's migrations to db, one transaction per version.
+// Several instances may call it at once on one database. River's migrator
+// reads which versions exist and then applies the rest without a lock, so
+// two instances starting together would both create its tables and one
+// would fail: on PostgreSQL each instance waits for an advisory lock held
+// for the whole run; on SQLite, whose one connection cannot hold a lock
+// while the migrator uses it, an instance that failed while another
+// applied versions starts again from what the other left.
 func Migrate(ctx context.Context, db *store.DB) error {
 	m, err := rivermigrate.New(driver(db), &rivermigrate.Config{Logger: quiet(slog.Default())})
 	if err != nil {
 		return fmt.Errorf("river migrator: %w", err)
 	}
-	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrate river tables: %w", err)
+	if db.Engine == store.Postgres {
+		// A transaction-level lock in a transaction of its own, left open
+		// while the migrator works on other connections of the pool: the
+		// rollback releases it, or the server if the connection dies; it is
+		// never left behind on a pooled connection.
+		lock, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("migrate river tables: begin lock: %w", err)
+		}
+		defer lock.Rollback()
+		if _, err := lock.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, riverMigrationLock); err != nil {
+			return fmt.Errorf("migrate river tables: wait for other instances' migrations: %w", err)
+		}
+		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return fmt.Errorf("migrate river tables: %w", err)
+		}
+		return nil
 	}
-	return nil
+	for {
+		before, err := m.ExistingVersions(ctx)
+		if err != nil {
+			return fmt.Errorf("migrate river tables: read applied versions: %w", err)
+		}
+		_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+		if err == nil {
+			return nil
+		}
+		// Each new try needs more versions applied than the last: bounded
+		// by the number of versions, and a real error is returned at once.
+		after, aerr := m.ExistingVersions(ctx)
+		if aerr != nil || len(after) <= len(before) {
+			return fmt.Errorf("migrate river tables: %w", err)
+		}
+	}
 }
 
 // quiet keeps River's own logs to warnings and errors.
