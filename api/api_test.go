@@ -46,11 +46,11 @@ func seed(t *testing.T, dbURL string) (*store.DB, int64) {
 	}
 	apply := func(source string, facts ...billing.Fact) {
 		t.Helper()
-		tx, err := db.SQL.BeginTx(ctx, nil)
+		tx, err := billing.Begin(ctx, db, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := billing.Apply(ctx, db, tx, source, facts, t0); err != nil {
+		if err := billing.Apply(ctx, tx, source, facts); err != nil {
 			tx.Rollback()
 			t.Fatalf("apply %s %+v: %v", source, facts, err)
 		}

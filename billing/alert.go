@@ -5,39 +5,102 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/store"
 )
 
-// Execer is what RaiseAlert writes through: a *sql.Tx or a *sql.DB.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
+// Alert kinds raised by Apply. Apply raises an alert only for something
+// new: each distinct occurrence (this payment paying that order, this
+// snapshot of that payment...) counts once, so a duplicate or a replay of
+// the same event never counts again nor makes an acknowledged alert
+// unacknowledged.
+const (
+	// AlertCryptoReferenceReused: a settlement used a chain reference
+	// already bound to another credited invoice; subject is the chain ref.
+	AlertCryptoReferenceReused = "crypto_reference_reused"
+	// AlertCryptoSecondReference: an invoice already settled was settled
+	// again with another chain reference; subject is the invoice.
+	AlertCryptoSecondReference = "crypto_second_reference"
+	// AlertOrderPaidTwice: a second payment paid an order already paid by
+	// another; subject is the order id.
+	AlertOrderPaidTwice = "order_paid_twice"
+	// AlertOrderPaymentMismatch: an OrderPaid names a stored payment that
+	// cannot pay the order: of another kind (a crypto invoice pays its
+	// order by its settlement), or one that records another order. The
+	// order stays as it was; subject is the order id.
+	AlertOrderPaymentMismatch = "order_payment_mismatch"
+	// AlertPaymentMismatch: a snapshot of a payment (the payment a refund
+	// or chargeback event carries, or a capture reported again) disagrees
+	// with the stored payment on its amount or currency. The stored row
+	// (the first capture) stays; subject is the payment ref.
+	AlertPaymentMismatch = "payment_mismatch"
+	// AlertPaymentKindMismatch: an event treats a payment as another kind
+	// than the stored one (a refund, chargeback or capture of a crypto
+	// payment, whose settlement is final; a settlement of a fiat
+	// payment). Nothing changes; subject is the payment ref.
+	AlertPaymentKindMismatch = "payment_kind_mismatch"
+	// AlertRefundExceedsPayment: refunds of a fiat payment (net of failed
+	// ones) add up to more than its amount; only what the payment still
+	// held was taken. Subject is the payment ref, raised once per refund
+	// that went beyond.
+	AlertRefundExceedsPayment = "refund_exceeds_payment"
+	// AlertEventFailed: an event failed its last attempt (raised by the
+	// job queue through RaiseAlert); subject is the event.
+	AlertEventFailed = "event_failed"
+	// AlertEventBodyConflict: a redelivery of a stored event carried
+	// another signed body; the first is kept, the message names both
+	// SHA-256 digests. Raised once per event by the store at ingest;
+	// subject is source/event id.
+	AlertEventBodyConflict = store.AlertEventBodyConflict
+)
 
-// RaiseAlert raises the alert (kind, subject) at now through exec, inside
-// a transaction or on db.SQL (on SQLite, never on db.SQL while a
-// transaction is open). The first time it inserts it; again, it counts one
-// more, moves last_seen, keeps the newest message and makes it
-// unacknowledged. The unique (kind, subject) index decides, so concurrent
-// raises count each.
-func RaiseAlert(ctx context.Context, db *store.DB, exec Execer, kind, subject, message string, now time.Time) error {
+// RaiseAlert raises the alert (kind, subject) inside tx, at tx's time.
+// The first time it inserts it; again, it counts one more, moves
+// last_seen, keeps the newest message and makes it unacknowledged. The
+// unique (kind, subject) index decides, so concurrent raises count each.
+func RaiseAlert(ctx context.Context, tx *Tx, kind, subject, message string) error {
+	if err := tx.check(); err != nil {
+		return err
+	}
 	if kind == "" {
 		return errors.New("raise alert: empty kind")
 	}
-	_, err := exec.ExecContext(ctx, `INSERT INTO payhook_alerts
+	_, err := tx.ExecContext(ctx, `INSERT INTO payhook_alerts
 		(kind, subject, message, first_seen, last_seen, count, acknowledged)
 		VALUES ($1, $2, $3, $4, $4, 1, FALSE)
 		ON CONFLICT (kind, subject) DO UPDATE SET
 			count = payhook_alerts.count + 1,
 			last_seen = excluded.last_seen,
 			message = excluded.message,
-			acknowledged = FALSE`, kind, subject, message, db.TimeValue(now))
+			acknowledged = FALSE`, kind, subject, message, tx.timeValue(tx.now))
 	if err != nil {
 		return fmt.Errorf("raise alert %s %s: %w", kind, subject, err)
 	}
+	return nil
+}
+
+// alert raises the alert (kind, subject) for occurrence, once: only the
+// call that records the occurrence (per source) raises it, so a duplicate
+// or a replay of what raised it changes nothing. The unique index of
+// payhook_alert_occurrences decides, also between concurrent calls.
+func (a *applier) alert(ctx context.Context, kind, subject, occurrence, message string) error {
+	var id int64
+	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_alert_occurrences (kind, subject, occurrence, seen_at)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (kind, subject, occurrence) DO NOTHING
+		RETURNING id`, kind, subject, a.source+"/"+occurrence, a.t(a.tx.now)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("record alert %s %s: %w", kind, subject, err)
+	}
+	if err := RaiseAlert(ctx, a.tx, kind, subject, "source "+a.source+": "+message); err != nil {
+		return err
+	}
+	a.out.Alerts = append(a.out.Alerts, kind+":"+subject)
 	return nil
 }
 
@@ -105,26 +168,4 @@ func AckAlert(ctx context.Context, db *store.DB, id int64) error {
 		return fmt.Errorf("alert %d: %w", id, payhook.ErrNotFound)
 	}
 	return nil
-}
-
-// query builds the WHERE, ORDER BY and LIMIT of a list query.
-type query struct {
-	conds []string
-	args  []any
-}
-
-func (q *query) where(cond string, v any) {
-	q.args = append(q.args, v)
-	q.conds = append(q.conds, fmt.Sprintf(cond, len(q.args)))
-}
-
-func (q *query) sql(order string, limit int) string {
-	if limit <= 0 {
-		limit = 100
-	}
-	s := ""
-	if len(q.conds) > 0 {
-		s = " WHERE " + strings.Join(q.conds, " AND ")
-	}
-	return s + fmt.Sprintf(" ORDER BY %s LIMIT %d", order, limit)
 }

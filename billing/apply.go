@@ -2,71 +2,9 @@ package billing
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"reflect"
 	"time"
-
-	"github.com/payhook/payhook/store"
-)
-
-// Ledger accounts. Every posting's entries sum to zero, so every currency
-// sums to zero across all accounts.
-const (
-	// AccountReceivable is what the provider owes for fiat payments kept:
-	// captures minus refunds and chargebacks.
-	AccountReceivable = "provider_receivable"
-	// AccountRevenue is credited by captures and settlements and debited
-	// back by refunds and chargebacks.
-	AccountRevenue = "revenue"
-	// AccountCryptoWallet holds credited crypto settlements.
-	AccountCryptoWallet = "crypto_wallet"
-)
-
-// Alert kinds raised by Apply. Apply raises an alert only for something
-// new: each distinct occurrence (this payment paying that order, this
-// snapshot of that payment...) counts once, so a duplicate or a replay of
-// the same event never counts again nor makes an acknowledged alert
-// unacknowledged.
-const (
-	// AlertCryptoReferenceReused: a settlement used a chain reference
-	// already bound to another credited invoice; subject is the chain ref.
-	AlertCryptoReferenceReused = "crypto_reference_reused"
-	// AlertCryptoSecondReference: an invoice already settled was settled
-	// again with another chain reference; subject is the invoice.
-	AlertCryptoSecondReference = "crypto_second_reference"
-	// AlertOrderPaidTwice: a second payment paid an order already paid by
-	// another; subject is the order id.
-	AlertOrderPaidTwice = "order_paid_twice"
-	// AlertOrderPaymentMismatch: an OrderPaid names a stored payment that
-	// cannot pay the order: of another kind (a crypto invoice pays its
-	// order by its settlement), or one that records another order. The
-	// order stays as it was; subject is the order id.
-	AlertOrderPaymentMismatch = "order_payment_mismatch"
-	// AlertPaymentMismatch: a snapshot of a payment (the payment a refund
-	// or chargeback event carries, or a capture reported again) disagrees
-	// with the stored payment on its amount or currency. The stored row
-	// (the first capture) stays; subject is the payment ref.
-	AlertPaymentMismatch = "payment_mismatch"
-	// AlertPaymentKindMismatch: an event treats a payment as another kind
-	// than the stored one (a refund, chargeback or capture of a crypto
-	// payment, whose settlement is final; a settlement of a fiat
-	// payment). Nothing changes; subject is the payment ref.
-	AlertPaymentKindMismatch = "payment_kind_mismatch"
-	// AlertRefundExceedsPayment: refunds of a fiat payment (net of failed
-	// ones) add up to more than its amount; only what the payment still
-	// held was taken. Subject is the payment ref, raised once per refund
-	// that went beyond.
-	AlertRefundExceedsPayment = "refund_exceeds_payment"
-	// AlertEventFailed: an event failed its last attempt (raised by the
-	// job queue through RaiseAlert); subject is the event.
-	AlertEventFailed = "event_failed"
-	// AlertEventBodyConflict: a redelivery of a stored event carried
-	// another signed body; the first is kept, the message names both
-	// SHA-256 digests. Raised once per event by the store at ingest;
-	// subject is source/event id.
-	AlertEventBodyConflict = store.AlertEventBodyConflict
 )
 
 // Outcome says what one Apply call changed for the first time, so that the
@@ -84,8 +22,8 @@ type Outcome struct {
 }
 
 // Apply applies facts of source inside tx (the transaction that marks the
-// event processed) at time now; see ApplyOutcome for the rules. On SQLite
-// tx holds the only connection: Apply uses tx only.
+// event processed), stamped with tx's time; see ApplyOutcome for the
+// rules. On SQLite tx holds the only connection: Apply uses tx only.
 //
 // It returns an error wrapping ErrNotSeenYet when a fact is about a payment
 // or dispute not seen yet (the caller rolls back and retries the event
@@ -94,8 +32,8 @@ type Outcome struct {
 // refund in another currency than its payment), so that the event fails
 // at once; other errors for database failures. On any error the caller
 // must roll tx back.
-func Apply(ctx context.Context, db *store.DB, tx *sql.Tx, source string, facts []Fact, now time.Time) error {
-	_, err := ApplyOutcome(ctx, db, tx, source, facts, now)
+func Apply(ctx context.Context, tx *Tx, source string, facts []Fact) error {
+	_, err := ApplyOutcome(ctx, tx, source, facts)
 	return err
 }
 
@@ -172,12 +110,15 @@ func Apply(ctx context.Context, db *store.DB, tx *sql.Tx, source string, facts [
 // is derived: charged_back while a chargeback is open, else refunded when
 // R >= A > 0, partially_refunded when R > 0, else succeeded. Every sum is
 // checked: one that would overflow is malformed.
-func ApplyOutcome(ctx context.Context, db *store.DB, tx *sql.Tx, source string, facts []Fact, now time.Time) (Outcome, error) {
+func ApplyOutcome(ctx context.Context, tx *Tx, source string, facts []Fact) (Outcome, error) {
 	var out Outcome
+	if err := tx.check(); err != nil {
+		return out, err
+	}
 	if source == "" {
 		return out, errNoSource
 	}
-	a := &applier{db: db, tx: tx, source: source, now: now, out: &out}
+	a := &applier{tx: tx, source: source, out: &out}
 	// The refs whose capture in this event hit a payment of another kind:
 	// the event's OrderPaid for them is skipped (the alert is raised).
 	var mismatched map[string]bool
@@ -229,96 +170,14 @@ func value(f Fact) Fact {
 	return f
 }
 
+// applier applies the facts of one ApplyOutcome call: the queries of every
+// aggregate (ledger.go, payment.go, refund.go, chargeback.go, order.go,
+// settle.go, subscription.go, alert.go) are its methods.
 type applier struct {
-	db     *store.DB
-	tx     *sql.Tx
+	tx     *Tx
 	source string
-	now    time.Time
 	out    *Outcome
 }
 
-func (a *applier) t(t time.Time) any { return a.db.TimeValue(t) }
-
-// post inserts the posting of one business fact unless it exists, and
-// reports whether it did. The unique (source, fact_key) index decides.
-// amount is what its entries will move on the receivable side (signed),
-// requested the amount the fact names.
-func (a *applier) post(ctx context.Context, key, kind, paymentRef string, reverses, amount, requested int64, currency string) (int64, bool, error) {
-	var rev any
-	if reverses != 0 {
-		rev = reverses
-	}
-	var id int64
-	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_ledger_postings
-		(source, fact_key, kind, payment_ref, reverses_id, amount, requested_amount, currency, posted_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-		ON CONFLICT (source, fact_key) DO NOTHING
-		RETURNING id`, a.source, key, kind, paymentRef, rev, amount, requested, currency, a.t(a.now)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("post %s: %w", key, err)
-	}
-	a.out.Posted = append(a.out.Posted, key)
-	return id, true, nil
-}
-
-// posting returns the id, payment and requested amount of the posting of
-// key; id 0 if there is none.
-func (a *applier) posting(ctx context.Context, key string) (id int64, paymentRef string, requested int64, err error) {
-	err = a.tx.QueryRowContext(ctx, `SELECT id, payment_ref, requested_amount FROM payhook_ledger_postings
-		WHERE source = $1 AND fact_key = $2`, a.source, key).Scan(&id, &paymentRef, &requested)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", 0, nil
-	}
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("find posting %s: %w", key, err)
-	}
-	return id, paymentRef, requested, nil
-}
-
-// entries writes +amount on debit and -amount on credit; nothing when
-// amount is zero.
-func (a *applier) entries(ctx context.Context, postingID int64, currency, debit string, amount int64, credit string) error {
-	if amount == 0 {
-		return nil
-	}
-	_, err := a.tx.ExecContext(ctx, `INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
-		VALUES ($1, $2, $3, $4), ($1, $5, $3, $6)`, postingID, debit, currency, amount, credit, -amount)
-	if err != nil {
-		return fmt.Errorf("write entries of posting %d: %w", postingID, err)
-	}
-	return nil
-}
-
-// alert raises the alert (kind, subject) for occurrence, once: only the
-// call that records the occurrence (per source) raises it, so a duplicate
-// or a replay of what raised it changes nothing. The unique index of
-// payhook_alert_occurrences decides, also between concurrent calls.
-func (a *applier) alert(ctx context.Context, kind, subject, occurrence, message string) error {
-	var id int64
-	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_alert_occurrences (kind, subject, occurrence, seen_at)
-		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (kind, subject, occurrence) DO NOTHING
-		RETURNING id`, kind, subject, a.source+"/"+occurrence, a.t(a.now)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("record alert %s %s: %w", kind, subject, err)
-	}
-	if err := RaiseAlert(ctx, a.db, a.tx, kind, subject, "source "+a.source+": "+message, a.now); err != nil {
-		return err
-	}
-	a.out.Alerts = append(a.out.Alerts, kind+":"+subject)
-	return nil
-}
-
-// kindMismatch makes an event about a payment stored as another kind a
-// success with no change, and raises AlertPaymentKindMismatch once per
-// what (the fact it tried).
-func (a *applier) kindMismatch(ctx context.Context, ref, storedKind, what string) error {
-	return a.alert(ctx, AlertPaymentKindMismatch, ref, what,
-		fmt.Sprintf("%s: payment %s is a %s payment; nothing changed", what, ref, storedKind))
-}
+// t converts t for a timestamp column of the engine.
+func (a *applier) t(t time.Time) any { return a.tx.timeValue(t) }

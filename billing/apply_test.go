@@ -11,7 +11,6 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/store"
 )
 
 func pay(ref, orderID string, amount int64, currency string) billing.Payment {
@@ -41,7 +40,7 @@ func TestCapturedOnce(t *testing.T) {
 		if o := order(t, db, "ord_1"); o.Status != "paid" || o.PaidBy != "pay_1" {
 			t.Fatalf("order = %+v; want paid by pay_1", o)
 		}
-		bal, _ := billing.Balances(context.Background(), db)
+		bal := balances(t, db)
 		if bal["USD"][billing.AccountReceivable] != 10000 || bal["USD"][billing.AccountRevenue] != -10000 {
 			t.Fatalf("balances = %v", bal)
 		}
@@ -105,7 +104,7 @@ func TestRefunds(t *testing.T) {
 			t.Fatalf("kept = %d; want 0", k)
 		}
 		// Each refund reverses the capture.
-		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		ps := postings(t, db, src, "pay_1")
 		for _, p := range ps[1:] {
 			if p.ReversesID != ps[0].ID {
 				t.Errorf("posting %s reverses %d; want the capture %d", p.FactKey, p.ReversesID, ps[0].ID)
@@ -122,11 +121,11 @@ func TestRefundNotSeenYet(t *testing.T) {
 		cb := billing.ChargedBack{PaymentRef: "pay_9", DisputeRef: "dp_9"}
 		for _, f := range []billing.Fact{r, cb, billing.ChargebackWon{PaymentRef: "pay_9", DisputeRef: "dp_9"}} {
 			// Commit whatever Apply wrote, to see that it wrote nothing.
-			tx, err := db.SQL.BeginTx(ctx, nil)
+			tx, err := billing.Begin(ctx, db, t0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = billing.Apply(ctx, db, tx, src, []billing.Fact{f}, t0)
+			err = billing.Apply(ctx, tx, src, []billing.Fact{f})
 			if !errors.Is(err, billing.ErrNotSeenYet) {
 				t.Errorf("%T of an unknown payment: %v; want ErrNotSeenYet", f, err)
 			}
@@ -135,8 +134,10 @@ func TestRefundNotSeenYet(t *testing.T) {
 			}
 		}
 		var n int
-		db.SQL.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM payhook_payments) + (SELECT COUNT(*) FROM payhook_ledger_postings)
-			+ (SELECT COUNT(*) FROM payhook_orders)`).Scan(&n)
+		if err := db.SQL.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM payhook_payments) + (SELECT COUNT(*) FROM payhook_ledger_postings)
+			+ (SELECT COUNT(*) FROM payhook_orders)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
 		if n != 0 {
 			t.Fatalf("facts not seen yet wrote %d rows", n)
 		}
@@ -176,7 +177,7 @@ func TestRefundFailed(t *testing.T) {
 		if k := kept(t, db, "EUR"); k != 10000 {
 			t.Fatalf("kept = %d; want 10000", k)
 		}
-		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		ps := postings(t, db, src, "pay_1")
 		if len(ps) != 3 || ps[2].ReversesID != ps[1].ID || ps[2].Amount != 4000 ||
 			fmt.Sprint(ps[2].Entries) != "[{provider_receivable EUR 4000} {revenue EUR -4000}]" {
 			t.Fatalf("postings = %+v; want the failure reversing the refund exactly", ps)
@@ -220,7 +221,7 @@ func TestChargeback(t *testing.T) {
 		if k := kept(t, db, "USD"); k != 0 {
 			t.Fatalf("kept = %d after the chargeback; want 0", k)
 		}
-		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		ps := postings(t, db, src, "pay_1")
 		if last := ps[len(ps)-1]; last.FactKey != "chargeback:dp_1" || last.Amount != -8000 || last.RequestedAmount != 9000 ||
 			last.ReversesID != ps[0].ID {
 			t.Fatalf("chargeback posting = %+v; want -8000 (of 9000) reversing the capture", last)
@@ -235,7 +236,7 @@ func TestChargeback(t *testing.T) {
 		if k := kept(t, db, "USD"); k != 0 {
 			t.Fatalf("kept = %d after a late refund; want 0", k)
 		}
-		ps, _ = billing.ListPostings(ctx, db, src, "pay_1")
+		ps = postings(t, db, src, "pay_1")
 		if last := ps[len(ps)-1]; last.FactKey != "refund:re_2" || last.Amount != 0 || last.RequestedAmount != 500 ||
 			len(last.Entries) != 0 {
 			t.Fatalf("late refund posting = %+v; want amount 0 (nothing moves), requested 500", last)
@@ -252,7 +253,7 @@ func TestChargeback(t *testing.T) {
 		if k := kept(t, db, "USD"); k != 7500 {
 			t.Fatalf("kept = %d after the won chargeback; want 7500", k)
 		}
-		ps, _ = billing.ListPostings(ctx, db, src, "pay_1")
+		ps = postings(t, db, src, "pay_1")
 		if last := ps[len(ps)-1]; last.ReversesID != ps[2].ID || last.Amount != 7500 {
 			t.Fatalf("won posting = %+v; want +7500 reversing the chargeback %d", last, ps[2].ID)
 		}
@@ -333,9 +334,9 @@ func TestSubscriptions(t *testing.T) {
 		}
 		apply(t, db, snap("active", "pro", 2))
 		apply(t, db, snap("active", "basic", 1)) // older: ignored
-		got, err := billing.GetSubscription(ctx, db, src, "sub_1")
-		if err != nil || got.Plan != "pro" || !got.ProviderUpdatedAt.Equal(t0.Add(2*time.Minute)) {
-			t.Fatalf("subscription = %+v, %v; want the newer snapshot", got, err)
+		got := subscription(t, db, "sub_1")
+		if got.Plan != "pro" || !got.ProviderUpdatedAt.Equal(t0.Add(2*time.Minute)) {
+			t.Fatalf("subscription = %+v; want the newer snapshot", got)
 		}
 		out := apply(t, db, snap("ended", "pro", 4))
 		if !slices.Equal(out.EndedClaimed, []string{"sub_1"}) {
@@ -346,7 +347,7 @@ func TestSubscriptions(t *testing.T) {
 				t.Fatalf("end claimed again by %+v", s)
 			}
 		}
-		got, _ = billing.GetSubscription(ctx, db, src, "sub_1")
+		got = subscription(t, db, "sub_1")
 		if got.Status != "ended" || got.EndedAt.IsZero() || !got.ProviderUpdatedAt.Equal(t0.Add(5*time.Minute)) {
 			t.Fatalf("subscription = %+v", got)
 		}
@@ -469,12 +470,8 @@ func TestAlertsAndReads(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := openDB(t, dbURL)
-		if err := billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, "evt_1", "boom", t0); err != nil {
-			t.Fatal(err)
-		}
-		if err := billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, "evt_1", "boom again", t0.Add(time.Minute)); err != nil {
-			t.Fatal(err)
-		}
+		raise(t, db, billing.AlertEventFailed, "evt_1", "boom", t0)
+		raise(t, db, billing.AlertEventFailed, "evt_1", "boom again", t0.Add(time.Minute))
 		as := alerts(t, db)
 		if len(as) != 1 || as[0].Count != 2 || as[0].Message != "boom again" || !as[0].FirstSeen.Equal(t0) ||
 			!as[0].LastSeen.Equal(t0.Add(time.Minute)) || as[0].Acknowledged {
@@ -483,14 +480,14 @@ func TestAlertsAndReads(t *testing.T) {
 		if err := billing.AckAlert(ctx, db, as[0].ID); err != nil {
 			t.Fatal(err)
 		}
-		if un, _ := billing.ListAlerts(ctx, db, billing.AlertFilter{Unacknowledged: true}); len(un) != 0 {
+		if un := listAlerts(t, db, billing.AlertFilter{Unacknowledged: true}); len(un) != 0 {
 			t.Fatalf("unacknowledged = %+v", un)
 		}
 		if as := alerts(t, db); !as[0].Acknowledged {
 			t.Fatalf("alert not acknowledged: %+v", as[0])
 		}
-		billing.RaiseAlert(ctx, db, db.SQL, billing.AlertEventFailed, "evt_1", "boom", t0.Add(2*time.Minute))
-		if un, _ := billing.ListAlerts(ctx, db, billing.AlertFilter{Unacknowledged: true, Kind: billing.AlertEventFailed}); len(un) != 1 || un[0].Count != 3 {
+		raise(t, db, billing.AlertEventFailed, "evt_1", "boom", t0.Add(2*time.Minute))
+		if un := listAlerts(t, db, billing.AlertFilter{Unacknowledged: true, Kind: billing.AlertEventFailed}); len(un) != 1 || un[0].Count != 3 {
 			t.Fatalf("raised again: %+v; want unacknowledged, count 3", un)
 		}
 		if err := billing.AckAlert(ctx, db, 999); !errors.Is(err, payhook.ErrNotFound) {
@@ -511,25 +508,6 @@ func TestAlertsAndReads(t *testing.T) {
 			t.Fatalf("GetPayment(other source) = %v; want ErrNotFound", err)
 		}
 	})
-}
-
-// applySource applies facts of source in their own transaction.
-func applySource(t *testing.T, db *store.DB, source string, facts ...billing.Fact) billing.Outcome {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := db.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := billing.ApplyOutcome(ctx, db, tx, source, facts, t0)
-	if err != nil {
-		tx.Rollback()
-		t.Fatalf("apply %s %#v: %v", source, facts, err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // Orders belong to their source: the same order id paid in a test source

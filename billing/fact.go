@@ -1,14 +1,3 @@
-// Package billing turns provider events into billing state an application
-// can trust: payments (one row per provider reference), a double-entry
-// ledger whose movements are posted once and reversed by entries that
-// point at what they reverse, subscriptions guarded against older events,
-// orders marked paid only if pending, and alerts.
-//
-// Events are first mapped to facts (package billing/mapping); Apply then
-// writes facts inside the transaction that marks the event processed. Each
-// fact is idempotent and commutative: a unique key or a conditional UPDATE
-// decides, so duplicates, replays and any delivery order reach the same
-// state.
 package billing
 
 import (

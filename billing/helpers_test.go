@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"testing"
 	"time"
@@ -34,16 +35,33 @@ func openDB(t *testing.T, dbURL string) *store.DB {
 // applyTx applies facts in their own transaction, committed on success
 // and rolled back on error.
 func applyTx(ctx context.Context, db *store.DB, facts ...billing.Fact) (billing.Outcome, error) {
-	tx, err := db.SQL.BeginTx(ctx, nil)
+	tx, err := billing.Begin(ctx, db, t0)
 	if err != nil {
 		return billing.Outcome{}, err
 	}
-	out, err := billing.ApplyOutcome(ctx, db, tx, src, facts, t0)
+	out, err := billing.ApplyOutcome(ctx, tx, src, facts)
 	if err != nil {
-		tx.Rollback()
-		return out, err
+		return out, errors.Join(err, tx.Rollback())
 	}
 	return out, tx.Commit()
+}
+
+// applySource applies facts of source in their own transaction.
+func applySource(t *testing.T, db *store.DB, source string, facts ...billing.Fact) billing.Outcome {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := billing.Begin(ctx, db, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := billing.ApplyOutcome(ctx, tx, source, facts)
+	if err != nil {
+		t.Fatalf("apply %s %#v: %v", source, facts, errors.Join(err, tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func apply(t *testing.T, db *store.DB, facts ...billing.Fact) billing.Outcome {
@@ -68,17 +86,21 @@ func checkLedger(t *testing.T, db *store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var id, sum int64
-		rows.Scan(&id, &sum)
+		if err := rows.Scan(&id, &sum); err != nil {
+			t.Fatalf("ledger: read the sums of postings: %v", err)
+		}
 		t.Errorf("ledger: posting %d's entries sum to %d", id, sum)
 	}
-	rows.Close()
-	ps, err := billing.ListPostings(ctx, db, "", "")
-	if err != nil {
+	if err := rows.Err(); err != nil {
+		t.Fatalf("ledger: read the sums of postings: %v", err)
+	}
+	if err := rows.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range ps {
+	for _, p := range postings(t, db, "", "") {
 		var moved int64
 		for _, e := range p.Entries {
 			if e.Currency != p.Currency {
@@ -95,11 +117,7 @@ func checkLedger(t *testing.T, db *store.DB) {
 			t.Errorf("ledger: posting %s requests %d", p.FactKey, p.RequestedAmount)
 		}
 	}
-	bal, err := billing.Balances(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cur, accounts := range bal {
+	for cur, accounts := range balances(t, db) {
 		var sum int64
 		for _, v := range accounts {
 			sum += v
@@ -164,15 +182,40 @@ func order(t *testing.T, db *store.DB, id string) billing.OrderView {
 	return *o
 }
 
-// postingKeys returns the fact keys posted, sorted.
-func postingKeys(t *testing.T, db *store.DB) []string {
+func subscription(t *testing.T, db *store.DB, ref string) billing.SubscriptionView {
 	t.Helper()
-	ps, err := billing.ListPostings(context.Background(), db, "", "")
+	s, err := billing.GetSubscription(context.Background(), db, src, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return *s
+}
+
+// postings returns the postings of source and paymentRef (every one if
+// empty), oldest first.
+func postings(t *testing.T, db *store.DB, source, paymentRef string) []billing.PostingView {
+	t.Helper()
+	ps, err := billing.ListPostings(context.Background(), db, source, paymentRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+func balances(t *testing.T, db *store.DB) map[string]map[string]int64 {
+	t.Helper()
+	bal, err := billing.Balances(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bal
+}
+
+// postingKeys returns the fact keys posted, sorted.
+func postingKeys(t *testing.T, db *store.DB) []string {
+	t.Helper()
 	keys := []string{}
-	for _, p := range ps {
+	for _, p := range postings(t, db, "", "") {
 		keys = append(keys, p.FactKey)
 	}
 	sort.Strings(keys)
@@ -182,18 +225,36 @@ func postingKeys(t *testing.T, db *store.DB) []string {
 // kept returns the money kept in currency: receivable plus wallet.
 func kept(t *testing.T, db *store.DB, currency string) int64 {
 	t.Helper()
-	bal, err := billing.Balances(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bal := balances(t, db)
 	return bal[currency][billing.AccountReceivable] + bal[currency][billing.AccountCryptoWallet]
 }
 
 func alerts(t *testing.T, db *store.DB) []billing.AlertView {
 	t.Helper()
-	as, err := billing.ListAlerts(context.Background(), db, billing.AlertFilter{})
+	return listAlerts(t, db, billing.AlertFilter{})
+}
+
+func listAlerts(t *testing.T, db *store.DB, f billing.AlertFilter) []billing.AlertView {
+	t.Helper()
+	as, err := billing.ListAlerts(context.Background(), db, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return as
+}
+
+// raise raises an alert at now in its own transaction.
+func raise(t *testing.T, db *store.DB, kind, subject, message string, now time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := billing.Begin(ctx, db, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := billing.RaiseAlert(ctx, tx, kind, subject, message); err != nil {
+		t.Fatal(errors.Join(err, tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -96,7 +96,6 @@ func TestMalformedFacts(t *testing.T) {
 // not refunded 1200 with a receivable of -200, and says so once.
 func TestRefundExceedsPayment(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
 		db := openDB(t, dbURL)
 		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 1000, "USD")})
 		apply(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_a", Amount: 600, Currency: "USD"})
@@ -109,11 +108,11 @@ func TestRefundExceedsPayment(t *testing.T) {
 		if p := payment(t, db, "pay_1"); p.Status != "refunded" || p.RefundedAmount != 1000 {
 			t.Fatalf("payment = %+v; want refunded 1000", p)
 		}
-		bal, _ := billing.Balances(ctx, db)
+		bal := balances(t, db)
 		if bal["USD"][billing.AccountReceivable] != 0 {
 			t.Fatalf("receivable = %d; want 0", bal["USD"][billing.AccountReceivable])
 		}
-		ps, _ := billing.ListPostings(ctx, db, src, "pay_1")
+		ps := postings(t, db, src, "pay_1")
 		if last := ps[len(ps)-1]; last.FactKey != "refund:re_b" || last.Amount != -400 || last.RequestedAmount != 600 {
 			t.Fatalf("second refund = %+v; want -400 of 600 asked", last)
 		}
@@ -201,7 +200,6 @@ func TestCryptoChargebackWon(t *testing.T) {
 // A partial dispute takes its amount, not the whole payment.
 func TestPartialDispute(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
 		db := openDB(t, dbURL)
 		apply(t, db, billing.Captured{Payment: pay("pi_1", "", 3000, "USD")})
 		apply(t, db, billing.ChargedBack{PaymentRef: "pi_1", DisputeRef: "dp_1", Amount: 1000})
@@ -221,7 +219,7 @@ func TestPartialDispute(t *testing.T) {
 		if k := kept(t, db, "USD"); k != 500 {
 			t.Fatalf("kept = %d after the win; want 500", k)
 		}
-		ps, _ := billing.ListPostings(ctx, db, src, "pi_1")
+		ps := postings(t, db, src, "pi_1")
 		if ps[1].FactKey != "chargeback:dp_1" || ps[1].Amount != -1000 || ps[1].RequestedAmount != 1000 {
 			t.Fatalf("chargeback posting = %+v; want -1000 of 1000", ps[1])
 		}
@@ -304,7 +302,7 @@ func TestSubscriptionTies(t *testing.T) {
 					t.Fatalf("%v: after %+v: status %s with ended_at %v", facts, f, s.Status, s.EndedAt)
 				}
 			}
-			s, _ := billing.GetSubscription(ctx, db, src, "sub_1")
+			s := subscription(t, db, "sub_1")
 			if s.Status != "ended" || !s.EndedAt.Equal(ended) || claimed != 1 {
 				t.Errorf("order %d: %s ended_at %v, claimed %d times; want ended at %v, claimed once",
 					slices.IndexFunc(orders, func(o []billing.Fact) bool { return &o[0] == &facts[0] }), s.Status, s.EndedAt, claimed, ended)

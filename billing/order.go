@@ -2,7 +2,13 @@ package billing
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
 )
 
 func (a *applier) orderPaid(ctx context.Context, f OrderPaid) error {
@@ -47,7 +53,7 @@ func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string) 
 		WHERE source = $1 AND order_id = $2 AND status = 'pending'
 		AND NOT EXISTS (SELECT 1 FROM payhook_payments p WHERE p.source = $1 AND p.ref = $3
 			AND (p.kind <> $5 OR (p.order_id <> '' AND p.order_id <> $2)))`,
-		a.source, orderID, paidBy, a.t(a.now), kind)
+		a.source, orderID, paidBy, a.t(a.tx.now), kind)
 	if err != nil {
 		return false, "", fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
@@ -69,8 +75,78 @@ func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string) 
 // heardOfOrder creates the order of the source as pending unless it exists.
 func (a *applier) heardOfOrder(ctx context.Context, orderID string) error {
 	if _, err := a.tx.ExecContext(ctx, `INSERT INTO payhook_orders (source, order_id, status, paid_by, created_at)
-		VALUES ($1, $2, 'pending', '', $3) ON CONFLICT (source, order_id) DO NOTHING`, a.source, orderID, a.t(a.now)); err != nil {
+		VALUES ($1, $2, 'pending', '', $3) ON CONFLICT (source, order_id) DO NOTHING`, a.source, orderID, a.t(a.tx.now)); err != nil {
 		return fmt.Errorf("insert order %s: %w", orderID, err)
 	}
 	return nil
+}
+
+// OrderView is one application order of a source: the same order id in
+// two sources (a test and a live account) is two orders.
+type OrderView struct {
+	Source  string `json:"source"`
+	OrderID string `json:"order_id"`
+	Status  string `json:"status"` // pending | paid
+	// PaidBy is the payment or crypto invoice that paid it.
+	PaidBy    string    `json:"paid_by,omitempty"`
+	PaidAt    time.Time `json:"paid_at,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+const orderColumns = `source, order_id, status, paid_by, paid_at, created_at`
+
+func scanOrder(row interface{ Scan(...any) error }) (OrderView, error) {
+	var v OrderView
+	err := row.Scan(&v.Source, &v.OrderID, &v.Status, &v.PaidBy, store.ScanTime(&v.PaidAt), store.ScanTime(&v.CreatedAt))
+	return v, err
+}
+
+// GetOrder returns the order of source with the application's order id
+// orderID, or an error wrapping payhook.ErrNotFound.
+func GetOrder(ctx context.Context, db *store.DB, source, orderID string) (*OrderView, error) {
+	v, err := scanOrder(db.SQL.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM payhook_orders
+		WHERE source = $1 AND order_id = $2`, source, orderID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("order %s of %s: %w", orderID, source, payhook.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get order %s of %s: %w", orderID, source, err)
+	}
+	return &v, nil
+}
+
+// OrderFilter selects orders for ListOrders. Zero fields match everything.
+type OrderFilter struct {
+	Source string
+	Status string
+	// Limit caps the result; 0 means 100.
+	Limit int
+}
+
+// ListOrders returns matching orders, newest first.
+func ListOrders(ctx context.Context, db *store.DB, f OrderFilter) ([]OrderView, error) {
+	var q query
+	if f.Source != "" {
+		q.where("source = $%d", f.Source)
+	}
+	if f.Status != "" {
+		q.where("status = $%d", f.Status)
+	}
+	rows, err := db.SQL.QueryContext(ctx, `SELECT `+orderColumns+` FROM payhook_orders`+q.sql("id DESC", f.Limit), q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	defer rows.Close()
+	out := []OrderView{}
+	for rows.Next() {
+		v, err := scanOrder(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list orders: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	return out, nil
 }

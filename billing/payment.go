@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
 )
 
 // payment is a payment row locked for the rest of the transaction, with
@@ -138,7 +142,7 @@ func (a *applier) move(ctx context.Context, p *payment, key, kind string, revers
 		return false, err
 	}
 	_, err = a.tx.ExecContext(ctx, `UPDATE payhook_payments SET refunded_amount = $2, status = $3, updated_at = $4
-		WHERE id = $1`, p.ID, next.refunded(p.Amount), next.status(p.Amount), a.t(a.now))
+		WHERE id = $1`, p.ID, next.refunded(p.Amount), next.status(p.Amount), a.t(a.tx.now))
 	if err != nil {
 		return false, fmt.Errorf("update payment %s: %w", p.Ref, err)
 	}
@@ -164,7 +168,7 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 		ON CONFLICT (source, ref) DO UPDATE SET order_id = excluded.order_id, updated_at = excluded.updated_at
 			WHERE payhook_payments.order_id = '' AND excluded.order_id <> '' AND payhook_payments.kind = 'fiat'
 		RETURNING id`,
-		a.source, pay.Ref, pay.OrderID, pay.Amount, pay.Currency, a.t(pay.CapturedAt), a.t(a.now)).Scan(&id)
+		a.source, pay.Ref, pay.OrderID, pay.Amount, pay.Currency, a.t(pay.CapturedAt), a.t(a.tx.now)).Scan(&id)
 	orderNew := err == nil && pay.OrderID != ""
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("insert payment %s: %w", pay.Ref, err)
@@ -251,213 +255,98 @@ func (a *applier) captureID(ctx context.Context, p *payment) (int64, error) {
 	return id, err
 }
 
-func (a *applier) refunded(ctx context.Context, f Refunded) error {
-	what := "refund " + f.RefundRef
-	p, err := a.place(ctx, what, f.Payment, f.PaymentRef)
-	if err != nil || p == nil {
-		return err
-	}
-	if f.Currency != p.Currency {
-		return malformed("%s: currency %q differs from payment %s's %q", what, f.Currency, p.Ref, p.Currency)
-	}
-	capture, err := a.captureID(ctx, p)
-	if err != nil {
-		return err
-	}
-	next := p.money
-	if next.Refunds, err = add("refunds of payment "+p.Ref, p.Refunds, f.Amount); err != nil {
-		return err
-	}
-	// Posted before, or its failure recorded first: nothing changes.
-	inserted, err := a.move(ctx, p, "refund:"+f.RefundRef, "refund", capture, f.Amount, next)
-	if err != nil || !inserted || next.Refunds <= p.Amount {
-		return err
-	}
-	return a.alert(ctx, AlertRefundExceedsPayment, p.Ref, f.RefundRef,
-		fmt.Sprintf("payment %s of %d %s: refund %s of %d brings its refunds to %d; refunded at most the payment",
-			p.Ref, p.Amount, p.Currency, f.RefundRef, f.Amount, next.Refunds))
+// kindMismatch makes an event about a payment stored as another kind a
+// success with no change, and raises AlertPaymentKindMismatch once per
+// what (the fact it tried).
+func (a *applier) kindMismatch(ctx context.Context, ref, storedKind, what string) error {
+	return a.alert(ctx, AlertPaymentKindMismatch, ref, what,
+		fmt.Sprintf("%s: payment %s is a %s payment; nothing changed", what, ref, storedKind))
 }
 
-func (a *applier) refundFailed(ctx context.Context, f RefundFailed) error {
-	what := "refund failure " + f.RefundRef
-	var p *payment
-	if f.PaymentRef != "" {
-		var err error
-		if p, err = a.lockPayment(ctx, f.PaymentRef); err != nil {
-			return err
-		}
-		if p != nil && p.Kind != "fiat" {
-			return a.kindMismatch(ctx, f.PaymentRef, p.Kind, what)
-		}
-	}
-	currency := ""
-	if p != nil {
-		currency = p.Currency
-	}
-	// No refund posted yet: take its key with a zero-amount refund, so that
-	// a success reported after the failure changes nothing.
-	marker, inserted, err := a.post(ctx, "refund:"+f.RefundRef, "refund", f.PaymentRef, 0, 0, 0, currency)
-	if err != nil {
-		return err
-	}
-	if inserted {
-		_, _, err = a.post(ctx, "refund_failed:"+f.RefundRef, "refund_failed", f.PaymentRef, marker, 0, 0, currency)
-		return err
-	}
-	refund, payRef, requested, err := a.posting(ctx, "refund:"+f.RefundRef)
-	if err != nil {
-		return err
-	}
-	if f.PaymentRef != "" && payRef != f.PaymentRef {
-		return malformed("%s: of payment %s, but refund was posted on payment %s", what, f.PaymentRef, payRef)
-	}
-	if p == nil {
-		// A refund posted concurrently, committed while we waited for its key.
-		if p, err = a.lockPayment(ctx, payRef); err != nil {
-			return err
-		}
-		if p == nil && requested != 0 {
-			return fmt.Errorf("%s: refund posted on payment %s, which does not exist", what, payRef)
-		}
-		if p != nil {
-			currency = p.Currency
-		}
-	}
-	if requested == 0 {
-		// The refund's key holds a failure recorded first: no money.
-		_, _, err = a.post(ctx, "refund_failed:"+f.RefundRef, "refund_failed", payRef, refund, 0, 0, currency)
-		return err
-	}
-	next := p.money
-	if next.Refunds, err = add("refunds of payment "+p.Ref, p.Refunds, -requested); err != nil {
-		return err
-	}
-	_, err = a.move(ctx, p, "refund_failed:"+f.RefundRef, "refund_failed", refund, requested, next)
-	return err
+// PaymentView is one payment.
+type PaymentView struct {
+	Source   string `json:"source"`
+	Ref      string `json:"ref"`
+	Kind     string `json:"kind"` // fiat | crypto
+	OrderID  string `json:"order_id,omitempty"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+	// RefundedAmount is what refunds (net of failed ones) took: never more
+	// than Amount, however much was asked.
+	RefundedAmount int64 `json:"refunded_amount"`
+	// ChainRef is the on-chain reference of a crypto payment.
+	ChainRef   string    `json:"chain_ref,omitempty"`
+	CapturedAt time.Time `json:"captured_at,omitzero"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
-func (a *applier) chargedBack(ctx context.Context, f ChargedBack) error {
-	p, err := a.place(ctx, "chargeback "+f.DisputeRef, f.Payment, f.PaymentRef)
-	if err != nil || p == nil {
-		return err
-	}
-	capture, err := a.captureID(ctx, p)
-	if err != nil {
-		return err
-	}
-	disputed := p.Amount
-	if f.Amount > 0 && f.Amount < p.Amount {
-		disputed = f.Amount
-	}
-	next := p.money
-	next.Open++
-	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, disputed); err != nil {
-		return err
-	}
-	_, err = a.move(ctx, p, "chargeback:"+f.DisputeRef, "chargeback", capture, disputed, next)
-	return err
+const paymentColumns = `source, ref, kind, order_id, amount, currency, status, refunded_amount,
+	COALESCE(chain_ref, ''), captured_at, created_at, updated_at`
+
+func scanPayment(row interface{ Scan(...any) error }) (PaymentView, error) {
+	var v PaymentView
+	err := row.Scan(&v.Source, &v.Ref, &v.Kind, &v.OrderID, &v.Amount, &v.Currency, &v.Status, &v.RefundedAmount,
+		&v.ChainRef, store.ScanTime(&v.CapturedAt), store.ScanTime(&v.CreatedAt), store.ScanTime(&v.UpdatedAt))
+	return v, err
 }
 
-func (a *applier) chargebackWon(ctx context.Context, f ChargebackWon) error {
-	if f.DisputeRef == "" {
-		return a.chargebackReversed(ctx, f)
-	}
-	what := "won chargeback " + f.DisputeRef
-	cb, payRef, disputed, err := a.posting(ctx, "chargeback:"+f.DisputeRef)
-	if err != nil {
-		return err
-	}
-	if cb == 0 {
-		// A won dispute of a crypto payment: the chargeback was never
-		// posted (the payment is final) and never will be.
-		if f.PaymentRef != "" {
-			p, err := a.lockPayment(ctx, f.PaymentRef)
-			if err != nil {
-				return err
-			}
-			if p != nil && p.Kind != "fiat" {
-				return a.kindMismatch(ctx, f.PaymentRef, p.Kind, what)
-			}
-		}
-		return fmt.Errorf("%s: chargeback: %w", what, ErrNotSeenYet)
-	}
-	if f.PaymentRef != "" && payRef != f.PaymentRef {
-		return malformed("%s: of payment %s, but the chargeback is of payment %s", what, f.PaymentRef, payRef)
-	}
-	return a.win(ctx, what, payRef, cb, f.DisputeRef, disputed, f.Amount)
-}
-
-// win posts "chargeback_won:<dispute>" once, reversing the chargeback
-// posting cb of payRef, which took disputed; it gives back limit when
-// above zero and below disputed, else disputed.
-func (a *applier) win(ctx context.Context, what, payRef string, cb int64, dispute string, disputed, limit int64) error {
-	back := disputed
-	if limit > 0 && limit < disputed {
-		back = limit
-	}
-	p, err := a.lockPayment(ctx, payRef)
-	if err != nil {
-		return err
-	}
-	if p == nil {
-		return fmt.Errorf("%s: payment %s: %w", what, payRef, ErrNotSeenYet)
-	}
-	next := p.money
-	next.Open--
-	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, -back); err != nil {
-		return err
-	}
-	if next.Open < 0 || next.Disputed < 0 {
-		// Already won: its posting exists, so move changes nothing.
-		next = p.money
-	}
-	_, err = a.move(ctx, p, "chargeback_won:"+dispute, "chargeback_won", cb, back, next)
-	return err
-}
-
-// chargebackReversed applies a win reported as a record of its own
-// (ReversalRef): it binds the reversal, once ("chargeback_reverse:<ref>",
-// a posting that moves nothing), to a chargeback of the payment not bound
-// to another reversal: first one already won by its own record (Paddle
-// reports a win both ways: the chargeback's adjustment reversed, and a
-// chargeback_reverse adjustment), else the oldest open one, which it wins.
-func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error {
-	what := "chargeback reversal " + f.ReversalRef
-	p, err := a.lockPayment(ctx, f.PaymentRef)
-	if err != nil {
-		return err
-	}
-	if p == nil {
-		return fmt.Errorf("%s: payment %s: %w", what, f.PaymentRef, ErrNotSeenYet)
-	}
-	if p.Kind != "fiat" {
-		return a.kindMismatch(ctx, f.PaymentRef, p.Kind, what)
-	}
-	key := "chargeback_reverse:" + f.ReversalRef
-	if id, _, _, err := a.posting(ctx, key); err != nil || id != 0 {
-		return err // applied before (the payment's lock orders us after it)
-	}
-	// Chargebacks won by their own record first (this reversal is the
-	// other report of such a win), then the oldest open one.
-	var cb, disputed int64
-	var cbKey string
-	err = a.tx.QueryRowContext(ctx, `SELECT c.id, c.fact_key, c.requested_amount FROM payhook_ledger_postings c
-		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
-		AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings b
-			WHERE b.reverses_id = c.id AND substr(b.fact_key, 1, 19) = 'chargeback_reverse:')
-		ORDER BY CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
-			WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 0 ELSE 1 END, c.id
-		LIMIT 1`, a.source, p.Ref).Scan(&cb, &cbKey, &disputed)
+// GetPayment returns the payment of source with the provider reference
+// ref, or an error wrapping payhook.ErrNotFound.
+func GetPayment(ctx context.Context, db *store.DB, source, ref string) (*PaymentView, error) {
+	v, err := scanPayment(db.SQL.QueryRowContext(ctx, `SELECT `+paymentColumns+` FROM payhook_payments
+		WHERE source = $1 AND ref = $2`, source, ref))
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: a chargeback of payment %s to reverse: %w", what, p.Ref, ErrNotSeenYet)
+		return nil, fmt.Errorf("payment %s of %s: %w", ref, source, payhook.ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: find the chargeback it reverses: %w", what, err)
+		return nil, fmt.Errorf("get payment %s of %s: %w", ref, source, err)
 	}
-	dispute := cbKey[len("chargeback:"):]
-	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount); err != nil {
-		return err
+	return &v, nil
+}
+
+// PaymentFilter selects payments for ListPayments. Zero fields match
+// everything.
+type PaymentFilter struct {
+	Source  string
+	Kind    string
+	Status  string
+	OrderID string
+	// Limit caps the result; 0 means 100.
+	Limit int
+}
+
+// ListPayments returns matching payments, newest first.
+func ListPayments(ctx context.Context, db *store.DB, f PaymentFilter) ([]PaymentView, error) {
+	var q query
+	if f.Source != "" {
+		q.where("source = $%d", f.Source)
 	}
-	_, _, err = a.post(ctx, key, "chargeback_won", p.Ref, cb, 0, 0, p.Currency)
-	return err
+	if f.Kind != "" {
+		q.where("kind = $%d", f.Kind)
+	}
+	if f.Status != "" {
+		q.where("status = $%d", f.Status)
+	}
+	if f.OrderID != "" {
+		q.where("order_id = $%d", f.OrderID)
+	}
+	rows, err := db.SQL.QueryContext(ctx, `SELECT `+paymentColumns+` FROM payhook_payments`+q.sql("id DESC", f.Limit), q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list payments: %w", err)
+	}
+	defer rows.Close()
+	out := []PaymentView{}
+	for rows.Next() {
+		v, err := scanPayment(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list payments: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list payments: %w", err)
+	}
+	return out, nil
 }

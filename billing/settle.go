@@ -16,7 +16,7 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 			VALUES ($1, $2, 'crypto', $3, $4, $5, $6, 0, $7, $8, $9, $9)
 			ON CONFLICT DO NOTHING
 			RETURNING id`, a.source, f.InvoiceRef, f.OrderID, f.Amount, f.Currency, status, f.ChainRef,
-			a.t(f.At), a.t(a.now)).Scan(&id)
+			a.t(f.At), a.t(a.tx.now)).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}

@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
 )
 
 // statusRanks orders subscription statuses for snapshots of the same
@@ -104,11 +108,11 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 		case !f.UpdatedAt.IsZero():
 			endedAt = a.t(f.UpdatedAt)
 		default:
-			endedAt = a.t(a.now)
+			endedAt = a.t(a.tx.now)
 		}
 	}
 	args := []any{a.source, f.Ref, f.Customer, f.Plan, f.Status, a.t(f.CurrentPeriodEnd), a.t(f.UpdatedAt),
-		a.t(a.now), endedAt, ended, statusRank(f.Status)}
+		a.t(a.tx.now), endedAt, ended, statusRank(f.Status)}
 	var id int64
 	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_subscriptions
 		(source, ref, customer, plan, status, current_period_end, provider_updated_at, ended_at, created_at, updated_at)
@@ -146,4 +150,88 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 		return fmt.Errorf("update subscription %s: %w", f.Ref, err)
 	}
 	return nil
+}
+
+// SubscriptionView is one subscription.
+type SubscriptionView struct {
+	Source           string    `json:"source"`
+	Ref              string    `json:"ref"`
+	Customer         string    `json:"customer"`
+	Plan             string    `json:"plan"`
+	Status           string    `json:"status"`
+	CurrentPeriodEnd time.Time `json:"current_period_end,omitzero"`
+	// ProviderUpdatedAt is the provider's time of the snapshot shown.
+	ProviderUpdatedAt time.Time `json:"provider_updated_at,omitzero"`
+	// EndedAt is when the provider says the subscription ended (else the
+	// provider time of the snapshot that ended it); zero while not ended.
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+const subscriptionColumns = `source, ref, customer, plan, status, current_period_end, provider_updated_at,
+	ended_at, created_at, updated_at`
+
+func scanSubscription(row interface{ Scan(...any) error }) (SubscriptionView, error) {
+	var v SubscriptionView
+	err := row.Scan(&v.Source, &v.Ref, &v.Customer, &v.Plan, &v.Status, store.ScanTime(&v.CurrentPeriodEnd),
+		store.ScanTime(&v.ProviderUpdatedAt), store.ScanTime(&v.EndedAt), store.ScanTime(&v.CreatedAt),
+		store.ScanTime(&v.UpdatedAt))
+	return v, err
+}
+
+// GetSubscription returns the subscription of source with the provider
+// reference ref, or an error wrapping payhook.ErrNotFound.
+func GetSubscription(ctx context.Context, db *store.DB, source, ref string) (*SubscriptionView, error) {
+	v, err := scanSubscription(db.SQL.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM payhook_subscriptions
+		WHERE source = $1 AND ref = $2`, source, ref))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("subscription %s of %s: %w", ref, source, payhook.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get subscription %s of %s: %w", ref, source, err)
+	}
+	return &v, nil
+}
+
+// SubscriptionFilter selects subscriptions for ListSubscriptions. Zero
+// fields match everything.
+type SubscriptionFilter struct {
+	Source   string
+	Status   string
+	Customer string
+	// Limit caps the result; 0 means 100.
+	Limit int
+}
+
+// ListSubscriptions returns matching subscriptions, newest first.
+func ListSubscriptions(ctx context.Context, db *store.DB, f SubscriptionFilter) ([]SubscriptionView, error) {
+	var q query
+	if f.Source != "" {
+		q.where("source = $%d", f.Source)
+	}
+	if f.Status != "" {
+		q.where("status = $%d", f.Status)
+	}
+	if f.Customer != "" {
+		q.where("customer = $%d", f.Customer)
+	}
+	rows, err := db.SQL.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM payhook_subscriptions`+
+		q.sql("id DESC", f.Limit), q.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	defer rows.Close()
+	out := []SubscriptionView{}
+	for rows.Next() {
+		v, err := scanSubscription(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list subscriptions: %w", err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list subscriptions: %w", err)
+	}
+	return out, nil
 }

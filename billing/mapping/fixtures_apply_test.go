@@ -180,11 +180,11 @@ func applyFixture(ctx context.Context, t *testing.T, db *store.DB, file string) 
 	if err != nil || facts == nil {
 		return err
 	}
-	tx, err := db.SQL.BeginTx(ctx, nil)
+	tx, err := billing.Begin(ctx, db, occurred)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := billing.Apply(ctx, db, tx, "src", facts, occurred); err != nil {
+	if err := billing.Apply(ctx, tx, "src", facts); err != nil {
 		tx.Rollback()
 		return err
 	}

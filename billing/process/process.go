@@ -93,7 +93,7 @@ func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) er
 	if len(read.Facts) == 0 {
 		return fmt.Errorf("%w: %s", payhook.ErrIgnored, read.Ignored)
 	}
-	out, err := billing.ApplyOutcome(ctx, p.db, tx, ev.Source, read.Facts, p.now())
+	out, err := billing.ApplyOutcome(ctx, billing.Wrap(p.db, tx, p.now()), ev.Source, read.Facts)
 	if err != nil {
 		return err
 	}
@@ -115,8 +115,8 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 // commits with the failure, in the transaction that marks the event
 // failed.
 func (p *processor) failed(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error {
-	return billing.RaiseAlert(ctx, p.db, tx, billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
-		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause)), p.now())
+	return billing.RaiseAlert(ctx, billing.Wrap(p.db, tx, p.now()), billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
+		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause)))
 }
 
 // fetchedSubjects says, per provider, which events are about a resource

@@ -43,11 +43,11 @@ func seedBilling(t *testing.T, dbURL string) {
 	}
 	apply := func(source string, facts ...billing.Fact) {
 		t.Helper()
-		tx, err := db.SQL.BeginTx(ctx, nil)
+		tx, err := billing.Begin(ctx, db, billingT0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := billing.Apply(ctx, db, tx, source, facts, billingT0); err != nil {
+		if err := billing.Apply(ctx, tx, source, facts); err != nil {
 			tx.Rollback()
 			t.Fatalf("apply %s: %v", source, err)
 		}

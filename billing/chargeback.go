@@ -1,0 +1,134 @@
+package billing
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+func (a *applier) chargedBack(ctx context.Context, f ChargedBack) error {
+	p, err := a.place(ctx, "chargeback "+f.DisputeRef, f.Payment, f.PaymentRef)
+	if err != nil || p == nil {
+		return err
+	}
+	capture, err := a.captureID(ctx, p)
+	if err != nil {
+		return err
+	}
+	disputed := p.Amount
+	if f.Amount > 0 && f.Amount < p.Amount {
+		disputed = f.Amount
+	}
+	next := p.money
+	next.Open++
+	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, disputed); err != nil {
+		return err
+	}
+	_, err = a.move(ctx, p, "chargeback:"+f.DisputeRef, "chargeback", capture, disputed, next)
+	return err
+}
+
+func (a *applier) chargebackWon(ctx context.Context, f ChargebackWon) error {
+	if f.DisputeRef == "" {
+		return a.chargebackReversed(ctx, f)
+	}
+	what := "won chargeback " + f.DisputeRef
+	cb, payRef, disputed, err := a.posting(ctx, "chargeback:"+f.DisputeRef)
+	if err != nil {
+		return err
+	}
+	if cb == 0 {
+		// A won dispute of a crypto payment: the chargeback was never
+		// posted (the payment is final) and never will be.
+		if f.PaymentRef != "" {
+			p, err := a.lockPayment(ctx, f.PaymentRef)
+			if err != nil {
+				return err
+			}
+			if p != nil && p.Kind != "fiat" {
+				return a.kindMismatch(ctx, f.PaymentRef, p.Kind, what)
+			}
+		}
+		return fmt.Errorf("%s: chargeback: %w", what, ErrNotSeenYet)
+	}
+	if f.PaymentRef != "" && payRef != f.PaymentRef {
+		return malformed("%s: of payment %s, but the chargeback is of payment %s", what, f.PaymentRef, payRef)
+	}
+	return a.win(ctx, what, payRef, cb, f.DisputeRef, disputed, f.Amount)
+}
+
+// win posts "chargeback_won:<dispute>" once, reversing the chargeback
+// posting cb of payRef, which took disputed; it gives back limit when
+// above zero and below disputed, else disputed.
+func (a *applier) win(ctx context.Context, what, payRef string, cb int64, dispute string, disputed, limit int64) error {
+	back := disputed
+	if limit > 0 && limit < disputed {
+		back = limit
+	}
+	p, err := a.lockPayment(ctx, payRef)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("%s: payment %s: %w", what, payRef, ErrNotSeenYet)
+	}
+	next := p.money
+	next.Open--
+	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, -back); err != nil {
+		return err
+	}
+	if next.Open < 0 || next.Disputed < 0 {
+		// Already won: its posting exists, so move changes nothing.
+		next = p.money
+	}
+	_, err = a.move(ctx, p, "chargeback_won:"+dispute, "chargeback_won", cb, back, next)
+	return err
+}
+
+// chargebackReversed applies a win reported as a record of its own
+// (ReversalRef): it binds the reversal, once ("chargeback_reverse:<ref>",
+// a posting that moves nothing), to a chargeback of the payment not bound
+// to another reversal: first one already won by its own record (Paddle
+// reports a win both ways: the chargeback's adjustment reversed, and a
+// chargeback_reverse adjustment), else the oldest open one, which it wins.
+func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error {
+	what := "chargeback reversal " + f.ReversalRef
+	p, err := a.lockPayment(ctx, f.PaymentRef)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		return fmt.Errorf("%s: payment %s: %w", what, f.PaymentRef, ErrNotSeenYet)
+	}
+	if p.Kind != "fiat" {
+		return a.kindMismatch(ctx, f.PaymentRef, p.Kind, what)
+	}
+	key := "chargeback_reverse:" + f.ReversalRef
+	if id, _, _, err := a.posting(ctx, key); err != nil || id != 0 {
+		return err // applied before (the payment's lock orders us after it)
+	}
+	// Chargebacks won by their own record first (this reversal is the
+	// other report of such a win), then the oldest open one.
+	var cb, disputed int64
+	var cbKey string
+	err = a.tx.QueryRowContext(ctx, `SELECT c.id, c.fact_key, c.requested_amount FROM payhook_ledger_postings c
+		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
+		AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings b
+			WHERE b.reverses_id = c.id AND substr(b.fact_key, 1, 19) = 'chargeback_reverse:')
+		ORDER BY CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
+			WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 0 ELSE 1 END, c.id
+		LIMIT 1`, a.source, p.Ref).Scan(&cb, &cbKey, &disputed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: a chargeback of payment %s to reverse: %w", what, p.Ref, ErrNotSeenYet)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: find the chargeback it reverses: %w", what, err)
+	}
+	dispute := cbKey[len("chargeback:"):]
+	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount); err != nil {
+		return err
+	}
+	_, _, err = a.post(ctx, key, "chargeback_won", p.Ref, cb, 0, 0, p.Currency)
+	return err
+}
