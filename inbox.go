@@ -1,6 +1,21 @@
 package payhook
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
+
+// Inbox stores verified events once and schedules their processing: the
+// one call between the receiver and storage. Ingest stores evs in one
+// transaction and returns only after its commit, reporting which events
+// were new (a duplicate of a stored event is not). An error means none of
+// them was stored; when one event of the batch caused it, the error is a
+// *EventError naming it, wrapping ErrLocked when the event's key is held
+// by another transaction. *jobs.Queue is one; a groupcommit.Committer is
+// one that batches concurrent calls.
+type Inbox interface {
+	Ingest(ctx context.Context, evs []*Event) ([]bool, error)
+}
 
 // ErrLocked: an event's key is held by another transaction (another
 // instance storing the same event, or processing it, right now). The

@@ -96,6 +96,13 @@ var (
 	ErrUnavailable = errors.New("storage unavailable")
 	// ErrConfig: a source or component is configured wrongly.
 	ErrConfig = errors.New("invalid configuration")
+	// ErrInvalid: a caller's input (a query parameter, a flag, an id) is
+	// not one payhook accepts; nothing was done. The API answers 400.
+	ErrInvalid = errors.New("invalid input")
+	// ErrConflict: the request cannot be answered as asked, such as a
+	// reference that exists in several sources when none was named; the
+	// API answers 409.
+	ErrConflict = errors.New("conflict")
 	// ErrIgnored: returned (wrapped, with the reason) by a handler that
 	// takes no action on an event on purpose; the event is marked ignored
 	// with the reason instead of processed, and not retried.
@@ -103,15 +110,18 @@ var (
 )
 
 // HTTPStatus maps an error of payhook to the HTTP status that answers it:
-// the one table shared by the receiver and the API.
+// the one table shared by the receiver and the API. Anything it does not
+// know is 500.
 func HTTPStatus(err error) int {
 	switch {
 	case err == nil:
 		return 200
 	case errors.Is(err, ErrNotFound):
 		return 404
-	case errors.Is(err, ErrSignature), errors.Is(err, ErrMalformed):
+	case errors.Is(err, ErrSignature), errors.Is(err, ErrMalformed), errors.Is(err, ErrInvalid):
 		return 400
+	case errors.Is(err, ErrConflict):
+		return 409
 	case errors.Is(err, ErrTooLarge):
 		return 413
 	case errors.Is(err, ErrUnavailable):

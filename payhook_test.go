@@ -19,6 +19,8 @@ func TestHTTPStatus(t *testing.T) {
 		{fmt.Errorf("event 3: %w", payhook.ErrNotFound), 404},
 		{fmt.Errorf("stripe: %w", payhook.ErrSignature), 400},
 		{payhook.ErrMalformed, 400},
+		{fmt.Errorf("limit %q: %w", "x", payhook.ErrInvalid), 400},
+		{fmt.Errorf("payment pay_1 in two sources: %w", payhook.ErrConflict), 409},
 		{payhook.ErrTooLarge, 413},
 		{fmt.Errorf("%w: commit: disk full", payhook.ErrUnavailable), 503},
 		{errors.New("surprise"), 500},

@@ -41,22 +41,13 @@ const maxAlone = 4
 // inbox has already waited for the lock before reporting it.
 const alonePause = 10 * time.Millisecond
 
-// Inbox is what a Committer batches for: it stores events once, in one
-// transaction per call, and reports which were new. When one event of the
-// batch caused a failure, the error is a *payhook.EventError naming it,
-// wrapping payhook.ErrLocked when the event's key is held by another
-// transaction. *jobs.Queue is one.
-type Inbox interface {
-	Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error)
-}
-
-// BoundedInbox is an Inbox that can also store a batch without waiting
+// BoundedInbox is a payhook.Inbox that can also store a batch without waiting
 // long for a key another transaction holds: IngestBounded then fails with
 // a *payhook.EventError wrapping payhook.ErrLocked. A Committer over one
 // uses it, so that one locked key cannot hold up a whole batch.
 // *jobs.Queue is one.
 type BoundedInbox interface {
-	Inbox
+	payhook.Inbox
 	IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool, error)
 }
 
@@ -66,7 +57,7 @@ type Config struct {
 	MaxEvents int
 }
 
-// Committer is an Inbox that groups concurrent Ingest calls into fewer
+// Committer is a payhook.Inbox that groups concurrent Ingest calls into fewer
 // transactions of the inbox it wraps. It is safe for concurrent use.
 type Committer struct {
 	ingest func(ctx context.Context, evs []*payhook.Event) ([]bool, error)
@@ -97,7 +88,7 @@ type result struct {
 }
 
 // New starts a Committer over inbox; Close stops it.
-func New(inbox Inbox, cfg Config) *Committer {
+func New(inbox payhook.Inbox, cfg Config) *Committer {
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 100
 	}

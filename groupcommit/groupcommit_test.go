@@ -107,7 +107,7 @@ func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 // countingInbox records the size of each call to inner; its first call
 // waits on gate.
 type countingInbox struct {
-	inner groupcommit.Inbox
+	inner payhook.Inbox
 	gate  chan struct{}
 	once  sync.Once
 

@@ -58,19 +58,12 @@ const retryAfter = "1"
 // every retry of the provider into a 503.
 const MaxFieldBytes = payhook.MaxRefBytes
 
-// Inbox stores verified events once and schedules their processing. It
-// returns only after the commit holding the events, reporting which ones
-// were new; an error means none of them was stored. *jobs.Queue is one.
-type Inbox interface {
-	Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error)
-}
-
 // Config configures a Receiver.
 type Config struct {
 	// Sources are the configured sources, by unique Name.
 	Sources []payhook.Source
 	// Inbox stores the events (required).
-	Inbox Inbox
+	Inbox payhook.Inbox
 	// MaxBodyBytes bounds a body. If zero, defaults to 1 MiB.
 	MaxBodyBytes int64
 	// MaxInFlightBytes bounds the body bytes held at once by the

@@ -90,7 +90,7 @@ func newEnvWith(t testing.TB, dbURL string, handlers *payhook.Mux, grouped bool,
 	if err != nil {
 		t.Fatal(err)
 	}
-	var inbox receiver.Inbox = q
+	var inbox payhook.Inbox = q
 	if grouped {
 		c := groupcommit.New(q, groupcommit.Config{})
 		t.Cleanup(c.Close)
