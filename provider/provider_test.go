@@ -1,13 +1,16 @@
 package provider_test
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/provider"
+	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/provider/billete"
 	"github.com/payhook/payhook/provider/crypto"
 	"github.com/payhook/payhook/provider/hmac"
@@ -77,5 +80,71 @@ func TestReportsEnvironment(t *testing.T) {
 		if provider.ReportsEnvironment(name) {
 			t.Errorf("ReportsEnvironment(%q) = true; want false", name)
 		}
+	}
+}
+
+// Each adapter says what it has; the registry answers from them alone.
+func TestAdapters(t *testing.T) {
+	t.Parallel()
+	type parts struct{ envelope, environment, api bool }
+	want := map[string]parts{
+		"billete":  {envelope: true, environment: true, api: true},
+		"crypto":   {envelope: true},
+		"hmac":     {},
+		"paddle":   {envelope: true},
+		"standard": {},
+		"stripe":   {envelope: true, environment: true, api: true},
+	}
+	for _, name := range provider.Names() {
+		a, ok := provider.Lookup(name)
+		if !ok || a.Name != name || a.Verifier == nil {
+			t.Errorf("Lookup(%q) = %q (verifier %v), %v; want the adapter %q with a verifier", name, a.Name, a.Verifier != nil, ok, name)
+		}
+		got := parts{a.Envelope != nil, a.ReportsEnvironment, a.Client != nil}
+		if got != want[name] {
+			t.Errorf("adapter %s has %+v; want %+v", name, got, want[name])
+		}
+		if a.Subject.TypePrefix != "" && (a.Client == nil || len(a.Subject.Path) == 0) {
+			t.Errorf("adapter %s has a fetched subject %+v but no client or no path", name, a.Subject)
+		}
+	}
+	if got, want := provider.APIs(), []string{"billete", "stripe"}; !slices.Equal(got, want) {
+		t.Errorf("APIs() = %v; want %v", got, want)
+	}
+	if _, ok := provider.Lookup("Stripe"); ok {
+		t.Errorf("Lookup(%q) found an adapter; names are exact", "Stripe")
+	}
+}
+
+func TestNewClient(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		provider string
+		check    func(adapter.Client) bool
+	}{
+		{"stripe", func(c adapter.Client) bool { _, ok := c.(*stripe.Client); return ok }},
+		{"billete", func(c adapter.Client) bool { _, ok := c.(*billete.Client); return ok }},
+		{"paddle", nil},
+		{"hmac", nil},
+		{"nope", nil},
+		{"", nil},
+	} {
+		c, err := provider.NewClient(tc.provider, adapter.ClientConfig{BaseURL: "http://127.0.0.1:1", Key: "sk_test_x"})
+		switch {
+		case tc.check == nil && (!errors.Is(err, payhook.ErrConfig) || c != nil):
+			t.Errorf("NewClient(%q) = %v, %v; want an error wrapping ErrConfig", tc.provider, c, err)
+		case tc.check != nil && (err != nil || !tc.check(c)):
+			t.Errorf("NewClient(%q) = %T, %v; want the provider's client", tc.provider, c, err)
+		}
+	}
+	// The client is the adapter's, with the source's credentials: it
+	// reaches the base URL (nothing listens there).
+	c, err := provider.NewClient("stripe", adapter.ClientConfig{BaseURL: "http://127.0.0.1:1", Key: "sk_test_x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &payhook.Event{Type: "customer.subscription.updated", Payload: []byte(`{"data":{"object":{"id":"sub_1"}}}`)}
+	if _, err := c.Fetch(context.Background(), ev); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("Fetch through a client of http://127.0.0.1:1 = %v; want the failure to reach it", err)
 	}
 }

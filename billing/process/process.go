@@ -15,6 +15,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/store"
 )
 
@@ -85,8 +86,8 @@ type processor struct {
 
 // apply turns ev into billing facts and applies them in tx.
 func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-	provider := p.bySource[ev.Source].Provider
-	read, err := mapping.Read(provider, current(provider, ev))
+	name := p.bySource[ev.Source].Provider
+	read, err := mapping.Read(name, current(name, ev))
 	if err != nil {
 		return err
 	}
@@ -119,28 +120,17 @@ func (p *processor) failed(ctx context.Context, tx *sql.Tx, ev *payhook.Event, c
 		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause)))
 }
 
-// fetchedSubjects says, per provider, which events are about a resource
-// whose fetched state stands for the subject as a whole, and where in the
-// payload that subject is.
-var fetchedSubjects = map[string]struct {
-	typePrefix string
-	path       []string
-}{
-	"billete": {"subscription.", []string{"data"}},
-	"stripe":  {"customer.subscription.", []string{"data", "object"}},
-}
-
 // current returns ev with the resource's current state in place of the
-// state the event carried, where the fetched resource is the event's
-// subject as a whole (subscriptions). Movements (payments, refunds) keep
-// the event's own data, which says which movement it was. A resource that
-// is not JSON leaves the event as it is.
-func current(provider string, ev *payhook.Event) *payhook.Event {
-	subject, ok := fetchedSubjects[provider]
-	if ev.Resource == nil || !ok || !strings.HasPrefix(ev.Type, subject.typePrefix) || !json.Valid(ev.Resource) {
+// state the event carried, where the provider's adapter says the fetched
+// resource is the event's subject as a whole (subscriptions). Movements
+// (payments, refunds) keep the event's own data, which says which
+// movement it was. A resource that is not JSON leaves the event as it is.
+func current(providerName string, ev *payhook.Event) *payhook.Event {
+	a, _ := provider.Lookup(providerName)
+	if ev.Resource == nil || !a.Subject.Takes(ev.Type) || !json.Valid(ev.Resource) {
 		return ev
 	}
-	payload, err := sjson.SetRawBytes(ev.Payload, sjsonPath(subject.path), ev.Resource)
+	payload, err := sjson.SetRawBytes(ev.Payload, sjsonPath(a.Subject.Path), ev.Resource)
 	if err != nil {
 		return ev
 	}

@@ -3,11 +3,9 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -18,9 +16,8 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/provider"
-	"github.com/payhook/payhook/provider/billete"
+	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/provider/hmac"
-	"github.com/payhook/payhook/provider/stripe"
 )
 
 // fileConfig is the YAML config file.
@@ -73,7 +70,7 @@ type sourceConfig struct {
 	Environment string   `yaml:"environment"` // "", "test" or "live"
 	Tolerance   string   `yaml:"tolerance"`   // e.g. 5m; "" is the provider's default
 	// APIURL and APIKey let processing read the current state of a
-	// resource from the provider (billete and stripe; see apiClients).
+	// resource from the provider (those of provider.APIs()).
 	APIURL string `yaml:"api_url"`
 	APIKey string `yaml:"api_key"`
 
@@ -165,22 +162,15 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 		}
 		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v}
 		if s.APIURL != "" {
-			src.Fetch = apiClients[s.Provider](s.APIURL, s.APIKey)
+			client, err := provider.NewClient(s.Provider, adapter.ClientConfig{BaseURL: s.APIURL, Key: s.APIKey})
+			if err != nil {
+				return nil, fmt.Errorf("%s%s: %w", c.prefix(), s.label(i), err) // wraps payhook.ErrConfig
+			}
+			src.Fetch = client.Fetch
 		}
 		out = append(out, src)
 	}
 	return out, nil
-}
-
-// apiClients are the providers whose API payhook reads (api_url,
-// api_key): each makes the Source.Fetch of a source.
-var apiClients = map[string]func(baseURL, key string) func(context.Context, *payhook.Event) ([]byte, error){
-	"billete": func(u, k string) func(context.Context, *payhook.Event) ([]byte, error) {
-		return (&billete.Client{BaseURL: u, Key: k}).Fetch
-	},
-	"stripe": func(u, k string) func(context.Context, *payhook.Event) ([]byte, error) {
-		return (&stripe.Client{BaseURL: u, Key: k}).Fetch
-	},
 }
 
 // prefix starts the errors about c.
@@ -226,9 +216,9 @@ func (s *sourceConfig) validate() error {
 	// An unknown provider is left to provider.New, which lists the known.
 	case (s.APIURL == "") != (s.APIKey == ""):
 		return errors.New("api_url and api_key go together")
-	case s.APIURL != "" && apiClients[s.Provider] == nil:
+	case s.APIURL != "" && !slices.Contains(provider.APIs(), s.Provider):
 		return fmt.Errorf("api_url: payhook reads the API of providers %s only, not %s",
-			strings.Join(slices.Sorted(maps.Keys(apiClients)), " and "), s.Provider)
+			strings.Join(provider.APIs(), " and "), s.Provider)
 	case s.Environment != "" && slices.Contains(provider.Names(), s.Provider) && !provider.ReportsEnvironment(s.Provider):
 		return fmt.Errorf("provider %s does not say an event's environment; remove environment "+
 			"(and give each environment its own source and secret)", s.Provider)

@@ -43,6 +43,7 @@ func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
 
 // suite describes the provider to providertest.
 var suite = providertest.Suite{
+	Envelope: billete.Adapter.Envelope,
 	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
 		return billete.New(billete.Config{Secrets: secrets, Tolerance: tol})
 	},

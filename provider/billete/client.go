@@ -10,6 +10,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
 	"github.com/payhook/payhook/internal/signing"
+	"github.com/payhook/payhook/provider/adapter"
 )
 
 // Client reads resources from the provider's API with a secret API key
@@ -24,6 +25,8 @@ type Client struct {
 	HTTP *http.Client
 }
 
+var _ adapter.Client = (*Client)(nil)
+
 // Fetch returns the current state of the subscription a subscription.*
 // event is about (GET /subscriptions/{data.id}), as the API's JSON, and
 // nil for every other type: payments, refunds and settlements keep the
@@ -33,18 +36,18 @@ type Client struct {
 // wrapping payhook.ErrMalformed when the event names none, and other
 // errors (to be retried) when the API cannot be reached or fails.
 func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-	if !strings.HasPrefix(ev.Type, "subscription.") {
+	if !subject.Takes(ev.Type) {
 		return nil, nil
 	}
 	// Read strictly, as the envelope is: a case variant ("ID") that
 	// encoding/json would have taken instead is refused.
-	o, err := signing.ObjectAt(ev.Payload, "data")
+	o, err := signing.ObjectAt(ev.Payload, subject.Path...)
 	var id string
 	if err == nil {
 		id, err = o.RequiredString("id")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("billete: event %s has no data.id to fetch: %w", ev.EventID, err)
+		return nil, fmt.Errorf("billete: event %s has no %s.id to fetch: %w", ev.EventID, strings.Join(subject.Path, "."), err)
 	}
 	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "subscriptions/"+url.PathEscape(id))
 	if err != nil {

@@ -27,6 +27,7 @@ func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
 
 // suite describes the provider to providertest.
 var suite = providertest.Suite{
+	Envelope: crypto.Adapter.Envelope,
 	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
 		return crypto.New(crypto.Config{Secrets: secrets, Tolerance: tol})
 	},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/provider/hmac"
 	"github.com/payhook/payhook/provider/providertest"
 )
@@ -189,5 +190,25 @@ func TestConfig(t *testing.T) {
 	ok := hmac.Config{Secrets: s, Header: "X-Sig", IDHeader: "x-id", Template: "{header:X-Id}:{body}"}
 	if _, err := hmac.New(ok); err != nil {
 		t.Errorf("New(id header signed in another case) = %v; want nil", err)
+	}
+}
+
+func TestAdapterOptions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		o       adapter.Options
+		wantErr error
+	}{
+		{"config", adapter.Options{Secrets: []string{"s"}, Provider: hmac.Config{Header: "X-Sig"}}, nil},
+		{"config with its own secrets", adapter.Options{Provider: hmac.Config{Header: "X-Sig", Secrets: []string{"s"}}}, nil},
+		{"no config", adapter.Options{Secrets: []string{"s"}}, payhook.ErrConfig},
+		{"a pointer to a config", adapter.Options{Secrets: []string{"s"}, Provider: &hmac.Config{Header: "X-Sig"}}, payhook.ErrConfig},
+		{"no secret", adapter.Options{Provider: hmac.Config{Header: "X-Sig"}}, payhook.ErrConfig},
+	} {
+		v, err := hmac.Adapter.Verifier(tc.o)
+		if !errors.Is(err, tc.wantErr) || (err != nil) != (v == nil) {
+			t.Errorf("%s: Adapter.Verifier = %v, %v; want %v", tc.name, v, err, tc.wantErr)
+		}
 	}
 }

@@ -28,6 +28,7 @@ func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
 
 // suite describes the provider to providertest.
 var suite = providertest.Suite{
+	Envelope: paddle.Adapter.Envelope,
 	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
 		return paddle.New(paddle.Config{Secrets: secrets, Tolerance: tol})
 	},

@@ -55,6 +55,7 @@ func (s Suite) hostile(t *testing.T, v payhook.Verifier, secret string) {
 			if !errors.Is(err, payhook.ErrMalformed) {
 				t.Errorf("Verify(%q) = %+v, %v; want ErrMalformed", abbrev(tc.body), env, err)
 			}
+			s.refusedEnvelope(t, tc.body)
 		})
 	}
 

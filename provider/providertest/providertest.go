@@ -53,6 +53,10 @@ type Suite struct {
 	// header, for providers that read the id from one. With IDField set
 	// too, the suite puts the same id in both.
 	SignID func(t *testing.T, id string, body []byte, secret string, at time.Time) http.Header
+	// Envelope, if set, is the provider's adapter.Adapter.Envelope: it
+	// must read Event as Verify does (Want, SecretID aside) and refuse
+	// with payhook.ErrMalformed every signed body Verify refuses so.
+	Envelope func(body []byte) (payhook.Envelope, error)
 }
 
 // Run runs the suite against s.
@@ -72,6 +76,11 @@ func Run(t *testing.T, s Suite) {
 		want.SecretID = signing.Fingerprint(cur)
 		if got != want {
 			t.Errorf("Verify = %+v; want %+v", got, want)
+		}
+		if s.Envelope != nil {
+			if got, err := s.Envelope(s.Event); err != nil || got != s.Want {
+				t.Errorf("Envelope = %+v, %v; want %+v", got, err, s.Want)
+			}
 		}
 	})
 
@@ -192,6 +201,7 @@ func Run(t *testing.T, s Suite) {
 			if !errors.Is(err, payhook.ErrMalformed) {
 				t.Errorf("Verify(%s) = %v; want ErrMalformed", tc.body, err)
 			}
+			s.refusedEnvelope(t, tc.body)
 		})
 	}
 
@@ -215,6 +225,18 @@ func Run(t *testing.T, s Suite) {
 			}
 		}
 	})
+}
+
+// refusedEnvelope checks that s.Envelope, if set, refuses body with
+// payhook.ErrMalformed.
+func (s Suite) refusedEnvelope(t *testing.T, body []byte) {
+	t.Helper()
+	if s.Envelope == nil {
+		return
+	}
+	if env, err := s.Envelope(body); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf("Envelope(%q) = %+v, %v; want ErrMalformed", abbrev(body), env, err)
+	}
 }
 
 func (s Suite) mustNew(t *testing.T, secrets []string, tol time.Duration) payhook.Verifier {

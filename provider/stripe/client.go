@@ -10,6 +10,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
 	"github.com/payhook/payhook/internal/signing"
+	"github.com/payhook/payhook/provider/adapter"
 )
 
 // Client reads resources from Stripe's API (or the simulator's stripe
@@ -25,6 +26,8 @@ type Client struct {
 	HTTP *http.Client
 }
 
+var _ adapter.Client = (*Client)(nil)
+
 // Fetch returns the current state of the subscription a
 // customer.subscription.* event is about (GET /v1/subscriptions/{id} of
 // its data.object.id), as the API's JSON, and nil for every other type:
@@ -34,18 +37,18 @@ type Client struct {
 // payhook.ErrMalformed when the event names none, and other errors (to be
 // retried) when the API cannot be reached or fails.
 func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-	if !strings.HasPrefix(ev.Type, "customer.subscription.") {
+	if !subject.Takes(ev.Type) {
 		return nil, nil
 	}
 	// Read strictly, as the envelope is: a case variant ("ID") that
 	// encoding/json would have taken instead is refused.
-	o, err := signing.ObjectAt(ev.Payload, "data", "object")
+	o, err := signing.ObjectAt(ev.Payload, subject.Path...)
 	var id string
 	if err == nil {
 		id, err = o.RequiredString("id")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stripe: event %s has no data.object.id to fetch: %w", ev.EventID, err)
+		return nil, fmt.Errorf("stripe: event %s has no %s.id to fetch: %w", ev.EventID, strings.Join(subject.Path, "."), err)
 	}
 	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(id))
 	if err != nil {

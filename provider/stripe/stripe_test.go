@@ -28,6 +28,7 @@ func FuzzVerify(f *testing.F) { providertest.Fuzz(f, suite) }
 
 // suite describes the provider to providertest.
 var suite = providertest.Suite{
+	Envelope: stripe.Adapter.Envelope,
 	New: func(secrets []string, tol time.Duration) (payhook.Verifier, error) {
 		return stripe.New(stripe.Config{Secrets: secrets, Tolerance: tol})
 	},
