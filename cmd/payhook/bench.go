@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,6 +91,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	rate := fs.String("rate", "", "open-loop deliveries per second, comma-separated: one load each")
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of tables")
 	svg := fs.String("svg", "", "write a chart of throughput and p99 over time to this SVG file")
+	workers := fs.Int("workers", 0, "processing workers of the in-process payhook (default: serve's)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (generator and in-process payhook) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -110,6 +113,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: --url-db goes with exactly one --url", errUsage)
 	case *events <= 0 || *dups < 0:
 		return fmt.Errorf("%w: --events must be positive and --duplicates 0 or more", errUsage)
+	case *workers < 0:
+		return fmt.Errorf("%w: --workers must be 0 (serve's default) or more", errUsage)
 	case len(concs)+len(rates) == 0:
 		return fmt.Errorf("%w: give a --concurrency or a --rate", errUsage)
 	}
@@ -119,12 +124,23 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 
 	rep := benchReport{Date: m.Now().UTC(), Args: args, Machine: benchMachine{CPUs: runtime.NumCPU(), CPU: cpuModel(),
 		Go: runtime.Version(), Databases: map[string]string{}}}
-	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, *urlDB, *provider, *secret, &rep.Machine)
+	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, *urlDB, *provider, *secret, *workers, &rep.Machine)
 	defer closeAll()
 	if err != nil {
 		return err
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var loads []bench.Phase
 	for _, c := range concs {
 		loads = append(loads, bench.Phase{Concurrency: int(c)})
@@ -193,7 +209,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // and the running ones given by URL. closeAll stops what it started, also
 // after an error.
 func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string, urlDB, providerName, urlSecret string,
-	mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
+	workers int, mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
 	var closers []func()
 	closeAll = func() {
 		for _, c := range slices.Backward(closers) {
@@ -224,6 +240,9 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string,
 			env = "    environment: test\n"
 		}
 		yaml := fmt.Sprintf("sources:\n  - name: %s\n    provider: %s\n%s    secrets: [%q]\n", benchSource, providerName, env, secret)
+		if workers > 0 {
+			yaml += fmt.Sprintf("processing:\n  workers: %d\n", workers)
+		}
 		if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 			return nil, closeAll, fmt.Errorf("bench: %w", err)
 		}
