@@ -1,7 +1,9 @@
 // Package api is payhook's read API for applications and operators: the
 // billing state (payments, orders, subscriptions, ledger balances), the
 // alerts and the stored events, as JSON, behind a bearer admin token
-// (PAYHOOK_ADMIN_TOKEN in the server).
+// (PAYHOOK_ADMIN_TOKEN in the server). It is HTTP only: the lookups and
+// the views it answers are billing's (billing.LookupPayment,
+// billing.EventViews...), shared with the CLI.
 //
 // Routes (every one needs "Authorization: Bearer <token>"):
 //
@@ -21,10 +23,11 @@
 //
 // Lists answer an object holding the array ({"payments": [...]}); limit
 // defaults to 100 and is at most 1000. Errors answer {"error": "..."} with
-// the status of payhook.HTTPStatus (404 for what does not exist), 400 for
-// a bad parameter, 401 with WWW-Authenticate: Bearer for a missing or
-// wrong token, 405 for another method and 409 for an ambiguous reference
-// or order id (with "sources": [...]).
+// the status of payhook.HTTPStatus: 404 for what does not exist, 400 for
+// a bad parameter (payhook.ErrInvalid), 409 for an ambiguous reference or
+// order id (payhook.ErrConflict, with "sources": [...]); and 401 with
+// WWW-Authenticate: Bearer for a missing or wrong token, 405 for another
+// method.
 //
 // The handler uses full paths, so it works on its own or mounted at
 // "/api/v1/" of another mux.
@@ -142,32 +145,28 @@ type errorBody struct {
 	Sources []string `json:"sources,omitempty"`
 }
 
-// errBadRequest marks a bad parameter: 400.
-var errBadRequest = errors.New("bad request")
-
+// badRequest returns an error wrapping payhook.ErrInvalid: a bad
+// parameter, 400.
 func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errBadRequest, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", payhook.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// fail answers err: 400 for a bad parameter, 409 for an ambiguous
-// reference, else the status of payhook.HTTPStatus. The detail of a 5xx
-// is logged, not shown.
+// fail answers err with the status of payhook.HTTPStatus; an ambiguous
+// reference (409) also names its sources. The detail of a 5xx is logged,
+// not shown.
 func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var amb *AmbiguousError
-	switch {
-	case errors.Is(err, errBadRequest):
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: err.Error()})
-	case errors.As(err, &amb):
-		writeJSON(w, http.StatusConflict, errorBody{Error: amb.Error() + "; add ?source=", Sources: amb.Sources})
-	default:
-		status := payhook.HTTPStatus(err)
-		if status >= 500 {
-			a.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
-			writeJSON(w, status, errorBody{Error: strings.ToLower(http.StatusText(status))})
-			return
-		}
-		writeJSON(w, status, errorBody{Error: err.Error()})
+	status := payhook.HTTPStatus(err)
+	if status >= 500 {
+		a.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		writeJSON(w, status, errorBody{Error: strings.ToLower(http.StatusText(status))})
+		return
 	}
+	body := errorBody{Error: err.Error()}
+	var amb *billing.AmbiguousError
+	if errors.As(err, &amb) {
+		body = errorBody{Error: amb.Error() + "; add ?source=", Sources: amb.Sources}
+	}
+	writeJSON(w, status, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -200,7 +199,7 @@ func oneOf(r *http.Request, name string, allowed []string) (string, error) {
 }
 
 func (a *api) payment(w http.ResponseWriter, r *http.Request) {
-	p, err := Payment(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
+	p, err := billing.LookupPayment(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -215,7 +214,7 @@ func (a *api) payments(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	status, err := oneOf(r, "status", PaymentStatuses)
+	status, err := oneOf(r, "status", billing.PaymentStatuses)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -238,7 +237,7 @@ func (a *api) payments(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) order(w http.ResponseWriter, r *http.Request) {
-	o, err := Order(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
+	o, err := billing.LookupOrder(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -253,7 +252,7 @@ func (a *api) orders(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	status, err := oneOf(r, "status", OrderStatuses)
+	status, err := oneOf(r, "status", billing.OrderStatuses)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -269,7 +268,7 @@ func (a *api) orders(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) subscription(w http.ResponseWriter, r *http.Request) {
-	s, err := Subscription(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
+	s, err := billing.LookupSubscription(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -297,7 +296,7 @@ func (a *api) subscriptions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) balances(w http.ResponseWriter, r *http.Request) {
-	b, err := Balances(r.Context(), a.db)
+	b, err := billing.LedgerBalances(r.Context(), a.db)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -358,7 +357,7 @@ func (a *api) event(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, EventViews([]*payhook.Event{ev})[0])
+	writeJSON(w, http.StatusOK, billing.EventViews([]*payhook.Event{ev}, true)[0])
 }
 
 func (a *api) events(w http.ResponseWriter, r *http.Request) {
@@ -381,8 +380,8 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Events []EventView `json:"events"`
-	}{EventViews(evs)})
+		Events []billing.EventView `json:"events"`
+	}{billing.EventViews(evs, true)})
 }
 
 // rowID reads the {id} of a route taking payhook's numeric row id.

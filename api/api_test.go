@@ -165,7 +165,7 @@ func TestAPI(t *testing.T) {
 		c := serve(t, db)
 
 		t.Run("payment", func(t *testing.T) {
-			var p api.PaymentDetail
+			var p billing.PaymentDetail
 			c.get("/api/v1/payments/pay_1", &p)
 			if p.Source != "stripe" || p.Ref != "pay_1" || p.Kind != "fiat" || p.OrderID != "ord_1" || p.Amount != 10000 ||
 				p.Currency != "USD" || p.Status != "partially_refunded" || p.RefundedAmount != 3000 ||
@@ -281,7 +281,7 @@ func TestAPI(t *testing.T) {
 		})
 
 		t.Run("balances", func(t *testing.T) {
-			var b api.BalancesView
+			var b billing.BalancesView
 			c.get("/api/v1/ledger/balances", &b)
 			want := map[string]map[string]int64{
 				"USD": {billing.AccountReceivable: 8000, billing.AccountRevenue: -8000},

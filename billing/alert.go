@@ -134,25 +134,12 @@ func ListAlerts(ctx context.Context, db *store.DB, f AlertFilter) ([]AlertView, 
 	if f.Unacknowledged {
 		q.where("acknowledged = $%d", false)
 	}
-	rows, err := db.SQL.QueryContext(ctx, `SELECT id, kind, subject, message, first_seen, last_seen, count, acknowledged
+	return list(ctx, db, "list alerts", func(row scanner) (v AlertView, err error) {
+		err = row.Scan(&v.ID, &v.Kind, &v.Subject, &v.Message, store.ScanTime(&v.FirstSeen),
+			store.ScanTime(&v.LastSeen), &v.Count, &v.Acknowledged)
+		return v, err
+	}, `SELECT id, kind, subject, message, first_seen, last_seen, count, acknowledged
 		FROM payhook_alerts`+q.sql("last_seen DESC, id DESC", f.Limit), q.args...)
-	if err != nil {
-		return nil, fmt.Errorf("list alerts: %w", err)
-	}
-	defer rows.Close()
-	out := []AlertView{}
-	for rows.Next() {
-		var v AlertView
-		if err := rows.Scan(&v.ID, &v.Kind, &v.Subject, &v.Message, store.ScanTime(&v.FirstSeen),
-			store.ScanTime(&v.LastSeen), &v.Count, &v.Acknowledged); err != nil {
-			return nil, fmt.Errorf("list alerts: %w", err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list alerts: %w", err)
-	}
-	return out, nil
 }
 
 // AckAlert acknowledges the alert with the id. It returns an error

@@ -14,7 +14,10 @@
 // holds), which carries the engine and the transaction's time. Reads
 // (GetPayment, ListPayments, Balances, ListAlerts...) go through the
 // database's pool, never while a transaction is open on SQLite, and return
-// errors wrapping payhook.ErrNotFound for what does not exist.
+// errors wrapping payhook.ErrNotFound for what does not exist. The views
+// they return (PaymentView, PaymentDetail, BalancesView, EventView...) are
+// what the read API, the CLI and the console show, one per thing; the
+// Lookup functions find a reference in whichever source holds it.
 //
 // One file per aggregate, each holding its writes and its views:
 //
@@ -29,4 +32,6 @@
 //	settle.go        crypto settlements, final
 //	subscription.go  subscriptions ranked against older snapshots
 //	alert.go         alerts raised once per occurrence
+//	event.go         the view of a stored event
+//	query.go         list filters and lookups across sources
 package billing

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,6 +184,60 @@ func ListPostings(ctx context.Context, db *store.DB, source, paymentRef string) 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list postings: %w", err)
+	}
+	return out, nil
+}
+
+// CurrencyBalance is the ledger of one currency: the balance of every
+// account in minor units, and their sum, which is always 0 (a client can
+// check it).
+type CurrencyBalance struct {
+	Accounts map[string]int64 `json:"accounts"`
+	Sum      int64            `json:"sum"`
+}
+
+// BalancesView is the ledger's balances per currency, as the API, the CLI
+// and the console show them.
+type BalancesView struct {
+	Balances map[string]CurrencyBalance `json:"balances"`
+}
+
+// Currencies returns the currencies, sorted.
+func (b BalancesView) Currencies() []string {
+	out := make([]string, 0, len(b.Balances))
+	for c := range b.Balances {
+		out = append(out, c)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Unbalanced returns the currencies whose accounts do not sum to zero
+// (none, unless the ledger is broken), sorted.
+func (b BalancesView) Unbalanced() []string {
+	var out []string
+	for _, c := range b.Currencies() {
+		if b.Balances[c].Sum != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// LedgerBalances returns Balances as a view: each currency's accounts
+// with their sum.
+func LedgerBalances(ctx context.Context, db *store.DB) (BalancesView, error) {
+	bal, err := Balances(ctx, db)
+	if err != nil {
+		return BalancesView{}, err
+	}
+	out := BalancesView{Balances: make(map[string]CurrencyBalance, len(bal))}
+	for cur, accounts := range bal {
+		var sum int64
+		for _, v := range accounts {
+			sum += v
+		}
+		out.Balances[cur] = CurrencyBalance{Accounts: accounts, Sum: sum}
 	}
 	return out, nil
 }

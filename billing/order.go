@@ -95,7 +95,7 @@ type OrderView struct {
 
 const orderColumns = `source, order_id, status, paid_by, paid_at, created_at`
 
-func scanOrder(row interface{ Scan(...any) error }) (OrderView, error) {
+func scanOrder(row scanner) (OrderView, error) {
 	var v OrderView
 	err := row.Scan(&v.Source, &v.OrderID, &v.Status, &v.PaidBy, store.ScanTime(&v.PaidAt), store.ScanTime(&v.CreatedAt))
 	return v, err
@@ -132,21 +132,23 @@ func ListOrders(ctx context.Context, db *store.DB, f OrderFilter) ([]OrderView, 
 	if f.Status != "" {
 		q.where("status = $%d", f.Status)
 	}
-	rows, err := db.SQL.QueryContext(ctx, `SELECT `+orderColumns+` FROM payhook_orders`+q.sql("id DESC", f.Limit), q.args...)
-	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	defer rows.Close()
-	out := []OrderView{}
-	for rows.Next() {
-		v, err := scanOrder(rows)
+	return list(ctx, db, "list orders", scanOrder,
+		`SELECT `+orderColumns+` FROM payhook_orders`+q.sql("id DESC", f.Limit), q.args...)
+}
+
+// OrderStatuses lists the statuses an order can have.
+var OrderStatuses = []string{"pending", "paid"}
+
+// LookupOrder returns the order with the application's order id orderID;
+// source empty as for LookupPayment (the same order id in several
+// sources, such as a test and a live account, is an *AmbiguousError).
+func LookupOrder(ctx context.Context, db *store.DB, source, orderID string) (*OrderView, error) {
+	if source == "" {
+		s, err := onlySource(ctx, db, "order", "payhook_orders", "order_id", orderID)
 		if err != nil {
-			return nil, fmt.Errorf("list orders: %w", err)
+			return nil, err
 		}
-		out = append(out, v)
+		source = s
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	return out, nil
+	return GetOrder(ctx, db, source, orderID)
 }

@@ -285,7 +285,7 @@ type PaymentView struct {
 const paymentColumns = `source, ref, kind, order_id, amount, currency, status, refunded_amount,
 	COALESCE(chain_ref, ''), captured_at, created_at, updated_at`
 
-func scanPayment(row interface{ Scan(...any) error }) (PaymentView, error) {
+func scanPayment(row scanner) (PaymentView, error) {
 	var v PaymentView
 	err := row.Scan(&v.Source, &v.Ref, &v.Kind, &v.OrderID, &v.Amount, &v.Currency, &v.Status, &v.RefundedAmount,
 		&v.ChainRef, store.ScanTime(&v.CapturedAt), store.ScanTime(&v.CreatedAt), store.ScanTime(&v.UpdatedAt))
@@ -332,21 +332,39 @@ func ListPayments(ctx context.Context, db *store.DB, f PaymentFilter) ([]Payment
 	if f.OrderID != "" {
 		q.where("order_id = $%d", f.OrderID)
 	}
-	rows, err := db.SQL.QueryContext(ctx, `SELECT `+paymentColumns+` FROM payhook_payments`+q.sql("id DESC", f.Limit), q.args...)
-	if err != nil {
-		return nil, fmt.Errorf("list payments: %w", err)
-	}
-	defer rows.Close()
-	out := []PaymentView{}
-	for rows.Next() {
-		v, err := scanPayment(rows)
+	return list(ctx, db, "list payments", scanPayment,
+		`SELECT `+paymentColumns+` FROM payhook_payments`+q.sql("id DESC", f.Limit), q.args...)
+}
+
+// PaymentStatuses lists the statuses a payment can have.
+var PaymentStatuses = []string{"succeeded", "partially_refunded", "refunded", "charged_back", "settled", "rejected"}
+
+// PaymentDetail is a payment with its ledger postings (oldest first): what
+// the API, the CLI and the console show for one payment.
+type PaymentDetail struct {
+	PaymentView
+	Postings []PostingView `json:"postings"`
+}
+
+// LookupPayment returns the payment with the provider reference ref, with
+// its postings. With source empty it looks the reference up in every
+// source: none is an error wrapping payhook.ErrNotFound, several an
+// *AmbiguousError (wrapping payhook.ErrConflict).
+func LookupPayment(ctx context.Context, db *store.DB, source, ref string) (*PaymentDetail, error) {
+	if source == "" {
+		s, err := onlySource(ctx, db, "payment", "payhook_payments", "ref", ref)
 		if err != nil {
-			return nil, fmt.Errorf("list payments: %w", err)
+			return nil, err
 		}
-		out = append(out, v)
+		source = s
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list payments: %w", err)
+	p, err := GetPayment(ctx, db, source, ref)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	ps, err := ListPostings(ctx, db, source, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &PaymentDetail{PaymentView: *p, Postings: ps}, nil
 }

@@ -172,7 +172,7 @@ type SubscriptionView struct {
 const subscriptionColumns = `source, ref, customer, plan, status, current_period_end, provider_updated_at,
 	ended_at, created_at, updated_at`
 
-func scanSubscription(row interface{ Scan(...any) error }) (SubscriptionView, error) {
+func scanSubscription(row scanner) (SubscriptionView, error) {
 	var v SubscriptionView
 	err := row.Scan(&v.Source, &v.Ref, &v.Customer, &v.Plan, &v.Status, store.ScanTime(&v.CurrentPeriodEnd),
 		store.ScanTime(&v.ProviderUpdatedAt), store.ScanTime(&v.EndedAt), store.ScanTime(&v.CreatedAt),
@@ -216,22 +216,19 @@ func ListSubscriptions(ctx context.Context, db *store.DB, f SubscriptionFilter) 
 	if f.Customer != "" {
 		q.where("customer = $%d", f.Customer)
 	}
-	rows, err := db.SQL.QueryContext(ctx, `SELECT `+subscriptionColumns+` FROM payhook_subscriptions`+
-		q.sql("id DESC", f.Limit), q.args...)
-	if err != nil {
-		return nil, fmt.Errorf("list subscriptions: %w", err)
-	}
-	defer rows.Close()
-	out := []SubscriptionView{}
-	for rows.Next() {
-		v, err := scanSubscription(rows)
+	return list(ctx, db, "list subscriptions", scanSubscription,
+		`SELECT `+subscriptionColumns+` FROM payhook_subscriptions`+q.sql("id DESC", f.Limit), q.args...)
+}
+
+// LookupSubscription returns the subscription with the provider reference
+// ref; source empty as for LookupPayment.
+func LookupSubscription(ctx context.Context, db *store.DB, source, ref string) (*SubscriptionView, error) {
+	if source == "" {
+		s, err := onlySource(ctx, db, "subscription", "payhook_subscriptions", "ref", ref)
 		if err != nil {
-			return nil, fmt.Errorf("list subscriptions: %w", err)
+			return nil, err
 		}
-		out = append(out, v)
+		source = s
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list subscriptions: %w", err)
-	}
-	return out, nil
+	return GetSubscription(ctx, db, source, ref)
 }

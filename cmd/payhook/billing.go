@@ -81,7 +81,7 @@ func checkLimit(n int) error {
 // ambiguous turns an ambiguous reference into a usage error saying which
 // --source to give.
 func ambiguous(err error) error {
-	var amb *api.AmbiguousError
+	var amb *billing.AmbiguousError
 	if errors.As(err, &amb) {
 		return fmt.Errorf("%w: %w; give --source %s", errUsage, err, strings.Join(amb.Sources, " or --source "))
 	}
@@ -214,7 +214,7 @@ func (m *Main) paymentsList(ctx context.Context, args []string) error {
 	return m.runView(ctx, fs, args, view{
 		check: func() error {
 			return cmp.Or(checkOneOf("kind", f.Kind, []string{"fiat", "crypto"}),
-				checkOneOf("status", f.Status, api.PaymentStatuses), checkLimit(f.Limit))
+				checkOneOf("status", f.Status, billing.PaymentStatuses), checkLimit(f.Limit))
 		},
 		load: func(db *store.DB, _ string) (any, error) { return billing.ListPayments(ctx, db, f) },
 		print: table("(no payments)", "SOURCE\tREF\tKIND\tSTATUS\tAMOUNT\tCURRENCY\tREFUNDED\tORDER\tCAPTURED_AT",
@@ -230,9 +230,9 @@ func (m *Main) paymentsShow(ctx context.Context, args []string) error {
 	source := fs.String("source", "", "the payment's source (needed when REF exists in several)")
 	return m.runView(ctx, fs, args, view{
 		arg:  "REF",
-		load: func(db *store.DB, ref string) (any, error) { return api.Payment(ctx, db, *source, ref) },
+		load: func(db *store.DB, ref string) (any, error) { return billing.LookupPayment(ctx, db, *source, ref) },
 		print: func(w io.Writer, v any) error {
-			p := v.(*api.PaymentDetail)
+			p := v.(*billing.PaymentDetail)
 			err := fields(w,
 				"source", p.Source,
 				"ref", p.Ref,
@@ -291,8 +291,10 @@ func (m *Main) ordersList(ctx context.Context, args []string) error {
 	fs.StringVar(&f.Status, "status", "", "only orders with this status: pending or paid")
 	fs.IntVar(&f.Limit, "limit", 50, "at most this many orders, newest first")
 	return m.runView(ctx, fs, args, view{
-		check: func() error { return cmp.Or(checkOneOf("status", f.Status, api.OrderStatuses), checkLimit(f.Limit)) },
-		load:  func(db *store.DB, _ string) (any, error) { return billing.ListOrders(ctx, db, f) },
+		check: func() error {
+			return cmp.Or(checkOneOf("status", f.Status, billing.OrderStatuses), checkLimit(f.Limit))
+		},
+		load: func(db *store.DB, _ string) (any, error) { return billing.ListOrders(ctx, db, f) },
 		print: table("(no orders)", "SOURCE\tORDER_ID\tSTATUS\tPAID_BY\tPAID_AT\tCREATED_AT",
 			func(tw io.Writer, o billing.OrderView) {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Source, o.OrderID, o.Status, dash(o.PaidBy), formatTime(o.PaidAt), formatTime(o.CreatedAt))
@@ -305,7 +307,7 @@ func (m *Main) ordersShow(ctx context.Context, args []string) error {
 	source := fs.String("source", "", "the order's source (needed when ORDER_ID exists in several)")
 	return m.runView(ctx, fs, args, view{
 		arg:  "ORDER_ID",
-		load: func(db *store.DB, id string) (any, error) { return api.Order(ctx, db, *source, id) },
+		load: func(db *store.DB, id string) (any, error) { return billing.LookupOrder(ctx, db, *source, id) },
 		print: func(w io.Writer, v any) error {
 			o := v.(*billing.OrderView)
 			return fields(w,
@@ -360,7 +362,7 @@ func (m *Main) subscriptionsShow(ctx context.Context, args []string) error {
 	source := fs.String("source", "", "the subscription's source (needed when REF exists in several)")
 	return m.runView(ctx, fs, args, view{
 		arg:  "REF",
-		load: func(db *store.DB, ref string) (any, error) { return api.Subscription(ctx, db, *source, ref) },
+		load: func(db *store.DB, ref string) (any, error) { return billing.LookupSubscription(ctx, db, *source, ref) },
 		print: func(w io.Writer, v any) error {
 			s := v.(*billing.SubscriptionView)
 			return fields(w,
@@ -393,15 +395,15 @@ Examples:
   payhook ledger balances --json`
 
 func (m *Main) ledgerBalances(ctx context.Context, args []string) error {
-	var b api.BalancesView
+	var b billing.BalancesView
 	err := m.runView(ctx, m.flags("ledger balances", ledgerHelp), args, view{
 		load: func(db *store.DB, _ string) (any, error) {
 			var err error
-			b, err = api.Balances(ctx, db)
+			b, err = billing.LedgerBalances(ctx, db)
 			return b, err
 		},
 		print: func(w io.Writer, v any) error {
-			b := v.(api.BalancesView)
+			b := v.(billing.BalancesView)
 			tw := newTable(w)
 			fmt.Fprintln(tw, "CURRENCY\tACCOUNT\tBALANCE")
 			for _, cur := range b.Currencies() {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
-	"github.com/payhook/payhook/api"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
@@ -156,7 +155,7 @@ func TestBillingCLI(t *testing.T) {
 				!strings.Contains(out, "provider_receivable -3000") {
 				t.Errorf("payments show:\n%s", out)
 			}
-			var p api.PaymentDetail
+			var p billing.PaymentDetail
 			mustCLI(t, dbURL, &p, "payments", "show", "pay_1", "--json")
 			if p.Source != "stripe" || p.Status != "partially_refunded" || len(p.Postings) != 2 ||
 				p.Postings[1].FactKey != "refund:re_1" || p.Postings[1].ReversesID != p.Postings[0].ID {
@@ -167,7 +166,7 @@ func TestBillingCLI(t *testing.T) {
 				t.Errorf("payments show pay_dup --source paddle = %+v", p.PaymentView)
 			}
 			_, err := cli(t, dbURL, "payments", "show", "pay_dup")
-			if !errors.Is(err, errUsage) || !errors.Is(err, api.ErrAmbiguous) || !strings.Contains(err.Error(), "--source paddle") {
+			if !errors.Is(err, errUsage) || !errors.Is(err, payhook.ErrConflict) || !strings.Contains(err.Error(), "--source paddle") {
 				t.Errorf("payments show of an ambiguous ref: %v; want a usage error naming the sources", err)
 			}
 		})
@@ -205,7 +204,7 @@ func TestBillingCLI(t *testing.T) {
 				t.Errorf("orders show ord_dup --source paddle = %+v", o)
 			}
 			_, err := cli(t, dbURL, "orders", "show", "ord_dup")
-			if !errors.Is(err, errUsage) || !errors.Is(err, api.ErrAmbiguous) || !strings.Contains(err.Error(), "--source paddle") {
+			if !errors.Is(err, errUsage) || !errors.Is(err, payhook.ErrConflict) || !strings.Contains(err.Error(), "--source paddle") {
 				t.Errorf("orders show of an ambiguous order id: %v; want a usage error naming the sources", err)
 			}
 		})
@@ -242,7 +241,7 @@ func TestBillingCLI(t *testing.T) {
 					t.Errorf("ledger balances has no row %v:\n%s", row, out)
 				}
 			}
-			var b api.BalancesView
+			var b billing.BalancesView
 			mustCLI(t, dbURL, &b, "ledger", "balances", "--json")
 			if len(b.Balances) != 3 || b.Balances["USD"].Accounts[billing.AccountReceivable] != 8000 ||
 				b.Balances["BTC"].Accounts[billing.AccountCryptoWallet] != 50000 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
 )
@@ -63,10 +64,10 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 		},
 		load: func(db *store.DB, _ string) (any, error) {
 			evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: *limit})
-			return views(evs, false), err
+			return billing.EventViews(evs, false), err
 		},
 		print: table("(no events)", "ID\tSOURCE\tEVENT_ID\tTYPE\tSTATUS\tATTEMPTS\tRECEIVED_AT",
-			func(tw io.Writer, ev eventView) {
+			func(tw io.Writer, ev billing.EventView) {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", ev.ID, ev.Source, ev.EventID, ev.Type, ev.Status,
 					ev.Attempts, ev.ReceivedAt.Format(time.RFC3339))
 			}),
@@ -85,9 +86,9 @@ func (m *Main) eventsShow(ctx context.Context, args []string) error {
 				return nil, err
 			}
 			if len(evs) == 1 {
-				return views(evs, true)[0], nil
+				return billing.EventViews(evs, true)[0], nil
 			}
-			return views(evs, true), nil
+			return billing.EventViews(evs, true), nil
 		},
 		print: func(w io.Writer, _ any) error {
 			for i, ev := range evs {
@@ -187,24 +188,6 @@ func findEvents(ctx context.Context, db *store.DB, key string) ([]*payhook.Event
 		return nil, fmt.Errorf("event %q: %w", key, payhook.ErrNotFound)
 	}
 	return evs, nil
-}
-
-// eventView is an event as the CLI prints it in JSON: the payload inline
-// when it is JSON (it always is for stored events).
-type eventView struct {
-	*payhook.Event
-	Payload json.RawMessage `json:"payload,omitempty"`
-}
-
-func views(evs []*payhook.Event, withPayload bool) []eventView {
-	out := make([]eventView, len(evs))
-	for i, ev := range evs {
-		out[i] = eventView{Event: ev}
-		if withPayload && json.Valid(ev.Payload) {
-			out[i].Payload = ev.Payload
-		}
-	}
-	return out
 }
 
 func (m *Main) printJSON(v any) error {
