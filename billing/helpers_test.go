@@ -15,6 +15,10 @@ const src = "src"
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+func pay(ref, orderID string, amount int64, currency string) billing.Payment {
+	return billing.Payment{Ref: ref, OrderID: orderID, Amount: amount, Currency: currency, CapturedAt: t0.Add(-time.Hour)}
+}
+
 // openDB opens and migrates the database, and checks the ledger when the
 // test ends.
 func openDB(t *testing.T, dbURL string) *store.DB {

@@ -83,38 +83,6 @@ func TestLookups(t *testing.T) {
 	})
 }
 
-func TestLedgerBalances(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
-		db := openDB(t, dbURL)
-		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 1000, "USD")},
-			billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 300, Currency: "USD"},
-			billing.Settled{InvoiceRef: "inv_1", Amount: 5, Currency: "BTC", ChainRef: "tx_1", At: t0})
-		b, err := billing.LedgerBalances(ctx, db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := b.Currencies(); !slices.Equal(got, []string{"BTC", "USD"}) {
-			t.Errorf("Currencies() = %v; want BTC, USD", got)
-		}
-		if u := b.Unbalanced(); len(u) != 0 {
-			t.Errorf("Unbalanced() = %v; want none", u)
-		}
-		usd := b.Balances["USD"]
-		if usd.Sum != 0 || usd.Accounts[billing.AccountReceivable] != 700 || usd.Accounts[billing.AccountRevenue] != -700 {
-			t.Errorf("USD = %+v; want receivable 700, revenue -700, sum 0", usd)
-		}
-		if btc := b.Balances["BTC"]; btc.Sum != 0 || btc.Accounts[billing.AccountCryptoWallet] != 5 {
-			t.Errorf("BTC = %+v; want wallet 5, sum 0", btc)
-		}
-		broken := billing.BalancesView{Balances: map[string]billing.CurrencyBalance{
-			"EUR": {Sum: 1}, "USD": {Sum: 0}, "BTC": {Sum: -1}}}
-		if u := broken.Unbalanced(); !slices.Equal(u, []string{"BTC", "EUR"}) {
-			t.Errorf("Unbalanced() = %v; want BTC, EUR", u)
-		}
-	})
-}
-
 func TestEventViews(t *testing.T) {
 	evs := []*payhook.Event{
 		{ID: 1, EventID: "evt_1", Payload: []byte(`{"id":"evt_1"}`)},

@@ -1,0 +1,56 @@
+package billing_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/dbtest"
+)
+
+func TestAlertsAndReads(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		raise(t, db, billing.AlertEventFailed, "evt_1", "boom", t0)
+		raise(t, db, billing.AlertEventFailed, "evt_1", "boom again", t0.Add(time.Minute))
+		as := alerts(t, db)
+		if len(as) != 1 || as[0].Count != 2 || as[0].Message != "boom again" || !as[0].FirstSeen.Equal(t0) ||
+			!as[0].LastSeen.Equal(t0.Add(time.Minute)) || as[0].Acknowledged {
+			t.Fatalf("alerts = %+v", as)
+		}
+		if err := billing.AckAlert(ctx, db, as[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if un := listAlerts(t, db, billing.AlertFilter{Unacknowledged: true}); len(un) != 0 {
+			t.Fatalf("unacknowledged = %+v", un)
+		}
+		if as := alerts(t, db); !as[0].Acknowledged {
+			t.Fatalf("alert not acknowledged: %+v", as[0])
+		}
+		raise(t, db, billing.AlertEventFailed, "evt_1", "boom", t0.Add(2*time.Minute))
+		if un := listAlerts(t, db, billing.AlertFilter{Unacknowledged: true, Kind: billing.AlertEventFailed}); len(un) != 1 || un[0].Count != 3 {
+			t.Fatalf("raised again: %+v; want unacknowledged, count 3", un)
+		}
+		if err := billing.AckAlert(ctx, db, 999); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("AckAlert(999) = %v; want ErrNotFound", err)
+		}
+		if _, err := billing.GetPayment(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetPayment = %v; want ErrNotFound", err)
+		}
+		if _, err := billing.GetOrder(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetOrder = %v; want ErrNotFound", err)
+		}
+		if _, err := billing.GetSubscription(ctx, db, src, "nope"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetSubscription = %v; want ErrNotFound", err)
+		}
+		// Scoped by source.
+		apply(t, db, billing.Captured{Payment: pay("pay_1", "", 1, "USD")})
+		if _, err := billing.GetPayment(ctx, db, "other", "pay_1"); !errors.Is(err, payhook.ErrNotFound) {
+			t.Fatalf("GetPayment(other source) = %v; want ErrNotFound", err)
+		}
+	})
+}
