@@ -10,7 +10,6 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/store"
 )
 
 // The event_failed alert is written in the transaction that marks the event
@@ -19,14 +18,7 @@ import (
 func TestFailedAlertInTheFailureTransaction(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db := open(t, dbURL)
 		now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 		cfg := config(t, db, nil, now)
 		for _, c := range []struct {

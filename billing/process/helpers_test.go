@@ -1,6 +1,7 @@
 package process_test
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -11,6 +12,25 @@ import (
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
 )
+
+// open opens the database at dbURL with payhook's and the job queue's
+// tables, closed when the test ends.
+func open(t *testing.T, dbURL string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
 
 // config returns the processing of sources on db at the fixed time now,
 // its logs discarded.

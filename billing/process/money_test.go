@@ -10,7 +10,6 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
-	"github.com/payhook/payhook/store"
 )
 
 // The server's handler on events that cannot apply: each is failed at its
@@ -21,17 +20,7 @@ import (
 func TestProcessingMoneyEdges(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := jobs.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
+		db := open(t, dbURL)
 		now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 		sources := []payhook.Source{{Name: "stripe", Provider: "stripe"}}
 		q, err := jobs.New(db, config(t, db, sources, now))
