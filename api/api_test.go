@@ -51,8 +51,7 @@ func seed(t *testing.T, dbURL string) (*store.DB, int64) {
 			t.Fatal(err)
 		}
 		if err := billing.Apply(ctx, tx, source, facts); err != nil {
-			tx.Rollback()
-			t.Fatalf("apply %s %+v: %v", source, facts, err)
+			t.Fatalf("apply %s %+v: %v", source, facts, errors.Join(err, tx.Rollback()))
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
@@ -79,8 +78,7 @@ func seed(t *testing.T, dbURL string) (*store.DB, int64) {
 	ev := &payhook.Event{Source: "stripe", EventID: "evt_1", Type: "charge.refunded", ReceivedAt: t0,
 		Payload: []byte(`{"id":"evt_1","type":"charge.refunded"}`)}
 	if _, err := db.InsertEventsTx(ctx, tx, []*payhook.Event{ev}); err != nil {
-		tx.Rollback()
-		t.Fatal(err)
+		t.Fatal(errors.Join(err, tx.Rollback()))
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
@@ -439,7 +437,10 @@ func TestAPI(t *testing.T) {
 				t.Errorf("ack with a wrong token = %d; want 401", code)
 			}
 			// Another scheme with the right token.
-			req, _ := http.NewRequest("GET", c.url+"/api/v1/ledger/balances", nil)
+			req, err := http.NewRequest("GET", c.url+"/api/v1/ledger/balances", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
 			req.Header.Set("Authorization", "Basic "+token)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
