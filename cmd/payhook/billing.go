@@ -24,42 +24,41 @@ import (
 // same object for show and balances, and for list the array the API
 // answers under its key ({"payments": [...]}).
 
-// billingCommands returns the billing commands, for the command table of
-// Run.
-func (m *Main) billingCommands() map[string]func(context.Context, []string) error {
-	return map[string]func(context.Context, []string) error{
-		"payments":      m.subcommands("payments", paymentsHelp, subs{"list": m.paymentsList, "show": m.paymentsShow}),
-		"orders":        m.subcommands("orders", ordersHelp, subs{"list": m.ordersList, "show": m.ordersShow}),
-		"subscriptions": m.subcommands("subscriptions", subscriptionsHelp, subs{"list": m.subscriptionsList, "show": m.subscriptionsShow}),
-		"ledger":        m.subcommands("ledger", ledgerHelp, subs{"balances": m.ledgerBalances}),
-		"alerts":        m.subcommands("alerts", alertsHelp, subs{"list": m.alertsList, "ack": m.alertsAck}),
-	}
+func (m *Main) payments(ctx context.Context, args []string) error {
+	return m.subcommand(ctx, args, paymentsHelp, subs{"list": m.paymentsList, "show": m.paymentsShow})
+}
+
+func (m *Main) orders(ctx context.Context, args []string) error {
+	return m.subcommand(ctx, args, ordersHelp, subs{"list": m.ordersList, "show": m.ordersShow})
+}
+
+func (m *Main) subscriptions(ctx context.Context, args []string) error {
+	return m.subcommand(ctx, args, subscriptionsHelp, subs{"list": m.subscriptionsList, "show": m.subscriptionsShow})
+}
+
+func (m *Main) ledger(ctx context.Context, args []string) error {
+	return m.subcommand(ctx, args, ledgerHelp, subs{"balances": m.ledgerBalances})
+}
+
+func (m *Main) alerts(ctx context.Context, args []string) error {
+	return m.subcommand(ctx, args, alertsHelp, subs{"list": m.alertsList, "ack": m.alertsAck})
 }
 
 // subs are the subcommands of a command, by name.
 type subs map[string]func(context.Context, []string) error
 
-// subcommands returns the command cmd, which dispatches args[0] among
-// byName, printing help for help.
-func (m *Main) subcommands(cmd, help string, byName subs) func(context.Context, []string) error {
-	names := slices.Sorted(maps.Keys(byName))
-	want := strings.Join(names, " or ")
-	return func(ctx context.Context, args []string) error {
-		if len(args) == 0 {
-			return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, cmd, want)
-		}
-		sub, rest := args[0], args[1:]
-		switch sub {
-		case "-h", "--help", "help":
-			fmt.Fprintln(m.Stdout, help)
-			return nil
-		}
-		run, ok := byName[sub]
-		if !ok {
-			return fmt.Errorf("%w: unknown %s subcommand %q (want %s)", errUsage, cmd, sub, want)
-		}
-		return run(ctx, rest)
+// subcommand runs the subcommand args[0] among byName, or prints help for
+// a help flag. The command table names the subcommands and Run refuses
+// others before it gets here.
+func (m *Main) subcommand(ctx context.Context, args []string, help string, byName subs) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprintln(m.Stdout, help)
+		return nil
 	}
+	if len(args) == 0 || byName[args[0]] == nil {
+		return fmt.Errorf("%w: want a subcommand: %s", errUsage, orList(slices.Sorted(maps.Keys(byName))))
+	}
+	return byName[args[0]](ctx, args[1:])
 }
 
 // checkOneOf checks an optional enumerated flag.

@@ -31,22 +31,7 @@ Examples:
   payhook events replay 42`
 
 func (m *Main) events(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: events needs a subcommand: list, show or replay", errUsage)
-	}
-	switch sub, rest := args[0], args[1:]; sub {
-	case "list":
-		return m.eventsList(ctx, rest)
-	case "show":
-		return m.eventsShow(ctx, rest)
-	case "replay":
-		return m.eventsReplay(ctx, rest)
-	case "-h", "--help", "help":
-		fmt.Fprintln(m.Stdout, eventsHelp)
-		return nil
-	default:
-		return fmt.Errorf("%w: unknown events subcommand %q (want list, show or replay)", errUsage, sub)
-	}
+	return m.subcommand(ctx, args, eventsHelp, subs{"list": m.eventsList, "show": m.eventsShow, "replay": m.eventsReplay})
 }
 
 func (m *Main) eventsList(ctx context.Context, args []string) error {

@@ -2,26 +2,26 @@
 // webhooks for the configured sources, stores each event once, processes
 // it in the background and lets operators inspect and replay events.
 //
-//	payhook serve [--config FILE] [--db URL] [--addr HOST:PORT]
-//	payhook migrate [--db URL]
-//	payhook events list|show|replay ...
-//	payhook send [--url URL] [--secret SECRET] ...
-//
-// Run "payhook help" or "payhook COMMAND --help" for details.
+// Run "payhook help" for the commands (the table commands in main.go),
+// "payhook help COMMAND" or "payhook COMMAND --help" for one's flags.
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agnivade/levenshtein"
 )
 
 func main() {
@@ -47,28 +47,78 @@ type Main struct {
 // errUsage marks a command-line mistake: exit status 2.
 var errUsage = errors.New("usage")
 
-const usage = `payhook: a payment-webhook inbox that stores every event once and processes it once.
+// A command is one line of the usage text and what runs it.
+type command struct {
+	name string
+	// args follows the name in the usage text: flags, or for a command of
+	// subcommands "list|show ..." (made from subs when empty).
+	args    string
+	summary string
+	// subs names the subcommands of a command that has some; run gets
+	// the subcommand as its first argument (or a help flag). Run refuses
+	// any other, suggesting the nearest.
+	subs []string
+	run  func(m *Main, ctx context.Context, args []string) error
+}
 
-Usage:
-  payhook demo                                                     payhook on SQLite against a storm of deliveries
-  payhook serve    [--config FILE] [--db URL] [--addr HOST:PORT]   receive and process webhooks
-  payhook migrate  [--db URL]                                      create or update the schema
-  payhook events   list|show|replay ...                            inspect and replay events
-  payhook send     [--url URL] [--secret S] [--type T]             send a signed test event
-  payhook sim      run|serve ...                                   a local provider that breaks like real ones
-  payhook payments|orders|subscriptions list|show ...              billing state
-  payhook ledger   balances                                        balances per currency and account
-  payhook alerts   list|ack ...                                    conflicts, failed events
-  payhook bench    [--floor] [--db URL]... [--url URL]             measure acks/s, latency and drain against a floor
-  payhook help
+// commands returns the command table: the usage text is made from it and
+// Run dispatches through it. (A function, not a variable: the commands
+// refer back to Run.)
+func commands() []command {
+	return []command{
+		{name: "demo", args: "[--db URL] [--size X] [--seed N]", summary: "payhook on SQLite against a storm of deliveries", run: (*Main).demo},
+		{name: "serve", args: "[--config FILE] [--db URL] [--addr HOST:PORT]", summary: "receive and process webhooks", run: (*Main).serve},
+		{name: "migrate", args: "[--db URL]", summary: "create or update the schema", run: (*Main).migrate},
+		{name: "events", subs: []string{"list", "show", "replay"}, summary: "inspect and replay events", run: (*Main).events},
+		{name: "send", args: "--secret S [--url URL] [--type T] [--id EVENT_ID]", summary: "send a signed test event", run: (*Main).send},
+		{name: "sim", subs: []string{"run", "serve", "check"}, summary: "a local provider that breaks like real ones", run: (*Main).sim},
+		{name: "payments", subs: []string{"list", "show"}, summary: "payments and their ledger postings", run: (*Main).payments},
+		{name: "orders", subs: []string{"list", "show"}, summary: "orders and what paid them", run: (*Main).orders},
+		{name: "subscriptions", subs: []string{"list", "show"}, summary: "subscriptions and their status", run: (*Main).subscriptions},
+		{name: "ledger", subs: []string{"balances"}, args: "balances [--json]", summary: "balances per currency and account", run: (*Main).ledger},
+		{name: "alerts", subs: []string{"list", "ack"}, summary: "conflicts, failed events", run: (*Main).alerts},
+		{name: "bench", args: "[--floor] [--db URL]... [--url URL]", summary: "measure acks/s, latency and drain against a floor", run: (*Main).bench},
+		{name: "help", args: "[COMMAND [SUBCOMMAND]]", summary: "this text, or a command's flags and examples"},
+	}
+}
 
+// usage is the text of payhook help, made from the command table.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("payhook: a payment-webhook inbox that stores every event once and processes it once.\n\nUsage:\n")
+	for _, c := range commands() {
+		args := c.args
+		if args == "" && len(c.subs) > 0 {
+			args = strings.Join(c.subs, "|") + " ..."
+		}
+		fmt.Fprintf(&b, "  payhook %s %s\n        %s\n", c.name, args, c.summary)
+	}
+	b.WriteString(`
 Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR stand for the flags;
 PAYHOOK_ADMIN_TOKEN enables the read API (/api/v1/) of serve.
 The database defaults to sqlite://payhook.db in the working directory;
 --db also takes sqlite:///abs/path.db and postgres://user:pass@host/db.
 
-Run "payhook COMMAND --help" for a command's flags and examples.
-`
+Run "payhook help COMMAND" or "payhook COMMAND --help" for a command's
+flags and examples.
+`)
+	return b.String()
+}
+
+// lookup returns the command named name.
+func lookup(name string) (command, bool) {
+	cmds := commands()
+	i := slices.IndexFunc(cmds, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
+	}
+	return cmds[i], true
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
 
 // Run runs the command line args and returns the exit status.
 func (m *Main) Run(ctx context.Context, args []string) int {
@@ -76,32 +126,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		m.Now = time.Now
 	}
 	if len(args) == 0 {
-		fmt.Fprint(m.Stderr, usage)
+		fmt.Fprint(m.Stderr, usage())
 		return 2
 	}
-	cmds := map[string]func(context.Context, []string) error{
-		"serve":   m.serve,
-		"migrate": m.migrate,
-		"events":  m.events,
-		"send":    m.send,
-		"sim":     m.sim,
-		"demo":    m.demo,
-		"bench":   m.bench,
-	}
-	maps.Copy(cmds, m.billingCommands())
-	var err error
-	switch cmd := args[0]; cmd {
-	case "help", "-h", "--help":
-		fmt.Fprint(m.Stdout, usage)
-		return 0
-	default:
-		run, ok := cmds[cmd]
-		if !ok {
-			fmt.Fprintf(m.Stderr, "payhook: unknown command %q\n\n%s", cmd, usage)
-			return 2
-		}
-		err = run(ctx, args[1:])
-	}
+	err := m.dispatch(ctx, args)
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -114,26 +142,120 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	}
 }
 
-// flags returns a FlagSet for a command whose --help prints the text.
+// dispatch finds args[0] in the command table, and its subcommand, and
+// runs it. Help of any form (-h, --help, help, help COMMAND) goes to
+// stdout.
+func (m *Main) dispatch(ctx context.Context, args []string) error {
+	name, rest := args[0], args[1:]
+	if isHelp(name) {
+		if len(rest) == 0 || isHelp(rest[0]) {
+			fmt.Fprint(m.Stdout, usage())
+			return nil
+		}
+		// help CMD [SUB] is CMD [SUB] --help.
+		return m.dispatch(ctx, append(slices.Clone(rest), "--help"))
+	}
+	c, ok := lookup(name)
+	if !ok || c.run == nil {
+		return fmt.Errorf("%w: unknown command %q; %s", errUsage, name,
+			cmp.Or(didYouMean(name, commandNames()), `run "payhook help" for the list`))
+	}
+	if len(c.subs) > 0 {
+		switch {
+		case len(rest) == 0:
+			return fmt.Errorf("%w: %s needs a subcommand: %s", errUsage, c.name, orList(c.subs))
+		case !isHelp(rest[0]) && !slices.Contains(c.subs, rest[0]):
+			return fmt.Errorf("%w: unknown %s subcommand %q; %s", errUsage, c.name, rest[0],
+				cmp.Or(didYouMean(rest[0], c.subs), "want "+orList(c.subs)))
+		}
+	}
+	return c.run(m, ctx, rest)
+}
+
+func commandNames() []string {
+	cmds := commands()
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		names[i] = c.name
+	}
+	return names
+}
+
+// orList writes names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// didYouMean returns `did you mean "x"?` for the candidates nearest to
+// typed (at most two edits away, or that it starts), else "".
+func didYouMean(typed string, candidates []string) string {
+	best, bestDist := []string(nil), 3
+	for _, c := range candidates {
+		d := levenshtein.ComputeDistance(strings.ToLower(typed), c)
+		if len(typed) >= 2 && strings.HasPrefix(c, strings.ToLower(typed)) {
+			d = 1
+		}
+		if d >= len(typed) { // "x" is one edit from every one-letter name
+			continue
+		}
+		switch {
+		case d < bestDist:
+			best, bestDist = []string{c}, d
+		case d == bestDist:
+			best = append(best, c)
+		}
+	}
+	if len(best) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(best))
+	for i, b := range best {
+		quoted[i] = fmt.Sprintf("%q", b)
+	}
+	return "did you mean " + orList(quoted) + "?"
+}
+
+// flags returns a FlagSet for a command whose --help prints help (then
+// the flags) on stdout; parse turns its errors into usage errors.
 func (m *Main) flags(name, help string) *flag.FlagSet {
 	fs := flag.NewFlagSet("payhook "+name, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(m.Stderr, "%s\nFlags:\n", help)
-		fs.PrintDefaults()
-	}
+	// The flag package prints its errors and calls Usage for -h and for
+	// errors alike; parse decides what is printed, and where.
+	fs.SetOutput(&helpOutput{stdout: m.Stdout, help: help})
+	fs.Usage = func() {}
 	return fs
 }
 
-// parse parses args, turning flag errors into usage errors.
+// helpOutput is a FlagSet's output: it discards what the flag package
+// writes and keeps the help text and stdout for parse.
+type helpOutput struct {
+	stdout io.Writer
+	help   string
+}
+
+func (*helpOutput) Write(p []byte) (int, error) { return len(p), nil }
+
+// parse parses args, turning flag errors into usage errors; -h and
+// --help print the command's help and flags on stdout and return
+// flag.ErrHelp (exit status 0).
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %s: %v", errUsage, fs.Name(), err)
+	err := fs.Parse(args)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if errors.Is(err, flag.ErrHelp) {
+		if out, ok := fs.Output().(*helpOutput); ok {
+			fmt.Fprintf(out.stdout, "%s\n\nFlags:\n", strings.TrimRight(out.help, "\n"))
+			fs.SetOutput(out.stdout)
+			fs.PrintDefaults()
+			fs.SetOutput(out)
+		}
+		return err
+	}
+	return fmt.Errorf("%w: %s: %v (see %s --help)", errUsage, fs.Name(), err, fs.Name())
 }
 
 // env returns the flag value if set, else the environment variable, else def.

@@ -78,16 +78,24 @@ func TestUsage(t *testing.T) {
 	}{
 		{nil, 2, "Usage:"},
 		{[]string{"help"}, 0, "payhook serve"},
-		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"bogus"}, 2, `unknown command "bogus"; run "payhook help" for the list`},
+		{[]string{"sevre"}, 2, `unknown command "sevre"; did you mean "serve"?`},
+		{[]string{"Events", "list"}, 2, `unknown command "Events"; did you mean "events"?`},
+		{[]string{"pay", "list"}, 2, `did you mean "payments"?`},
+		{[]string{"help", "sevre"}, 2, `did you mean "serve"?`},
+		{[]string{"events", "lsit"}, 2, `unknown events subcommand "lsit"; did you mean "list"?`},
+		{[]string{"ledger", "balance"}, 2, `did you mean "balances"?`},
+		{[]string{"alerts", "zzz"}, 2, `unknown alerts subcommand "zzz"; want list or ack`},
+		{[]string{"ledger"}, 2, "ledger needs a subcommand: balances"},
 		{[]string{"serve", "--help"}, 0, "Examples:"},
 		{[]string{"serve", "--nope"}, 2, "flag provided but not defined"},
-		{[]string{"events"}, 2, "subcommand"},
+		{[]string{"events"}, 2, "events needs a subcommand: list, show or replay"},
 		{[]string{"events", "frob"}, 2, "unknown events subcommand"},
 		{[]string{"events", "replay", "evt_x"}, 2, "numeric"},
 		{[]string{"events", "list", "--status", "weird"}, 2, "--status"},
 		{[]string{"send"}, 2, "--secret"},
 		{[]string{"migrate", "--db", "mysql://x"}, 1, "unsupported scheme"},
-		{[]string{"sim"}, 2, "run or serve"},
+		{[]string{"sim"}, 2, "sim needs a subcommand: run, serve or check"},
 		{[]string{"sim", "run", "--help"}, 0, "Scenarios: outage, storm"},
 		{[]string{"sim", "run", "nope", "--target", "http://127.0.0.1:1/"}, 2, `unknown scenario "nope"`},
 		{[]string{"sim", "run", "storm"}, 2, "--target"},
@@ -99,6 +107,67 @@ func TestUsage(t *testing.T) {
 		code, stdout, stderr := run(t, nil, tc.args...)
 		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 			t.Errorf("payhook %v = %d, %q; want %d and output with %q", tc.args, code, stdout+stderr, tc.code, tc.want)
+		}
+	}
+}
+
+// TestHelp: every way of asking for help prints it on stdout, nothing on
+// stderr, and exits 0, for payhook itself and for each command and
+// subcommand of the command table.
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	type ask struct {
+		args []string
+		want string
+	}
+	asks := []ask{
+		{[]string{"help"}, "Usage:"}, {[]string{"-h"}, "Usage:"}, {[]string{"--help"}, "Usage:"},
+		{[]string{"help", "help"}, "Usage:"},
+		{[]string{"help", "events", "show"}, "payhook events show"},
+	}
+	for _, c := range commands() {
+		if c.run == nil {
+			continue
+		}
+		want := "Usage: payhook " + c.name
+		asks = append(asks, ask{[]string{"help", c.name}, want}, ask{[]string{c.name, "--help"}, want},
+			ask{[]string{c.name, "-h"}, want})
+		for _, sub := range c.subs {
+			if c.name == "sim" && sub == "check" {
+				continue // comes with sim.go's sim check
+			}
+			asks = append(asks, ask{[]string{c.name, sub, "--help"}, want}, ask{[]string{"help", c.name, sub}, want},
+				ask{[]string{c.name, "help"}, want})
+		}
+	}
+	for _, a := range asks {
+		code, stdout, stderr := run(t, nil, a.args...)
+		if code != 0 || !strings.Contains(stdout, a.want) || stderr != "" {
+			t.Errorf("payhook %v = %d, stdout %.80q, stderr %q; want 0, stdout with %q and no stderr", a.args, code, stdout, stderr, a.want)
+		}
+	}
+	// A command's flags are listed under its help.
+	if _, stdout, _ := run(t, nil, "events", "list", "--help"); !strings.Contains(stdout, "-limit") {
+		t.Errorf("events list --help lists no flags:\n%s", stdout)
+	}
+}
+
+func TestDidYouMean(t *testing.T) {
+	t.Parallel()
+	names := []string{"serve", "send", "sim", "events", "payments"}
+	for _, tc := range []struct{ typed, want string }{
+		{"serve", `did you mean "serve"?`},
+		{"sevre", `did you mean "serve"?`},
+		{"snd", `did you mean "send"?`},
+		{"evnts", `did you mean "events"?`},
+		{"pay", `did you mean "payments"?`},
+		{"se", `did you mean "serve" or "send"?`},
+		{"x", ""},
+		{"zzzzzz", ""},
+		{"", ""},
+	} {
+		if got := didYouMean(tc.typed, names); got != tc.want {
+			t.Errorf("didYouMean(%q) = %q; want %q", tc.typed, got, tc.want)
 		}
 	}
 }
