@@ -10,8 +10,11 @@
 //     moves no money yet such as a refund awaiting approval). The caller
 //     stores it as ignored; it is never an error, so the provider is never
 //     asked to retry it. Read says why (Result.Ignored).
-//   - (nil, err): the payload lacks what a fact needs, or holds something
-//     unreadable (an amount that is not an integer of minor units, a time
+//   - (nil, err): the payload is not one strict JSON object (read with
+//     signing.Object, the envelope's reader: no duplicate names, invalid
+//     UTF-8 or lone surrogates, nothing after it; a field read must not
+//     appear also under a name differing only in case), lacks what a fact
+//     needs, or holds something unreadable (an amount that is not an integer of minor units, a time
 //     that is neither RFC 3339 nor unix seconds, an unknown subscription
 //     status), or a value payhook cannot store: a reference with NUL or
 //     another control or format character (payhook.CheckRef), a time
@@ -116,8 +119,6 @@
 package mapping
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -126,6 +127,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/signing"
 )
 
 // Facts returns what ev, an event of a source of the given provider
@@ -225,27 +227,24 @@ type event struct {
 	root obj
 }
 
-// obj is a JSON object of the payload with its path, for error messages.
+// obj is a JSON object of the payload, read with payhook's one strict
+// reader (signing.Object): the payload must be strict JSON (no duplicate
+// names, valid UTF-8, no lone surrogates) and a field read must not also
+// appear under a name differing only in case, so that billing reads what
+// an application decoding the stored payload with encoding/json reads.
 type obj struct {
-	path string
-	m    map[string]any
+	o signing.Object
 	// strAmounts accepts amounts written as strings of digits (Paddle).
 	strAmounts bool
 }
 
-// parse decodes a JSON object, numbers kept exact.
+// parse reads a payload: one strict JSON object.
 func parse(payload []byte, strAmounts bool) (obj, error) {
-	d := json.NewDecoder(bytes.NewReader(payload))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return obj{}, fmt.Errorf("payload is not JSON: %v: %w", err, payhook.ErrMalformed)
+	o, err := signing.ParseObject(payload)
+	if err != nil {
+		return obj{}, fmt.Errorf("payload: %w", err)
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return obj{}, fmt.Errorf("payload is not a JSON object: %w", payhook.ErrMalformed)
-	}
-	return obj{m: m, strAmounts: strAmounts}, nil
+	return obj{o: o, strAmounts: strAmounts}, nil
 }
 
 func malformed(format string, a ...any) error {
@@ -253,39 +252,28 @@ func malformed(format string, a ...any) error {
 }
 
 // name is the path of field k.
-func (o obj) name(k string) string {
-	if o.path == "" {
-		return k
-	}
-	return o.path + "." + k
-}
+func (o obj) name(k string) string { return o.o.Path(k) }
 
-// get returns field k when present and not null.
-func (o obj) get(k string) (any, bool) {
-	v, ok := o.m[k]
-	return v, ok && v != nil
+// kind returns the kind of field k's value, 0 when absent or null.
+func (o obj) kind(k string) (byte, error) {
+	kind, err := o.o.Kind(k)
+	return byte(kind), err
 }
 
 // has reports whether field k is present and not null.
-func (o obj) has(k string) bool {
-	_, ok := o.get(k)
-	return ok
+func (o obj) has(k string) (bool, error) {
+	kind, err := o.kind(k)
+	return kind != 0, err
 }
 
 // child returns the object in field k; an absent or null field gives an
 // empty object (whose fields are all absent).
 func (o obj) child(k string) (obj, error) {
-	c := obj{path: o.name(k), strAmounts: o.strAmounts}
-	v, ok := o.get(k)
-	if !ok {
-		return c, nil
+	c, err := o.o.Object(k)
+	if err != nil {
+		return obj{}, err
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return obj{}, malformed("field %q is not an object", o.name(k))
-	}
-	c.m = m
-	return c, nil
+	return obj{o: c, strAmounts: o.strAmounts}, nil
 }
 
 // dig follows a path of objects; absent steps give an empty object.
@@ -301,37 +289,19 @@ func (o obj) dig(keys ...string) (obj, error) {
 
 // list returns the objects of the array in field k (nil when absent).
 func (o obj) list(k string) ([]obj, error) {
-	v, ok := o.get(k)
-	if !ok {
-		return nil, nil
+	os, err := o.o.Objects(k)
+	if err != nil || os == nil {
+		return nil, err
 	}
-	a, ok := v.([]any)
-	if !ok {
-		return nil, malformed("field %q is not an array", o.name(k))
-	}
-	out := make([]obj, 0, len(a))
-	for i, x := range a {
-		m, ok := x.(map[string]any)
-		if !ok {
-			return nil, malformed("field %q is not an object", fmt.Sprintf("%s[%d]", o.name(k), i))
-		}
-		out = append(out, obj{path: fmt.Sprintf("%s[%d]", o.name(k), i), m: m, strAmounts: o.strAmounts})
+	out := make([]obj, len(os))
+	for i, c := range os {
+		out[i] = obj{o: c, strAmounts: o.strAmounts}
 	}
 	return out, nil
 }
 
 // str returns the string field k, "" when absent or null.
-func (o obj) str(k string) (string, error) {
-	v, ok := o.get(k)
-	if !ok {
-		return "", nil
-	}
-	s, ok := v.(string)
-	if !ok {
-		return "", malformed("field %q is not a string", o.name(k))
-	}
-	return s, nil
-}
+func (o obj) str(k string) (string, error) { return o.o.String(k) }
 
 // need returns the string field k, which must be there and not empty.
 func (o obj) need(k string) (string, error) {
@@ -345,16 +315,14 @@ func (o obj) need(k string) (string, error) {
 // ref returns an identifier field that may also be an expanded object
 // carrying an id (Stripe's expandable fields), "" when absent.
 func (o obj) ref(k string) (string, error) {
-	if v, ok := o.get(k); ok {
-		if _, isObj := v.(map[string]any); isObj {
-			c, err := o.child(k)
-			if err != nil {
-				return "", err
-			}
-			return c.str("id")
-		}
+	if kind, err := o.kind(k); err != nil || kind != '{' {
+		return o.str(k)
 	}
-	return o.str(k)
+	c, err := o.child(k)
+	if err != nil {
+		return "", err
+	}
+	return c.str("id")
 }
 
 // needRef is ref for a field that must be there.
@@ -368,15 +336,8 @@ func (o obj) needRef(k string) (string, error) {
 
 // flag returns the boolean field k, false when absent.
 func (o obj) flag(k string) (bool, error) {
-	v, ok := o.get(k)
-	if !ok {
-		return false, nil
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, malformed("field %q is not a boolean", o.name(k))
-	}
-	return b, nil
+	b, _, err := o.o.Bool(k)
+	return b, err
 }
 
 // amount returns the amount in field k, in minor units, and whether it is
@@ -385,21 +346,24 @@ func (o obj) flag(k string) (bool, error) {
 // strings. A sign (even "-0") is malformed: providers write refunds and
 // disputes as positive amounts of their own objects.
 func (o obj) amount(k string) (int64, bool, error) {
-	v, ok := o.get(k)
-	if !ok {
-		return 0, false, nil
+	kind, err := o.kind(k)
+	if err != nil || kind == 0 {
+		return 0, false, err
 	}
 	var s string
-	switch x := v.(type) {
-	case json.Number:
-		s = x.String()
-	case string:
+	switch kind {
+	case '0':
+		s, err = o.o.Number(k)
+	case '"':
 		if !o.strAmounts {
 			return 0, false, malformed("field %q is a string, not an integer amount of minor units", o.name(k))
 		}
-		s = x
+		s, err = o.str(k)
 	default:
 		return 0, false, malformed("field %q is not an amount", o.name(k))
+	}
+	if err != nil {
+		return 0, false, err
 	}
 	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
 		return 0, false, malformed("field %q is %q: an amount has no sign", o.name(k), s)
@@ -416,15 +380,18 @@ func (o obj) amount(k string) (int64, bool, error) {
 
 // integer returns the JSON integer in field k and whether it is there.
 func (o obj) integer(k string) (int64, bool, error) {
-	v, ok := o.get(k)
-	if !ok {
-		return 0, false, nil
+	kind, err := o.kind(k)
+	if err != nil || kind == 0 {
+		return 0, false, err
 	}
-	x, isNum := v.(json.Number)
-	if !isNum {
+	if kind != '0' {
 		return 0, false, malformed("field %q is not an integer", o.name(k))
 	}
-	n, err := strconv.ParseInt(x.String(), 10, 64)
+	x, err := o.o.Number(k)
+	if err != nil {
+		return 0, false, err
+	}
+	n, err := strconv.ParseInt(x, 10, 64)
 	if err != nil {
 		return 0, false, malformed("field %q is %s, not an integer", o.name(k), x)
 	}
@@ -463,15 +430,16 @@ func needCurrency(k string, os ...obj) (string, error) {
 // bounds (payhook.CheckTime; milliseconds where seconds belong) is
 // malformed.
 func (o obj) time(k string) (time.Time, bool, error) {
-	v, ok := o.get(k)
-	if !ok {
-		return time.Time{}, false, nil
+	kind, err := o.kind(k)
+	if err != nil || kind == 0 {
+		return time.Time{}, false, err
 	}
 	what := fmt.Sprintf("field %q", o.name(k))
-	switch x := v.(type) {
-	case string:
-		if x == "" {
-			return time.Time{}, false, nil
+	switch kind {
+	case '"':
+		x, err := o.str(k)
+		if err != nil || x == "" {
+			return time.Time{}, false, err
 		}
 		t, err := time.Parse(time.RFC3339Nano, x)
 		if err != nil {
@@ -486,8 +454,12 @@ func (o obj) time(k string) (time.Time, bool, error) {
 			return time.Time{}, false, err
 		}
 		return t.UTC(), true, nil
-	case json.Number:
-		n, err := strconv.ParseInt(x.String(), 10, 64)
+	case '0':
+		x, err := o.o.Number(k)
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		n, err := strconv.ParseInt(x, 10, 64)
 		if err != nil {
 			return time.Time{}, false, malformed("%s is %s, not unix seconds", what, x)
 		}
@@ -531,8 +503,10 @@ func (o obj) payment(ref, orderID, amountField, currencyField string, at time.Ti
 // snapshot is payment for an optional snapshot: nil when the amount or the
 // currency is absent (but an error when they are there and unreadable).
 func (o obj) snapshot(ref, orderID, amountField, currencyField string, at time.Time) (*billing.Payment, error) {
-	if !o.has(amountField) || !o.has(currencyField) {
-		return nil, nil
+	for _, k := range []string{amountField, currencyField} {
+		if ok, err := o.has(k); err != nil || !ok {
+			return nil, err
+		}
 	}
 	p, err := o.payment(ref, orderID, amountField, currencyField, at)
 	if err != nil {

@@ -36,7 +36,9 @@ func paddleOrder(d obj) (string, error) {
 }
 
 func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
-	if d.has("chain_ref") {
+	if crypto, err := d.has("chain_ref"); err != nil {
+		return nil, err
+	} else if crypto {
 		// The simulator's crypto invoice rendered as a transaction: not a
 		// Paddle payment, and Paddle sources do not credit crypto.
 		return ignore("a transaction with a chain_ref is a crypto invoice, which a Paddle source does not credit")
@@ -76,7 +78,7 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 // customer's balance; when grand_total is absent (the simulator sends only
 // total), total less credit. A credit above the total is malformed.
 func paddlePaid(totals obj) (int64, error) {
-	if totals.has("grand_total") {
+	if ok, err := totals.has("grand_total"); err != nil || ok {
 		return totals.needAmount("grand_total")
 	}
 	total, err := totals.needAmount("total")

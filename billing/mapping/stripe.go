@@ -38,8 +38,8 @@ func stripe(e *event) ([]billing.Fact, error) {
 			return nil, err
 		}
 		field := "amount"
-		if o.has("amount_received") {
-			field = "amount_received"
+		if ok, err := o.has("amount_received"); err != nil || ok {
+			field = "amount_received" // whose read reports err
 		}
 		p, err := o.payment(ref, order, field, "currency", at)
 		if err != nil {
@@ -133,7 +133,7 @@ func stripeCharge(e *event, o obj) ([]billing.Fact, error) {
 	if pi != "" {
 		return ignore("a charge of PaymentIntent %s: payment_intent.succeeded captures it", pi)
 	}
-	if o.has("captured") {
+	if ok, err := o.has("captured"); err != nil || ok {
 		if ok, err := o.flag("captured"); err != nil || !ok {
 			if err != nil {
 				return nil, err
@@ -468,9 +468,17 @@ func stripeStatus(e *event, o obj, s billing.Subscription) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	cancelAt, err := o.has("cancel_at")
+	if err != nil {
+		return "", err
+	}
+	ended, err := o.has("ended_at")
+	if err != nil {
+		return "", err
+	}
 	switch status {
 	case "active", "trialing":
-		if endsAtPeriodEnd || o.has("cancel_at") {
+		if endsAtPeriodEnd || cancelAt {
 			return "canceled", nil
 		}
 		return "active", nil
@@ -480,7 +488,7 @@ func stripeStatus(e *event, o obj, s billing.Subscription) (string, error) {
 	case "canceled":
 		// Canceled but still running until its period ends; with ended_at,
 		// or once the period is over, it has ended.
-		if !o.has("ended_at") && (endsAtPeriodEnd || s.CurrentPeriodEnd.After(e.at)) {
+		if !ended && (endsAtPeriodEnd || s.CurrentPeriodEnd.After(e.at)) {
 			return "canceled", nil
 		}
 		return "ended", nil

@@ -204,6 +204,8 @@ func FuzzParseObject(f *testing.F) {
 		`{"occurred_at":"2026-01-15T09:59:00Z","kelvin":1,"\u212aelvin":2}`,
 		`{"a":1} {"a":2}`,
 		` {"a":[1,{"b":null}]} `,
+		`{"a":[{"id":"x"},{"id":"y","Id":"z"}],"data":[{}]}`,
+		`{"a":-0,"data":1e400}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -248,13 +250,21 @@ func FuzzParseObject(f *testing.F) {
 			}
 		}
 		// Every reader either reads or fails with ErrMalformed.
-		for _, field := range []string{"id", "type", "created", "livemode", "occurred_at", "data"} {
+		for _, field := range []string{"id", "type", "created", "livemode", "occurred_at", "data", "a"} {
 			_, e1 := o.ID(field)
 			_, _, e2 := o.Bool(field)
 			_, e3 := o.Time(field)
 			_, e4 := o.RequiredString(field)
 			_, e5 := o.Object(field)
-			for _, e := range []error{e1, e2, e3, e4, e5} {
+			_, e6 := o.Kind(field)
+			_, e7 := o.Number(field)
+			list, e8 := o.Objects(field)
+			errs := []error{e1, e2, e3, e4, e5, e6, e7, e8}
+			for _, elem := range list {
+				_, e := elem.String("id")
+				errs = append(errs, e)
+			}
+			for _, e := range errs {
 				if e != nil && !errors.Is(e, payhook.ErrMalformed) {
 					t.Fatalf("reading %q: %v; want ErrMalformed", field, e)
 				}

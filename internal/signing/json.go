@@ -16,7 +16,9 @@ import (
 )
 
 // Object is a JSON object of a verified body, its members left raw. Get
-// one with ParseObject, a nested one with Object.Object.
+// one with ParseObject, a nested one with Object.Object or
+// Object.Objects. It is payhook's one JSON reader: the providers read
+// envelopes with it, the billing mappings whole payloads.
 //
 // Its readers refuse a field that also appears under a name differing
 // only in case ("id" beside "ID"): encoding/json matches names
@@ -27,11 +29,16 @@ type Object struct {
 	members []member
 }
 
-// member is one name and its raw value, a slice of the parsed bytes.
+// member is one name and its raw value. Both are slices of the parsed
+// bytes, unless the name had escapes.
 type member struct {
-	name  string
+	name  []byte
 	value jsontext.Value
 }
+
+// trusted are the options of a decoder that reads again what ParseObject
+// has validated: checking names and UTF-8 once is enough.
+var trusted = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
 // ParseObject parses body, which must be one strict JSON object: it
 // returns an error wrapping payhook.ErrMalformed when body is not JSON,
@@ -87,17 +94,25 @@ func readObject(dec *jsontext.Decoder, input []byte, path string) (Object, error
 	}
 	o := Object{path: path}
 	for dec.PeekKind() != '}' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return malformed(err)
-		}
-		n := name.String() // before the next read voids the token
-		v, err := dec.ReadValue()
+		// Read as a value, a name is its quoted bytes: most have no
+		// escapes, and their text is those bytes less the quotes.
+		quoted, err := dec.ReadValue()
 		if err != nil {
 			return malformed(err)
 		}
 		end := int(dec.InputOffset())
-		o.members = append(o.members, member{n, jsontext.Value(input[end-len(v) : end])})
+		name := input[end-len(quoted)+1 : end-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if name, err = jsontext.AppendUnquote(nil, quoted); err != nil {
+				return malformed(err)
+			}
+		}
+		v, err := dec.ReadValue()
+		if err != nil {
+			return malformed(err)
+		}
+		end = int(dec.InputOffset())
+		o.members = append(o.members, member{name, jsontext.Value(input[end-len(v) : end])})
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}'
 		return malformed(err)
@@ -126,18 +141,82 @@ func (o Object) Has(field string) (bool, error) {
 // value returns the raw value of field, or nil when it is absent or null.
 func (o Object) value(field string) (jsontext.Value, error) {
 	var v jsontext.Value
+	f := []byte(field)
 	for _, m := range o.members {
 		switch {
-		case m.name == field:
+		case string(m.name) == field:
 			v = m.value
-		case strings.EqualFold(m.name, field):
-			return nil, fmt.Errorf("field %q appears also as %q: %w", o.path+field, Abbrev(m.name), payhook.ErrMalformed)
+		case bytes.EqualFold(m.name, f):
+			return nil, fmt.Errorf("field %q appears also as %q: %w", o.path+field, Abbrev(string(m.name)), payhook.ErrMalformed)
 		}
 	}
 	if v.Kind() == 'n' {
 		return nil, nil
 	}
 	return v, nil
+}
+
+// Path returns the name of field in errors: its path from the body,
+// such as "data.object.amount" or "refunds.data[0].id".
+func (o Object) Path(field string) string { return o.path + field }
+
+// Kind returns the kind of the field's value as jsontext writes it: '"'
+// string, '0' number, 't' true, 'f' false, '{' object, '[' array, or 0
+// when the field is absent or null. It returns an error wrapping
+// payhook.ErrMalformed when a name differing only in case is present too.
+func (o Object) Kind(field string) (jsontext.Kind, error) {
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return 0, err
+	}
+	return v.Kind(), nil
+}
+
+// Number returns the literal text of the number field, exactly as the
+// body writes it ("1099", "-0", "1e3"), or "" when it is absent or null.
+// It returns an error wrapping payhook.ErrMalformed when the field holds
+// something else than a number.
+func (o Object) Number(field string) (string, error) {
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return "", err
+	}
+	if v.Kind() != '0' {
+		return "", fmt.Errorf("field %q is not a number: %w", o.path+field, payhook.ErrMalformed)
+	}
+	return string(v), nil
+}
+
+// Objects returns the objects of the array field, nil when it is absent
+// or null. It returns an error wrapping payhook.ErrMalformed when the
+// field holds something else than an array, or the array something else
+// than objects.
+func (o Object) Objects(field string) ([]Object, error) {
+	v, err := o.value(field)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	name := o.path + field
+	if v.Kind() != '[' {
+		return nil, fmt.Errorf("field %q is not an array: %w", name, payhook.ErrMalformed)
+	}
+	dec := jsontext.NewDecoder(bytes.NewBuffer(v), trusted...)
+	if _, err := dec.ReadToken(); err != nil { // '['; not after ParseObject
+		return nil, fmt.Errorf("field %q: %s: %w", name, short(err), payhook.ErrMalformed)
+	}
+	var out []Object
+	for i := 0; dec.PeekKind() != ']'; i++ {
+		elem := fmt.Sprintf("%s[%d]", name, i)
+		if dec.PeekKind() != '{' {
+			return nil, fmt.Errorf("field %q is not an object: %w", elem, payhook.ErrMalformed)
+		}
+		e, err := readObject(dec, v, elem+".")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // Object returns the nested object field; an empty Object when it is
@@ -151,7 +230,7 @@ func (o Object) Object(field string) (Object, error) {
 	if v.Kind() != '{' {
 		return Object{}, fmt.Errorf("field %q is not an object: %w", o.path+field, payhook.ErrMalformed)
 	}
-	return readObject(jsontext.NewDecoder(bytes.NewBuffer(v)), v, o.path+field+".")
+	return readObject(jsontext.NewDecoder(bytes.NewBuffer(v), trusted...), v, o.path+field+".")
 }
 
 // String returns the string field, or "" when it is absent or null. It

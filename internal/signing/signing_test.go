@@ -422,6 +422,77 @@ func TestCaseVariants(t *testing.T) {
 	}
 }
 
+// TestObjectReaders: the readers the billing mappings use beside the
+// envelope's: kinds, number literals, arrays of objects, paths.
+func TestObjectReaders(t *testing.T) {
+	t.Parallel()
+	o, err := signing.ParseObject([]byte(`{"s":"x","n":-0,"big":1e3,"b":false,"z":null,"o":{"k":1},` +
+		`"list":[{"id":"a"},{"id":"b","ID":"c"}],"empty":[],"mixed":[{},2],"kind":1,"Kind":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		field string
+		want  byte
+	}{{"s", '"'}, {"n", '0'}, {"b", 'f'}, {"z", 0}, {"missing", 0}, {"o", '{'}, {"list", '['}} {
+		if got, err := o.Kind(tc.field); err != nil || byte(got) != tc.want {
+			t.Errorf("Kind(%q) = %q, %v; want %q", tc.field, got, err, tc.want)
+		}
+	}
+	if _, err := o.Kind("kind"); !errors.Is(err, payhook.ErrMalformed) {
+		t.Errorf(`Kind("kind") = %v; want ErrMalformed (a case variant)`, err)
+	}
+	for field, want := range map[string]string{"n": "-0", "big": "1e3", "z": "", "missing": ""} {
+		if got, err := o.Number(field); err != nil || got != want {
+			t.Errorf("Number(%q) = %q, %v; want %q", field, got, err, want)
+		}
+	}
+	if _, err := o.Number("s"); err == nil || err.Error() != `field "s" is not a number: malformed event` {
+		t.Errorf(`Number("s") = %v`, err)
+	}
+	list, err := o.Objects("list")
+	if err != nil || len(list) != 2 {
+		t.Fatalf(`Objects("list") = %v, %v; want 2 objects`, list, err)
+	}
+	if id, err := list[0].String("id"); err != nil || id != "a" {
+		t.Errorf(`list[0].String("id") = %q, %v; want "a"`, id, err)
+	}
+	if _, err := list[1].String("id"); err == nil || err.Error() != `field "list[1].id" appears also as "ID": malformed event` {
+		t.Errorf(`list[1].String("id") = %v`, err)
+	}
+	if got := list[1].Path("id"); got != "list[1].id" {
+		t.Errorf(`list[1].Path("id") = %q`, got)
+	}
+	if inner, _ := o.Object("o"); inner.Path("k") != "o.k" {
+		t.Errorf(`Object("o").Path("k") = %q; want "o.k"`, inner.Path("k"))
+	}
+	// Escaped names are read by their text.
+	esc, err := signing.ParseObject([]byte(`{"\u0069d":"x","t\u0079pe":"a","\u0054ype":"b"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := esc.String("id"); err != nil || id != "x" {
+		t.Errorf(`String("id") of an escaped name = %q, %v; want "x"`, id, err)
+	}
+	if _, err := esc.String("type"); err == nil || err.Error() != `field "type" appears also as "Type": malformed event` {
+		t.Errorf(`String("type") beside an escaped "Type" = %v`, err)
+	}
+	for _, field := range []string{"empty", "z", "missing"} {
+		if got, err := o.Objects(field); err != nil || len(got) != 0 {
+			t.Errorf("Objects(%q) = %v, %v; want none", field, got, err)
+		}
+	}
+	for field, want := range map[string]string{
+		"mixed": `field "mixed[1]" is not an object: malformed event`,
+		"o":     `field "o" is not an array: malformed event`,
+		"kind":  `field "kind" appears also as "Kind": malformed event`,
+	} {
+		if _, err := o.Objects(field); err == nil || err.Error() != want {
+			t.Errorf("Objects(%q) = %v; want %q", field, err, want)
+		}
+	}
+}
+
 func TestObjectTimes(t *testing.T) {
 	t.Parallel()
 	o, err := signing.ParseObject([]byte(`{"min":946684800,"max":7258118400,"ms":1700000000000,"big":10000000000000,` +
