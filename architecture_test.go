@@ -30,6 +30,7 @@ var importRules = []importRule{
 	{"jobs", []string{"", "store", "internal/..."}, "the queue stores and runs events; handlers are injected"},
 	{"provider/...", []string{"", "internal/...", "provider/..."}, "adapters verify and read; they never store"},
 	{"billing", []string{"", "store", "internal/..."}, "billing state: facts in, rows out"},
+	{"billing/mapping", []string{"", "billing", "internal/..."}, "a mapping only reads the payload: no storage, no queue, no provider API"},
 	{"billing/...", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
 		"mapping and processing turn events into billing facts; they never serve HTTP"},
 	{"api", []string{"", "billing/...", "store", "internal/..."}, "the HTTP API over billing's views"},
