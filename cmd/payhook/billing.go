@@ -69,6 +69,13 @@ func checkOneOf(flagName, v string, allowed []string) error {
 	return nil
 }
 
+// limitVar adds the --limit flag of a list, "at most this many what",
+// into p. Every list has the same default and the same bounds
+// (checkLimit), the read API's.
+func limitVar(fs *flag.FlagSet, p *int, what string) {
+	fs.IntVar(p, "limit", 50, fmt.Sprintf("at most this many %s (1 to %d)", what, api.MaxLimit))
+}
+
 // checkLimit checks a --limit flag.
 func checkLimit(n int) error {
 	if n <= 0 || n > api.MaxLimit {
@@ -209,7 +216,7 @@ func (m *Main) paymentsList(ctx context.Context, args []string) error {
 	fs.StringVar(&f.Kind, "kind", "", "only payments of this kind: fiat or crypto")
 	fs.StringVar(&f.Status, "status", "", "only payments with this status")
 	fs.StringVar(&f.OrderID, "order", "", "only payments of this order id")
-	fs.IntVar(&f.Limit, "limit", 50, "at most this many payments, newest first")
+	limitVar(fs, &f.Limit, "payments, newest first")
 	return m.runView(ctx, fs, args, view{
 		check: func() error {
 			return cmp.Or(checkOneOf("kind", f.Kind, []string{"fiat", "crypto"}),
@@ -288,7 +295,7 @@ func (m *Main) ordersList(ctx context.Context, args []string) error {
 	var f billing.OrderFilter
 	fs.StringVar(&f.Source, "source", "", "only orders of this source")
 	fs.StringVar(&f.Status, "status", "", "only orders with this status: pending or paid")
-	fs.IntVar(&f.Limit, "limit", 50, "at most this many orders, newest first")
+	limitVar(fs, &f.Limit, "orders, newest first")
 	return m.runView(ctx, fs, args, view{
 		check: func() error {
 			return cmp.Or(checkOneOf("status", f.Status, billing.OrderStatuses), checkLimit(f.Limit))
@@ -344,7 +351,7 @@ func (m *Main) subscriptionsList(ctx context.Context, args []string) error {
 	fs.StringVar(&f.Source, "source", "", "only subscriptions of this source")
 	fs.StringVar(&f.Status, "status", "", "only subscriptions with this status (active, canceled, ended, incomplete, past_due, unpaid, paused)")
 	fs.StringVar(&f.Customer, "customer", "", "only subscriptions of this customer")
-	fs.IntVar(&f.Limit, "limit", 50, "at most this many subscriptions, newest first")
+	limitVar(fs, &f.Limit, "subscriptions, newest first")
 	return m.runView(ctx, fs, args, view{
 		check: func() error { return checkLimit(f.Limit) },
 		load:  func(db *store.DB, _ string) (any, error) { return billing.ListSubscriptions(ctx, db, f) },
@@ -456,7 +463,7 @@ func (m *Main) alertsList(ctx context.Context, args []string) error {
 	var f billing.AlertFilter
 	fs.BoolVar(&f.Unacknowledged, "open", false, "only alerts not acknowledged")
 	fs.StringVar(&f.Kind, "kind", "", "only alerts of this kind")
-	fs.IntVar(&f.Limit, "limit", 50, "at most this many alerts, most recently seen first")
+	limitVar(fs, &f.Limit, "alerts, most recently seen first")
 	return m.runView(ctx, fs, args, view{
 		check: func() error { return checkLimit(f.Limit) },
 		load:  func(db *store.DB, _ string) (any, error) { return billing.ListAlerts(ctx, db, f) },

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/api"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
@@ -19,15 +21,17 @@ import (
 const eventsHelp = `Usage: payhook events list|show|replay [flags]
 
   payhook events list   [--source S] [--status S] [--limit N] [--json]
-  payhook events show   ID|EVENT_ID [--json]
-  payhook events replay ID
+  payhook events show   ID|EVENT_ID [--source S] [--json]
+  payhook events replay ID|EVENT_ID [--source S]
 
-ID is payhook's row id; EVENT_ID the provider's id (evt_...). Every
-subcommand takes --db URL (env PAYHOOK_DB) like serve.
+ID is payhook's row id; EVENT_ID the provider's id (evt_...). When an
+EVENT_ID exists in several sources, give --source. Every subcommand takes
+--db URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook events list --status failed
   payhook events show evt_01JBILLETE0001 --json
+  payhook events replay evt_01JBILLETE0001 --source billete-test
   payhook events replay 42`
 
 func (m *Main) events(ctx context.Context, args []string) error {
@@ -38,17 +42,18 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 	fs := m.flags("events list", eventsHelp)
 	source := fs.String("source", "", "only events of this source")
 	status := fs.String("status", "", "only events with this status: received, processed, ignored or failed")
-	limit := fs.Int("limit", 50, "at most this many events, newest first")
+	var limit int
+	limitVar(fs, &limit, "events, newest first")
 	return m.runView(ctx, fs, args, view{
 		anyArgs: true,
 		check: func() error {
 			if *status != "" && !payhook.Status(*status).Valid() {
 				return fmt.Errorf("%w: --status %q: want received, processed, ignored or failed", errUsage, *status)
 			}
-			return nil
+			return checkLimit(limit)
 		},
 		load: func(db *store.DB, _ string) (any, error) {
-			evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: *limit})
+			evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: limit})
 			return billing.EventViews(evs, false), err
 		},
 		print: table("(no events)", "ID\tSOURCE\tEVENT_ID\tTYPE\tSTATUS\tATTEMPTS\tRECEIVED_AT",
@@ -60,42 +65,34 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 }
 
 func (m *Main) eventsShow(ctx context.Context, args []string) error {
-	var evs []*payhook.Event
-	return m.runView(ctx, m.flags("events show", eventsHelp), args, view{
+	fs := m.flags("events show", eventsHelp)
+	source := fs.String("source", "", "the event's source (needed when EVENT_ID exists in several)")
+	return m.runView(ctx, fs, args, view{
 		arg: "ID|EVENT_ID",
-		// In JSON one event is an object, several (an EVENT_ID in
-		// several sources) an array.
 		load: func(db *store.DB, key string) (any, error) {
-			var err error
-			if evs, err = findEvents(ctx, db, key); err != nil {
+			ev, err := findEvent(ctx, db, key, *source)
+			if err != nil {
 				return nil, err
 			}
-			if len(evs) == 1 {
-				return billing.EventViews(evs, true)[0], nil
-			}
-			return billing.EventViews(evs, true), nil
+			return billing.EventViews([]*payhook.Event{ev}, true)[0], nil
 		},
-		print: func(w io.Writer, _ any) error {
-			for i, ev := range evs {
-				if i > 0 {
-					fmt.Fprintln(w)
-				}
-				fields(w,
-					"id", ev.ID,
-					"source", ev.Source,
-					"event_id", ev.EventID,
-					"type", ev.Type,
-					"environment", ev.Environment,
-					"status", ev.Status,
-					"attempts", ev.Attempts,
-					"last_error", ev.LastError,
-					"occurred_at", formatTime(ev.OccurredAt),
-					"received_at", formatTime(ev.ReceivedAt),
-					"processed_at", formatTime(ev.ProcessedAt),
-					"secret_id", ev.SecretID)
-				fmt.Fprintf(w, "payload:\n%s\n", ev.Payload)
-			}
-			return nil
+		print: func(w io.Writer, v any) error {
+			ev := v.(billing.EventView)
+			fields(w,
+				"id", ev.ID,
+				"source", ev.Source,
+				"event_id", ev.EventID,
+				"type", ev.Type,
+				"environment", ev.Environment,
+				"status", ev.Status,
+				"attempts", ev.Attempts,
+				"last_error", ev.LastError,
+				"occurred_at", formatTime(ev.OccurredAt),
+				"received_at", formatTime(ev.ReceivedAt),
+				"processed_at", formatTime(ev.ProcessedAt),
+				"secret_id", ev.SecretID)
+			_, err := fmt.Fprintf(w, "payload:\n%s\n", ev.Event.Payload)
+			return err
 		},
 	})
 }
@@ -103,27 +100,29 @@ func (m *Main) eventsShow(ctx context.Context, args []string) error {
 func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	fs := m.flags("events replay", eventsHelp)
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	key, err := oneArg(fs, args, "ID")
+	source := fs.String("source", "", "the event's source (needed when EVENT_ID exists in several)")
+	key, err := oneArg(fs, args, "ID|EVENT_ID")
 	if err != nil {
 		return err
-	}
-	id, err := strconv.ParseInt(key, 10, 64)
-	if err != nil {
-		return fmt.Errorf("%w: replay takes payhook's numeric event id, got %q (see payhook events show)", errUsage, key)
 	}
 	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	ev, err := findEvent(ctx, db, key, *source)
+	if err != nil {
+		return ambiguous(err)
+	}
 	q, err := jobs.New(db, jobs.Config{Logger: m.logger(), Now: m.Now})
 	if err != nil {
 		return err
 	}
-	if err := q.Replay(ctx, id); err != nil {
+	if err := q.Replay(ctx, ev.ID); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "event %d re-enqueued; a running payhook serve on this database processes it again\n", id)
+	fmt.Fprintf(m.Stdout, "event %d (%s %s) re-enqueued; a running payhook serve on this database processes it again\n",
+		ev.ID, ev.Source, ev.EventID)
 	return nil
 }
 
@@ -153,26 +152,39 @@ func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	return pos[0], nil
 }
 
-// findEvents finds events by row id, or else by provider event id (which
-// may exist in several sources).
-func findEvents(ctx context.Context, db *store.DB, key string) ([]*payhook.Event, error) {
+// findEvent finds one event by row id, or else by provider event id,
+// within source when source is not "". An event id that exists in several
+// sources is a *billing.AmbiguousError naming them; none, an error
+// wrapping payhook.ErrNotFound.
+func findEvent(ctx context.Context, db *store.DB, key, source string) (*payhook.Event, error) {
 	if id, err := strconv.ParseInt(key, 10, 64); err == nil {
 		ev, err := db.Event(ctx, id)
-		if err == nil {
-			return []*payhook.Event{ev}, nil
-		}
-		if !errors.Is(err, payhook.ErrNotFound) {
+		switch {
+		case err == nil && (source == "" || ev.Source == source):
+			return ev, nil
+		case err != nil && !errors.Is(err, payhook.ErrNotFound):
 			return nil, err
 		}
 	}
-	evs, err := db.ListEvents(ctx, store.Filter{EventID: key})
+	evs, err := db.ListEvents(ctx, store.Filter{EventID: key, Source: source, Limit: api.MaxLimit})
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) == 0 {
+	switch len(evs) {
+	case 0:
+		if source != "" {
+			return nil, fmt.Errorf("event %q in source %q: %w", key, source, payhook.ErrNotFound)
+		}
 		return nil, fmt.Errorf("event %q: %w", key, payhook.ErrNotFound)
+	case 1:
+		return evs[0], nil
 	}
-	return evs, nil
+	sources := make([]string, len(evs))
+	for i, ev := range evs {
+		sources[i] = ev.Source
+	}
+	slices.Sort(sources)
+	return nil, &billing.AmbiguousError{What: "event", Ref: key, Sources: slices.Compact(sources)}
 }
 
 func (m *Main) printJSON(v any) error {

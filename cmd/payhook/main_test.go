@@ -91,7 +91,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--nope"}, 2, "flag provided but not defined"},
 		{[]string{"events"}, 2, "events needs a subcommand: list, show or replay"},
 		{[]string{"events", "frob"}, 2, "unknown events subcommand"},
-		{[]string{"events", "replay", "evt_x"}, 2, "numeric"},
+		{[]string{"events", "replay"}, 2, "events replay takes one ID|EVENT_ID"},
 		{[]string{"events", "list", "--status", "weird"}, 2, "--status"},
 		{[]string{"send"}, 2, "--secret"},
 		{[]string{"migrate", "--db", "mysql://x"}, 1, "unsupported scheme"},
