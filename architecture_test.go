@@ -4,8 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -237,4 +242,70 @@ func match(pattern, rel string) bool {
 
 func matchAny(patterns []string, rel string) bool {
 	return slices.ContainsFunc(patterns, func(p string) bool { return match(p, rel) })
+}
+
+// docRef is a `file.go: Function` or `file.go: Type.Method` reference of
+// docs/architecture.md, which may wrap across lines.
+var docRef = regexp.MustCompile("`([A-Za-z0-9_./]+\\.go):\\s+([A-Za-z_][A-Za-z0-9_]*)(?:\\.([A-Za-z_][A-Za-z0-9_]*))?`")
+
+// TestArchitectureDocPath fails when docs/architecture.md names a
+// function that its file does not declare: the path of one event stays
+// true as code moves.
+func TestArchitectureDocPath(t *testing.T) {
+	doc, err := os.ReadFile("docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := docRef.FindAllStringSubmatch(string(doc), -1)
+	if len(refs) < 15 {
+		t.Fatalf("docs/architecture.md names %d functions; want the whole path of an event", len(refs))
+	}
+	decls := map[string]map[string]bool{} // file → "F" and "T.M"
+	for _, ref := range refs {
+		file, name := ref[1], ref[2]
+		if ref[3] != "" {
+			name += "." + ref[3]
+		}
+		if decls[file] == nil {
+			decls[file] = declared(t, file)
+		}
+		if !decls[file][name] {
+			t.Errorf("docs/architecture.md names %s: %s, which %s does not declare", file, name, file)
+		}
+	}
+}
+
+// declared returns the functions and methods ("T.M") file declares, nil
+// when it cannot be parsed.
+func declared(t *testing.T, file string) map[string]bool {
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Errorf("docs/architecture.md names %s: %v", file, err)
+		return map[string]bool{}
+	}
+	out := map[string]bool{}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		name := fn.Name.Name
+		if fn.Recv != nil && len(fn.Recv.List) == 1 {
+			typ := fn.Recv.List[0].Type
+			if star, ok := typ.(*ast.StarExpr); ok {
+				typ = star.X
+			}
+			switch x := typ.(type) {
+			case *ast.IndexExpr:
+				typ = x.X
+			case *ast.IndexListExpr:
+				typ = x.X
+			}
+			if id, ok := typ.(*ast.Ident); ok {
+				name = id.Name + "." + name
+			}
+		}
+		out[name] = true
+	}
+	return out
 }
