@@ -102,15 +102,17 @@ type RunConfig struct {
 
 // Result is what a run did and the state the receiver should end with.
 type Result struct {
-	Scenario    string        `json:"scenario"`
-	Flavour     string        `json:"flavour"`
-	Provider    string        `json:"provider"` // payhook's provider name for this flavour
-	Seed        int64         `json:"seed"`
-	Environment string        `json:"environment"`
-	EndpointID  string        `json:"endpoint_id"`
-	Secret      string        `json:"-"`
-	Stats       deliver.Stats `json:"stats"`
-	Expected    Expected      `json:"expected"`
+	Scenario    string `json:"scenario"`
+	Flavour     string `json:"flavour"`
+	Provider    string `json:"provider"` // payhook's provider name for this flavour
+	Seed        int64  `json:"seed"`
+	Environment string `json:"environment"`
+	// Target is the URL the events were delivered to (RunConfig.Target).
+	Target     string        `json:"target"`
+	EndpointID string        `json:"endpoint_id"`
+	Secret     string        `json:"-"`
+	Stats      deliver.Stats `json:"stats"`
+	Expected   Expected      `json:"expected"`
 }
 
 // Expected is the truth a receiver is compared against after a run.
@@ -240,7 +242,7 @@ func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, e
 	}
 	res := &Result{
 		Scenario: name, Flavour: cfg.Flavour.Name(), Provider: cfg.Flavour.Provider(), Seed: cfg.Seed,
-		Environment: cfg.Environment, EndpointID: ep.ID, Secret: cfg.Secret, Stats: d.Stats(),
+		Environment: cfg.Environment, Target: cfg.Target, EndpointID: ep.ID, Secret: cfg.Secret, Stats: d.Stats(),
 		Expected: expect(st, cfg.Flavour, s.reused, d.Delivered),
 	}
 	return res, p, nil

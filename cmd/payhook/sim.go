@@ -7,17 +7,19 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/check"
 	"github.com/payhook/payhook/sim/deliver"
 	"github.com/payhook/payhook/sim/flavour"
 )
 
-const simHelp = `Usage: payhook sim run|serve [flags]
+const simHelp = `Usage: payhook sim run|serve|check [flags]
 
 A local payment provider that delivers webhooks like the real ones, and
 breaks like them: at least once, retried for about 41 hours (divided by
@@ -33,28 +35,34 @@ and outages of the target on purpose, reproducible with --seed.
   payhook sim serve [--addr HOST:PORT] [flags]
       runs the provider's API (bearer sk_test_/sk_live_ keys, printed at
       start) with a page at / showing endpoints and the delivery log.
+  payhook sim check --expect FILE [--db URL] [--source NAME] [--json]
+      compares the database with the expected state a run wrote and
+      prints each difference; exit status 1 on any (see sim check --help).
 
 Examples:
   payhook sim run storm --target http://127.0.0.1:8080/webhooks/demo --secret whsec_...
   payhook sim run outage --target http://127.0.0.1:8080/webhooks/stripe --secret whsec_... --flavour stripe --seed 7 --expect expected.json
   payhook sim run storm --target http://127.0.0.1:8080/webhooks/stripe --secret whsec_... --flavour stripe --api-addr 127.0.0.1:8091 --api-key sk_test_local
-  payhook sim serve --addr 127.0.0.1:8090 --flavour billete --duplicate 0.3`
+  payhook sim serve --addr 127.0.0.1:8090 --flavour billete --duplicate 0.3
+  payhook sim check --expect expected.json --db sqlite://payhook.db`
 
 func (m *Main) sim(ctx context.Context, args []string) error {
 	help := fmt.Sprintf(simHelp, strings.Join(sim.ScenarioNames(), ", "))
 	if len(args) == 0 {
-		return fmt.Errorf("%w: sim needs a subcommand: run or serve", errUsage)
+		return fmt.Errorf("%w: sim needs a subcommand: run, serve or check", errUsage)
 	}
 	switch sub, rest := args[0], args[1:]; sub {
 	case "run":
 		return m.simRun(ctx, rest, help)
 	case "serve":
 		return m.simServe(ctx, rest, help)
+	case "check":
+		return m.simCheck(ctx, rest)
 	case "-h", "--help", "help":
 		fmt.Fprintln(m.Stdout, help)
 		return nil
 	default:
-		return fmt.Errorf("%w: unknown sim subcommand %q (want run or serve)", errUsage, sub)
+		return fmt.Errorf("%w: unknown sim subcommand %q (want run, serve or check)", errUsage, sub)
 	}
 }
 
@@ -319,4 +327,111 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+const simCheckHelp = `Usage: payhook sim check --expect FILE [--db URL] [--source NAME] [--json]
+
+Compares the database with the state the provider of a run ended with
+(the file "payhook sim run --expect FILE" wrote) and prints each
+difference, one a line: an event the provider delivered that is not
+stored or not handled, an event stored that the provider did not create,
+a payment, crypto invoice, order or subscription that is missing or
+differs, a chain reference credited other than once, a balance, a ledger
+that does not sum to zero. Each line reads
+  KIND ID: what the database has; want what the provider says
+With --json it prints one document instead:
+  {"source", "scenario", "equal", "differences": [{"kind", "id", "got", "want"}]}
+
+Exit status: 0 when the database agrees, 1 on any difference (or error),
+2 on a usage error. Run it once payhook has processed the run's events.
+
+--source is the source the run delivered to; by default NAME from the
+run's target URL .../webhooks/NAME. --db URL (env PAYHOOK_DB) as for serve.
+
+Examples:
+  payhook sim run storm --target http://127.0.0.1:8080/webhooks/demo --secret whsec_... --expect expected.json
+  payhook sim check --expect expected.json
+  payhook sim check --expect expected.json --db postgres://payhook:payhook@127.0.0.1:5432/payhook --json`
+
+// simCheck compares the database with a run's expected state.
+func (m *Main) simCheck(ctx context.Context, args []string) error {
+	fs := m.flags("sim check", simCheckHelp)
+	expectPath := fs.String("expect", "", "the expected state written by sim run --expect (required)")
+	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
+	source := fs.String("source", "", "the source the run delivered to (default: from the run's target URL)")
+	asJSON := fs.Bool("json", false, "print the differences as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: sim check takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if *expectPath == "" {
+		return fmt.Errorf("%w: sim check needs --expect FILE (written by sim run --expect)", errUsage)
+	}
+	raw, err := os.ReadFile(*expectPath)
+	if err != nil {
+		return fmt.Errorf("read expected state: %w", err)
+	}
+	var res sim.Result
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("%s is not an expected state written by sim run --expect: %w", *expectPath, err)
+	}
+	if res.Scenario == "" || res.Expected.Events == nil {
+		return fmt.Errorf("%s is not an expected state written by sim run --expect: no scenario or events", *expectPath)
+	}
+	if *source == "" {
+		if *source = sourceOfTarget(res.Target); *source == "" {
+			return fmt.Errorf("%w: %s has no target URL .../webhooks/NAME to take the source from: give --source NAME",
+				errUsage, *expectPath)
+		}
+	}
+	db, err := m.openExisting(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	diffs, err := check.Compare(ctx, dbReceiver{db, *source}, res.Expected)
+	if err != nil {
+		return fmt.Errorf("sim check: %w", err)
+	}
+	if *asJSON {
+		out, err := json.MarshalIndent(struct {
+			Source      string             `json:"source"`
+			Scenario    string             `json:"scenario"`
+			Equal       bool               `json:"equal"`
+			Differences []check.Difference `json:"differences"`
+		}{*source, res.Scenario, len(diffs) == 0, append([]check.Difference{}, diffs...)}, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stdout, "%s\n", out)
+	} else {
+		for _, d := range diffs {
+			fmt.Fprintln(m.Stdout, d)
+		}
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("sim check: %d differences between source %s in %s and the provider's state", len(diffs), *source, db.URL)
+	}
+	if !*asJSON {
+		exp := res.Expected
+		fmt.Fprintf(m.Stdout, "no difference: source %s in %s holds the provider's state (%d events, %d payments, %d orders, %d subscriptions)\n",
+			*source, db.URL, len(exp.Events), len(exp.Payments)+len(exp.Invoices), len(exp.Orders), len(exp.Subscriptions))
+	}
+	return nil
+}
+
+// sourceOfTarget returns NAME of a target URL .../webhooks/NAME (the
+// receiver's route), or "".
+func sourceOfTarget(target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return ""
+	}
+	rest, ok := strings.CutPrefix(u.Path, "/webhooks/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return ""
+	}
+	return rest
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/check"
 	"github.com/payhook/payhook/sim/flavour"
 	"github.com/payhook/payhook/store"
 )
@@ -261,4 +262,130 @@ func TestDemoRefusesAUsedDatabase(t *testing.T) {
 			t.Fatalf("second demo on the same database = %d, %q; want 1 and a refusal", code, errOut)
 		}
 	})
+}
+
+// TestSimCheck plays the demo's storm (the storm scenario, billete,
+// against serve's demo source) through sim run --expect, then runs sim
+// check on that file: no difference, exit 0; then, with one delivered
+// event deleted from the database, the difference listed, exit 1, in
+// lines and in JSON.
+func TestSimCheck(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		secret := flavour.Billete().NewSecret()
+		var logs syncBuffer
+		srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
+			demoSecret: secret}, "--db", dbURL)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, logs.String())
+		}
+		defer srv.stop()
+		expect := filepath.Join(t.TempDir(), "expected.json")
+		env := map[string]string{"PAYHOOK_DB": dbURL}
+		if code, out, errOut := run(t, env, "sim", "run", "storm", "--target", srv.url+"/webhooks/demo", "--secret", secret,
+			"--size", "0.2", "--expect", expect); code != 0 {
+			t.Fatalf("sim run = %d\n%s\n%s", code, out, errOut)
+		}
+		raw, _ := os.ReadFile(expect)
+		var res sim.Result
+		if err := json.Unmarshal(raw, &res); err != nil {
+			t.Fatal(err)
+		}
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if rep, err := waitProcessed(ctx, db, "demo", &res, processingStall); err != nil || !rep.ExactlyOnce() {
+			t.Fatalf("processing: %+v, %v", rep, err)
+		}
+
+		code, out, errOut := run(t, env, "sim", "check", "--expect", expect)
+		if code != 0 || !strings.HasPrefix(out, "no difference: source demo in ") {
+			t.Fatalf("sim check after the storm = %d\n%s\n%s", code, out, errOut)
+		}
+		code, out, _ = run(t, env, "sim", "check", "--expect", expect, "--json", "--db", dbURL)
+		var doc struct {
+			Source, Scenario string
+			Equal            bool
+			Differences      []check.Difference
+		}
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || !doc.Equal || doc.Differences == nil ||
+			len(doc.Differences) != 0 || doc.Source != "demo" || doc.Scenario != "storm" {
+			t.Fatalf("sim check --json after the storm = %d, %v\n%s", code, err, out)
+		}
+
+		// The database loses a delivered event (the first payment.succeeded).
+		var lost sim.ExpectedEvent
+		for _, e := range res.Expected.Events {
+			if e.Type == "payment.succeeded" && e.Delivered {
+				lost = e
+				break
+			}
+		}
+		if _, err := db.SQL.ExecContext(ctx, `DELETE FROM payhook_events WHERE source = 'demo' AND event_id = $1`, lost.StoredID); err != nil {
+			t.Fatal(err)
+		}
+		want := check.Difference{Kind: "event", ID: lost.StoredID, Got: "missing", Want: "stored (payment.succeeded, delivered)"}
+		code, out, errOut = run(t, env, "sim", "check", "--expect", expect)
+		if code != 1 || out != want.String()+"\n" || !strings.Contains(errOut, "1 differences") {
+			t.Fatalf("sim check without %s = %d\n%s\n%s; want 1 and the line %q", lost.StoredID, code, out, errOut, want)
+		}
+		code, out, _ = run(t, env, "sim", "check", "--expect", expect, "--json")
+		if err := json.Unmarshal([]byte(out), &doc); code != 1 || err != nil || doc.Equal ||
+			len(doc.Differences) != 1 || doc.Differences[0] != want {
+			t.Fatalf("sim check --json without %s = %d, %v\n%s", lost.StoredID, code, err, out)
+		}
+	})
+}
+
+// TestSimCheckBadInput: each mistake gets a clear error and the status
+// of its kind, and reads nothing it should not.
+func TestSimCheckBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	result := func(target string) string {
+		b, _ := json.Marshal(sim.Result{Scenario: "storm", Target: target, Expected: sim.Expected{Events: []sim.ExpectedEvent{}}})
+		return string(b)
+	}
+	good := write("good.json", result("http://127.0.0.1:8080/webhooks/demo"))
+	noTarget := write("notarget.json", result(""))
+	otherTarget := write("other.json", result("http://127.0.0.1:8080/hooks"))
+	notJSON := write("bad.json", "expected: yes\n")
+	notResult := write("empty.json", "{}")
+	unmigrated := "sqlite://" + filepath.Join(dir, "empty.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no --expect", nil, 2, "needs --expect FILE"},
+		{"an argument", []string{"--expect", good, "extra"}, 2, "takes no arguments"},
+		{"unknown flag", []string{"--expect", good, "--verbose"}, 2, "flag provided but not defined"},
+		{"no such file", []string{"--expect", filepath.Join(dir, "nope.json")}, 1, "read expected state"},
+		{"not JSON", []string{"--expect", notJSON}, 1, "is not an expected state written by sim run --expect"},
+		{"not a result", []string{"--expect", notResult}, 1, "no scenario or events"},
+		{"no target", []string{"--expect", noTarget}, 2, "give --source NAME"},
+		{"target not a source", []string{"--expect", otherTarget}, 2, "give --source NAME"},
+		{"unmigrated database", []string{"--expect", good, "--db", unmigrated}, 1, "migrate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, nil, append([]string{"sim", "check"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("sim check %v = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out, errOut, tc.code, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "empty.db")); err == nil {
+		t.Errorf("sim check created the database it was pointed at")
+	}
 }
