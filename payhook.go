@@ -74,12 +74,28 @@ type Event struct {
 	LastError string `json:"last_error,omitempty"`
 	// ProcessedAt is when the event was marked processed (zero until then).
 	ProcessedAt time.Time `json:"processed_at,omitzero"`
+	// ReceivedVia says how the event came: ViaWebhook (a signed delivery;
+	// the default when empty) or ViaBackfill (listed by the provider's
+	// API, trusted through the API key, unsigned).
+	ReceivedVia Via `json:"received_via"`
 	// Resource is the current state of the resource the event is about,
 	// fetched from the provider's API just before processing (outside any
 	// transaction) when the source can ask it; nil otherwise. Not stored:
 	// the event tells, the resource decides.
 	Resource []byte `json:"-"`
 }
+
+// Via is how an event came to payhook.
+type Via string
+
+// The ways an event comes.
+const (
+	// ViaWebhook: a delivery to the receiver, its signature verified.
+	ViaWebhook Via = "webhook"
+	// ViaBackfill: listed by the provider's events API and stored by a
+	// backfill; it carries no signature.
+	ViaBackfill Via = "backfill"
+)
 
 // Errors shared across payhook. Packages wrap them with context; test them
 // with errors.Is.

@@ -13,18 +13,18 @@ import (
 )
 
 const eventColumns = `id, source, event_id, type, environment, occurred_at, received_at,
-	payload, secret_id, status, attempts, last_error, processed_at`
+	payload, secret_id, status, attempts, last_error, processed_at, received_via`
 
 func scanEvent(row interface{ Scan(...any) error }) (*payhook.Event, error) {
 	var ev payhook.Event
-	var status string
+	var status, via string
 	err := row.Scan(&ev.ID, &ev.Source, &ev.EventID, &ev.Type, &ev.Environment,
 		nullTime{&ev.OccurredAt}, nullTime{&ev.ReceivedAt}, &ev.Payload, &ev.SecretID,
-		&status, &ev.Attempts, &ev.LastError, nullTime{&ev.ProcessedAt})
+		&status, &ev.Attempts, &ev.LastError, nullTime{&ev.ProcessedAt}, &via)
 	if err != nil {
 		return nil, err
 	}
-	ev.Status = payhook.Status(status)
+	ev.Status, ev.ReceivedVia = payhook.Status(status), payhook.Via(via)
 	return &ev, nil
 }
 
@@ -39,21 +39,25 @@ const AlertEventBodyConflict = "event_body_conflict"
 // differs from the stored one keeps the first, and raises, in tx and once
 // per (Source, EventID), an alert of kind AlertEventBodyConflict (subject
 // "source/event_id") naming both bodies' SHA-256 digests. ReceivedAt must be set; Status defaults to
-// received. An event stored as ignored keeps LastError as the reason, made
-// storable (payhook.Storable).
+// received, ReceivedVia to webhook. An event stored as ignored keeps
+// LastError as the reason, made storable (payhook.Storable).
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
 	inserted := make([]bool, len(evs))
 	for i, ev := range evs {
 		if ev.Status == "" {
 			ev.Status = payhook.StatusReceived
 		}
+		if ev.ReceivedVia == "" {
+			ev.ReceivedVia = payhook.ViaWebhook
+		}
 		err := tx.QueryRowContext(ctx, `INSERT INTO payhook_events
-			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error, enqueued_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $6)
+			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
+			 enqueued_at, received_via)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $6, $11)
 			ON CONFLICT (source, event_id) DO NOTHING
 			RETURNING id`,
 			ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
-			ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError)).Scan(&ev.ID)
+			ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia)).Scan(&ev.ID)
 		switch {
 		case err == nil:
 			inserted[i] = true

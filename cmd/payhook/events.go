@@ -90,7 +90,8 @@ func (m *Main) eventsShow(ctx context.Context, args []string) error {
 				"occurred_at", formatTime(ev.OccurredAt),
 				"received_at", formatTime(ev.ReceivedAt),
 				"processed_at", formatTime(ev.ProcessedAt),
-				"secret_id", ev.SecretID)
+				"secret_id", ev.SecretID,
+				"received_via", ev.ReceivedVia)
 			_, err := fmt.Fprintf(w, "payload:\n%s\n", ev.Event.Payload)
 			return err
 		},
