@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/provider"
@@ -119,14 +115,9 @@ func loadConfig(path string, getenv func(string) string) (*fileConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
 	c := fileConfig{path: path}
-	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("config %s: %v: %w", path, err, payhook.ErrConfig)
-	}
-	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("config %s: the file must hold a single YAML document: %w", path, payhook.ErrConfig)
+	if err := decodeConfig(path, raw, &c); err != nil {
+		return nil, err
 	}
 	for i := range c.Sources {
 		if err := c.Sources[i].expand(getenv); err != nil {

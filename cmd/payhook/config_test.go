@@ -173,17 +173,33 @@ func TestConfigErrors(t *testing.T) {
 		{"unsupported reference form", source(stripe, "    environment: ${ENV:-live}"), nil,
 			[]string{"malformed variable reference", "only ${NAME}"}},
 		{"unknown top-level key", "sources: []\nlisten: :8080\n", nil,
-			[]string{"line 2", "field listen not found"}},
+			[]string{`payhook.yaml:2: unknown key "listen"`}},
 		{"unknown source key", source(stripe, "    secret: whsec_y"), nil,
-			[]string{"line 5", "field secret not found"}},
+			[]string{`payhook.yaml:5: unknown key "secret" in source "shop"; did you mean "secrets"?`}},
+		{"the issue's example", strings.Repeat("# a comment\n", 7) + "sources:\n  - name: stripe\n" + stripe + "\n    secrt: whsec_y\n", nil,
+			[]string{`config `, `payhook.yaml:12: unknown key "secrt" in source "stripe"; did you mean "secrets"?`}},
+		{"unknown key in an unnamed source", "sources:\n  - provider: stripe\n    secrets: [x]\n    tolerence: 1m\n", nil,
+			[]string{`payhook.yaml:4: unknown key "tolerence" in source #1; did you mean "tolerance"?`}},
+		{"unknown processing key", "sources: []\nprocessing:\n  retry: 1s\n", nil,
+			[]string{`payhook.yaml:3: unknown key "retry" in processing; did you mean "retry_base" or "retry_max"?`}},
 		{"misspelt key next to an unset variable", source("    provider: ${P}", "    secrets: [x]", "    envirnment: live"), nil,
-			[]string{"line 5", "field envirnment not found"}},
+			[]string{`payhook.yaml:5: unknown key "envirnment" in source "shop"`}},
+		{"a list for the file", "- a\n- b\n", nil, []string{"payhook.yaml:1: the file is a list; want keys and values"}},
+		{"sources not a list", "sources:\n  name: shop\n", nil,
+			[]string{`payhook.yaml:2: "sources" is a mapping (key: value); want a list`}},
+		{"a source not a mapping", "sources:\n  - shop\n", nil,
+			[]string{`payhook.yaml:2: source #1 is a single value; want keys and values`}},
+		{"a list for a string", source("    provider: [stripe]", "    secrets: [x]"), nil,
+			[]string{`payhook.yaml:3: "provider" in source "shop" is a list; want a single value`}},
+		{"workers not a number", "sources: []\nprocessing:\n  workers: many\n", nil,
+			[]string{`payhook.yaml:3: "workers" in processing is "many"; want a whole number`}},
 		{"empty file", "", nil, []string{"no sources"}},
 		{"no sources", "sources: []\n", nil, []string{"no sources"}},
-		{"not YAML", "sources: [\n", nil, []string{"yaml"}},
+		{"not YAML", "sources: [\n", nil, []string{"payhook.yaml:1: did not find expected node content"}},
 		{"two documents", issueExample + "---\n" + issueExample, map[string]string{"STRIPE_WEBHOOK_SECRET": "s"},
 			[]string{"single YAML document"}},
-		{"duplicate key", source(stripe, "    provider: paddle"), nil, []string{"line 5", `"provider" already defined`}},
+		{"duplicate key", source(stripe, "    provider: paddle"), nil,
+			[]string{`payhook.yaml:5: key "provider" given twice in source "shop" (first at line 3)`}},
 		{"missing name", "sources:\n  - provider: stripe\n    secrets: [x]\n", nil,
 			[]string{"source #1: name is required"}},
 		{"name not URL-safe", "sources:\n  - name: a/b\n" + stripe + "\n", nil,
@@ -223,7 +239,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`source "shop": hmac: no signature Header`}},
 		{"hmac timestamp header not signed", source("    provider: hmac", "    secrets: [x]", "    header: X-Sig", "    timestamp_header: X-Ts"), nil,
 			[]string{`source "shop": hmac: TimestampHeader X-Ts is set but template "{body}" does not sign {timestamp}`}},
-		{"secrets not a list", source("    provider: stripe", "    secrets: whsec_x"), nil, []string{"line 4", "cannot unmarshal"}},
+		{"secrets not a list", source("    provider: stripe", "    secrets: whsec_x"), nil,
+			[]string{`payhook.yaml:4: "secrets" in source "shop" is a single value; want a list (- item, or [a, b])`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +252,9 @@ func TestConfigErrors(t *testing.T) {
 			}
 			if !errors.Is(err, payhook.ErrConfig) {
 				t.Errorf("error %q does not wrap payhook.ErrConfig", err)
+			}
+			if strings.Contains(err.Error(), "main.") || strings.Contains(err.Error(), "unmarshal") {
+				t.Errorf("error %q speaks Go, not YAML", err)
 			}
 			for _, want := range append(tt.want, path) {
 				if !strings.Contains(err.Error(), want) {
