@@ -91,7 +91,7 @@ func TestAdapters(t *testing.T) {
 		"billete":  {envelope: true, environment: true, api: true},
 		"crypto":   {envelope: true},
 		"hmac":     {},
-		"paddle":   {envelope: true},
+		"paddle":   {envelope: true, api: true},
 		"standard": {},
 		"stripe":   {envelope: true, environment: true, api: true},
 	}
@@ -108,7 +108,7 @@ func TestAdapters(t *testing.T) {
 			t.Errorf("adapter %s has a fetched subject %+v but no client or no path", name, a.Subject)
 		}
 	}
-	if got, want := provider.APIs(), []string{"billete", "stripe"}; !slices.Equal(got, want) {
+	if got, want := provider.APIs(), []string{"billete", "paddle", "stripe"}; !slices.Equal(got, want) {
 		t.Errorf("APIs() = %v; want %v", got, want)
 	}
 	if _, ok := provider.Lookup("Stripe"); ok {
@@ -124,7 +124,7 @@ func TestNewClient(t *testing.T) {
 	}{
 		{"stripe", func(c adapter.Client) bool { _, ok := c.(*stripe.Client); return ok }},
 		{"billete", func(c adapter.Client) bool { _, ok := c.(*billete.Client); return ok }},
-		{"paddle", nil},
+		{"paddle", func(c adapter.Client) bool { _, ok := c.(*paddle.Client); return ok }},
 		{"hmac", nil},
 		{"nope", nil},
 		{"", nil},
@@ -135,6 +135,11 @@ func TestNewClient(t *testing.T) {
 			t.Errorf("NewClient(%q) = %v, %v; want an error wrapping ErrConfig", tc.provider, c, err)
 		case tc.check != nil && (err != nil || !tc.check(c)):
 			t.Errorf("NewClient(%q) = %T, %v; want the provider's client", tc.provider, c, err)
+		case tc.check != nil:
+			// Every client a backfill can use lists events.
+			if _, ok := c.(adapter.EventLister); !ok {
+				t.Errorf("NewClient(%q) = %T; want an adapter.EventLister", tc.provider, c)
+			}
 		}
 	}
 	// The client is the adapter's, with the source's credentials: it

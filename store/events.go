@@ -38,7 +38,8 @@ const AlertEventBodyConflict = "event_body_conflict"
 // each inserted event it sets ID. An event not inserted whose payload
 // differs from the stored one keeps the first, and raises, in tx and once
 // per (Source, EventID), an alert of kind AlertEventBodyConflict (subject
-// "source/event_id") naming both bodies' SHA-256 digests. ReceivedAt must be set; Status defaults to
+// "source/event_id") naming both bodies' SHA-256 digests, unless it is
+// listed (ViaBackfill): an API renders an event its own way. ReceivedAt must be set; Status defaults to
 // received, ReceivedVia to webhook. An event stored as ignored keeps
 // LastError as the reason, made storable (payhook.Storable).
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
@@ -61,6 +62,9 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 		switch {
 		case err == nil:
 			inserted[i] = true
+		case errors.Is(err, sql.ErrNoRows) && ev.ReceivedVia == payhook.ViaBackfill:
+			// The API renders a listed event its own way, which may differ
+			// from the delivered body: no conflict.
 		case errors.Is(err, sql.ErrNoRows):
 			if err := db.noteConflictTx(ctx, tx, ev); err != nil {
 				return nil, err

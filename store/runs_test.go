@@ -139,5 +139,16 @@ func TestReceivedVia(t *testing.T) {
 				t.Errorf("event %s received_via = %q; want %q", c.ev.EventID, got.ReceivedVia, c.want)
 			}
 		}
+		// The API renders an event its own way: listed again with another
+		// body, it is known, and no conflict.
+		again := newEvent("evt_hook")
+		again.Payload, again.ReceivedVia = []byte(`{"id": "evt_hook", "listed": true}`), payhook.ViaBackfill
+		if ins := insert(t, db, again); ins[0] {
+			t.Fatal("a listed event already delivered was inserted again")
+		}
+		var alerts int
+		if err := db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_alerts`).Scan(&alerts); err != nil || alerts != 0 {
+			t.Fatalf("alerts after listing a delivered event = %d, %v; want none", alerts, err)
+		}
 	})
 }

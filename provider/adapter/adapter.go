@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/apiget"
 	"github.com/payhook/payhook/internal/signing"
 )
 
@@ -87,6 +88,78 @@ type Client interface {
 	// other errors (the API unreachable or failing) are to be retried.
 	Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error)
 }
+
+// EventLister is a Client that lists the provider's events, page by page,
+// in the provider's order: what a backfill reads. Its stripe, paddle and
+// billete clients are ones.
+type EventLister interface {
+	// ListEvents returns one page of the events q selects. Its errors are
+	// an *APIError when the API answered another status than 200 (a 429
+	// or a 5xx is worth retrying, after APIError.RetryAfter when set), one
+	// wrapping payhook.ErrMalformed when the page cannot be read (not the
+	// provider's list, or an item without an id to page on), one wrapping
+	// payhook.ErrInvalid when q asks what the provider cannot list, and
+	// others (the API unreachable, a timeout) worth retrying.
+	ListEvents(ctx context.Context, q EventQuery) (EventPage, error)
+}
+
+// EventQuery selects events to list.
+type EventQuery struct {
+	// From keeps the events created at or after it, when the provider
+	// filters by time; zero lists as far back as the provider keeps them.
+	// Callers filter the items again: a provider that cannot (Paddle)
+	// lists them all.
+	From time.Time
+	// Types keeps the events of these provider type names; empty keeps
+	// every type.
+	Types []string
+	// Undelivered keeps only the events whose webhook deliveries failed
+	// (Stripe's delivery_success=false); a provider that cannot say
+	// refuses it with payhook.ErrInvalid.
+	Undelivered bool
+	// Cursor is the Next of the previous page; "" asks for the first.
+	Cursor string
+	// Limit is the page size; 0 means the client's default (100, or the
+	// provider's most when smaller).
+	Limit int
+}
+
+// EventPage is one page of a provider's events list.
+type EventPage struct {
+	// Events are the page's items, each as the API lists it: a body the
+	// adapter's Envelope reads.
+	Events [][]byte
+	// Next is the cursor of the next page; "" when this is the last.
+	Next string
+}
+
+// NewEventPage returns the page of events whose list says more (there
+// are further pages) and next (their cursor), or an error wrapping
+// payhook.ErrMalformed when the list says more but lists nothing or gives
+// no cursor: following it would go nowhere, or round forever.
+func NewEventPage(events [][]byte, more bool, next string) (EventPage, error) {
+	switch {
+	case !more:
+		return EventPage{Events: events}, nil
+	case len(events) == 0:
+		return EventPage{}, fmt.Errorf("the page lists no event but says there are more (cursor %q): %w", next, payhook.ErrMalformed)
+	case next == "":
+		return EventPage{}, fmt.Errorf("the page says there are more but gives no cursor: %w", payhook.ErrMalformed)
+	}
+	return EventPage{Events: events, Next: next}, nil
+}
+
+// EventRetention is implemented by EventListers whose provider lists only
+// recent events (Stripe: the last 30 days).
+type EventRetention interface {
+	// EventRetention is how far back the provider lists events.
+	EventRetention() time.Duration
+}
+
+// APIError is a provider API's answer other than 200, as the clients
+// return it: its Status, the RetryAfter it asked for, and Temporary (a
+// 429 or a 5xx, worth retrying).
+type APIError = apiget.APIError
 
 // Subject says which events are about a resource whose current state,
 // fetched from the provider's API, stands for the event's subject as a

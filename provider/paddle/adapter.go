@@ -5,12 +5,16 @@ import (
 	"github.com/payhook/payhook/provider/adapter"
 )
 
-// Adapter is what payhook knows of Paddle: its verifier and its envelope.
-// Paddle events do not say their environment; payhook reads no Paddle API.
+// Adapter is what payhook knows of Paddle: its verifier, its envelope
+// and its API client, which lists events for backfill. Paddle events do
+// not say their environment.
 var Adapter = adapter.Adapter{
 	Name: "paddle",
 	Verifier: func(o adapter.Options) (payhook.Verifier, error) {
 		return adapter.AsVerifier(New(Config{Secrets: o.Secrets, Tolerance: o.Tolerance}))
 	},
 	Envelope: adapter.CheckedEnvelope("paddle", envelope),
+	Client: func(c adapter.ClientConfig) adapter.Client {
+		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP}
+	},
 }
