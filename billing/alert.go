@@ -81,27 +81,41 @@ func RaiseAlert(ctx context.Context, tx *Tx, kind, subject, message string) erro
 	return nil
 }
 
-// alert raises the alert (kind, subject) for occurrence, once: only the
-// call that records the occurrence (per source) raises it, so a duplicate
-// or a replay of what raised it changes nothing. The unique index of
-// payhook_alert_occurrences decides, also between concurrent calls.
+// alert raises the alert (kind, subject) for occurrence, once per
+// source (RaiseAlertOnce), and records it in the outcome.
 func (a *applier) alert(ctx context.Context, kind, subject, occurrence, message string) error {
+	raised, err := RaiseAlertOnce(ctx, a.tx, kind, subject, a.source+"/"+occurrence, "source "+a.source+": "+message)
+	if raised {
+		a.out.Alerts = append(a.out.Alerts, kind+":"+subject)
+	}
+	return err
+}
+
+// RaiseAlertOnce raises the alert (kind, subject) for occurrence, once:
+// only the call that records the occurrence raises it (RaiseAlert), so
+// that seeing the same thing again (a duplicate, a replay, the same
+// reconciliation difference found by the next run) changes nothing. It
+// reports whether it raised. The unique index of
+// payhook_alert_occurrences decides, also between concurrent calls.
+func RaiseAlertOnce(ctx context.Context, tx *Tx, kind, subject, occurrence, message string) (bool, error) {
+	if err := tx.check(); err != nil {
+		return false, err
+	}
 	var id int64
-	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_alert_occurrences (kind, subject, occurrence, seen_at)
+	err := tx.QueryRowContext(ctx, `INSERT INTO payhook_alert_occurrences (kind, subject, occurrence, seen_at)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (kind, subject, occurrence) DO NOTHING
-		RETURNING id`, kind, subject, a.source+"/"+occurrence, a.t(a.tx.now)).Scan(&id)
+		RETURNING id`, kind, subject, occurrence, tx.timeValue(tx.now)).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("record alert %s %s: %w", kind, subject, err)
+		return false, fmt.Errorf("record alert %s %s: %w", kind, subject, err)
 	}
-	if err := RaiseAlert(ctx, a.tx, kind, subject, "source "+a.source+": "+message); err != nil {
-		return err
+	if err := RaiseAlert(ctx, tx, kind, subject, message); err != nil {
+		return false, err
 	}
-	a.out.Alerts = append(a.out.Alerts, kind+":"+subject)
-	return nil
+	return true, nil
 }
 
 // AlertView is one alert.

@@ -313,6 +313,9 @@ type PaymentFilter struct {
 	Kind    string
 	Status  string
 	OrderID string
+	// CreatedFrom, if set, keeps the payments payhook created at or
+	// after it.
+	CreatedFrom time.Time
 	// Limit caps the result; 0 means 100.
 	Limit int
 }
@@ -331,6 +334,9 @@ func ListPayments(ctx context.Context, db *store.DB, f PaymentFilter) ([]Payment
 	}
 	if f.OrderID != "" {
 		q.where("order_id = $%d", f.OrderID)
+	}
+	if !f.CreatedFrom.IsZero() {
+		q.where("created_at >= $%d", db.TimeValue(f.CreatedFrom))
 	}
 	return list(ctx, db, "list payments", scanPayment,
 		`SELECT `+paymentColumns+` FROM payhook_payments`+q.sql("id DESC", f.Limit), q.args...)

@@ -200,6 +200,9 @@ type SubscriptionFilter struct {
 	Source   string
 	Status   string
 	Customer string
+	// CreatedFrom, if set, keeps the subscriptions payhook created at or
+	// after it.
+	CreatedFrom time.Time
 	// Limit caps the result; 0 means 100.
 	Limit int
 }
@@ -215,6 +218,9 @@ func ListSubscriptions(ctx context.Context, db *store.DB, f SubscriptionFilter) 
 	}
 	if f.Customer != "" {
 		q.where("customer = $%d", f.Customer)
+	}
+	if !f.CreatedFrom.IsZero() {
+		q.where("created_at >= $%d", db.TimeValue(f.CreatedFrom))
 	}
 	return list(ctx, db, "list subscriptions", scanSubscription,
 		`SELECT `+subscriptionColumns+` FROM payhook_subscriptions`+q.sql("id DESC", f.Limit), q.args...)

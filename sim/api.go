@@ -43,6 +43,9 @@ const maxBody = 1 << 20
 //	GET    /invoices/{id}
 //	POST   /invoices/{id}/settle                 {chain_ref}
 //	GET    <Flavour.EventsPath()>                the flavour's events list
+//	GET    <Lister.ListPaths()>                  with a flavour.Lister (billete: /payments, /refunds,
+//	                                             /subscriptions; stripe: /v1/charges, /v1/refunds,
+//	                                             /v1/disputes, /v1/subscriptions): recent objects
 //	GET    <SubscriptionPath()>                  with a flavour.Retriever (stripe: /v1/subscriptions/{id}):
 //	                                             the subscription's current state in the provider's shape
 //
@@ -253,6 +256,14 @@ func (p *Provider) Handler() http.Handler {
 			w.Write(body)
 			return nil
 		})
+	}
+
+	// Flavours that list objects (payments, refunds, disputes,
+	// subscriptions) in their provider's shape, for reconciliation.
+	if lf, ok := p.cfg.Flavour.(flavour.Lister); ok {
+		for path, kind := range lf.ListPaths() {
+			h("GET "+path, p.listHandler(lf, kind))
+		}
 	}
 
 	h("GET "+p.cfg.Flavour.EventsPath(), func(w http.ResponseWriter, r *http.Request, env string) error {

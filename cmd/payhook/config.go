@@ -69,6 +69,9 @@ type sourceConfig struct {
 	// resource from the provider (those of provider.APIs()).
 	APIURL string `yaml:"api_url"`
 	APIKey string `yaml:"api_key"`
+	// APIVersion pins the provider's API version: requests ask for it,
+	// and an event or listed object of another raises api_version_drift.
+	APIVersion string `yaml:"api_version"`
 
 	// The options of provider hmac only; see hmac.Config.
 	Header          string `yaml:"header"`
@@ -94,7 +97,7 @@ func (s *sourceConfig) fields() []field {
 	return []field{
 		{"name", &s.Name, false}, {"provider", &s.Provider, false},
 		{"environment", &s.Environment, false}, {"tolerance", &s.Tolerance, false},
-		{"api_url", &s.APIURL, false}, {"api_key", &s.APIKey, false},
+		{"api_url", &s.APIURL, false}, {"api_key", &s.APIKey, false}, {"api_version", &s.APIVersion, false},
 		{"header", &s.Header, true}, {"prefix", &s.Prefix, true}, {"encoding", &s.Encoding, true},
 		{"timestamp_header", &s.TimestampHeader, true}, {"template", &s.Template, true},
 		{"id_field", &s.IDField, true}, {"id_header", &s.IDHeader, true},
@@ -153,7 +156,7 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 		}
 		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v}
 		if s.APIURL != "" {
-			client, err := provider.NewClient(s.Provider, adapter.ClientConfig{BaseURL: s.APIURL, Key: s.APIKey})
+			client, err := provider.NewClient(s.Provider, adapter.ClientConfig{BaseURL: s.APIURL, Key: s.APIKey, APIVersion: s.APIVersion})
 			if err != nil {
 				return nil, fmt.Errorf("%s%s: %w", c.prefix(), s.label(i), err) // wraps payhook.ErrConfig
 			}

@@ -23,30 +23,42 @@ const maxBody = 1 << 20
 // payhook.ErrNotFound; any other failure is a plain error, to be retried.
 // hc nil means a client with a 10 s timeout.
 func Get(ctx context.Context, hc *http.Client, baseURL, key, path string) ([]byte, error) {
+	b, _, err := GetWith(ctx, hc, baseURL, key, path, nil)
+	return b, err
+}
+
+// GetWith is Get that also sends the headers h (an API version, ...) and
+// returns the answer's headers with its body.
+func GetWith(ctx context.Context, hc *http.Client, baseURL, key, path string, h http.Header) ([]byte, http.Header, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/"+path, nil)
 	if err != nil {
-		return nil, fmt.Errorf("GET /%s: %w", path, err)
+		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
+	}
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET /%s: %w", path, err)
+		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, fmt.Errorf("GET /%s: %w", path, err)
+		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("GET /%s: %w", path, payhook.ErrNotFound)
+		return nil, nil, fmt.Errorf("GET /%s: %w", path, payhook.ErrNotFound)
 	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("GET /%s: %s: %.200s", path, resp.Status, b)
+		return nil, nil, fmt.Errorf("GET /%s: %s: %.200s", path, resp.Status, b)
 	}
-	return b, nil
+	return b, resp.Header, nil
 }
 
 // maxPage bounds a page of a list.
@@ -57,6 +69,13 @@ const maxPage = 16 << 20
 // is an *APIError (with the Retry-After asked, if any); a body
 // over 16 MiB, or failing to reach the API, is a plain error.
 func List(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.Values) ([]byte, error) {
+	b, _, err := ListWith(ctx, hc, baseURL, key, path, q, nil)
+	return b, err
+}
+
+// ListWith is List that also sends the headers h (an API version, ...)
+// and returns the answer's headers with its body.
+func ListWith(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.Values, h http.Header) ([]byte, http.Header, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -66,17 +85,22 @@ func List(ctx context.Context, hc *http.Client, baseURL, key, path string, q url
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, fmt.Errorf("GET /%s: %w", path, err)
+		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
+	}
+	for k, vs := range h {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("GET /%s: %w", path, err)
+		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
 	if err != nil {
-		return nil, fmt.Errorf("GET /%s: read the answer: %w", path, err)
+		return nil, nil, fmt.Errorf("GET /%s: read the answer: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		// An HTTP-date Retry-After is read against the answer's own Date.
@@ -84,14 +108,14 @@ func List(ctx context.Context, hc *http.Client, baseURL, key, path string, q url
 		if err != nil {
 			now = time.Now()
 		}
-		return nil, &APIError{Method: http.MethodGet, Path: "/" + path, Status: resp.StatusCode,
+		return nil, nil, &APIError{Method: http.MethodGet, Path: "/" + path, Status: resp.StatusCode,
 			RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), now),
 			Body:       payhook.Storable(string(b[:min(len(b), 200)]))}
 	}
 	if len(b) > maxPage {
-		return nil, fmt.Errorf("GET /%s: a page over %d bytes: %w", path, maxPage, payhook.ErrMalformed)
+		return nil, nil, fmt.Errorf("GET /%s: a page over %d bytes: %w", path, maxPage, payhook.ErrMalformed)
 	}
-	return b, nil
+	return b, resp.Header, nil
 }
 
 // APIError is a provider API's answer other than 200.

@@ -72,6 +72,10 @@ type ClientConfig struct {
 	Key string
 	// HTTP sends the requests. If nil, a client with a 10 s timeout.
 	HTTP *http.Client
+	// APIVersion, if set, is the API version the source pins: every
+	// request asks for it (Stripe: the Stripe-Version header). If empty,
+	// the account's default version.
+	APIVersion string
 }
 
 // Client is a provider's API, read with one source's key.

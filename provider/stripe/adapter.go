@@ -16,7 +16,7 @@ var Adapter = adapter.Adapter{
 	Envelope:           adapter.CheckedEnvelope("stripe", envelope),
 	ReportsEnvironment: true,
 	Client: func(c adapter.ClientConfig) adapter.Client {
-		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP}
+		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
 	Subject: subject,
 }

@@ -24,6 +24,9 @@ type Client struct {
 	Key string
 	// HTTP sends the requests; nil means a client with a 10 s timeout.
 	HTTP *http.Client
+	// APIVersion, if set, is the version every request pins
+	// (Stripe-Version).
+	APIVersion string
 }
 
 var _ adapter.Client = (*Client)(nil)
@@ -50,9 +53,17 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stripe: event %s has no %s.id to fetch: %w", ev.EventID, strings.Join(subject.Path, "."), err)
 	}
-	b, err := apiget.Get(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(id))
+	b, _, err := apiget.GetWith(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(id), c.versionHeader())
 	if err != nil {
 		return nil, fmt.Errorf("stripe: %w", err)
 	}
 	return b, nil
+}
+
+// versionHeader pins the client's API version, if any.
+func (c *Client) versionHeader() http.Header {
+	if c.APIVersion == "" {
+		return nil
+	}
+	return http.Header{VersionHeader: {c.APIVersion}}
 }

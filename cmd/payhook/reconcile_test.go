@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/reconcile"
+	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/deliver"
+	"github.com/payhook/payhook/sim/flavour"
+	"github.com/payhook/payhook/store"
+)
+
+// reconcileWorld is a payhook serve and a simulated provider whose
+// endpoint points at it, with the provider's API on a loopback port.
+type reconcileWorld struct {
+	t        *testing.T
+	f        flavour.Flavour
+	p        *sim.Provider
+	secret   string
+	hook     string // payhook's webhook URL of the source
+	env      map[string]string
+	db       *store.DB
+	source   string
+	endpoint string
+}
+
+func newReconcileWorld(t *testing.T, engine, name string, events []string) *reconcileWorld {
+	t.Helper()
+	f, err := flavour.ByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deliver.New(deliver.Config{TimeScale: 1000})
+	t.Cleanup(d.Close)
+	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: 9, TestKey: "sk_test_reconcile"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(p.Handler())
+	t.Cleanup(api.Close)
+
+	w := &reconcileWorld{t: t, f: f, p: p, secret: f.NewSecret(), source: "shop"}
+	dbURL := dbtest.URL(t, engine)
+	config := filepath.Join(t.TempDir(), "payhook.yaml")
+	os.WriteFile(config, fmt.Appendf(nil, "sources:\n  - name: shop\n    provider: %s\n    secrets: [\"${SECRET}\"]\n"+
+		"    api_url: %s\n    api_key: sk_test_reconcile\n"+
+		"processing:\n  retry_base: 20ms\n  retry_max: 200ms\n  max_attempts: 1000\n", f.Provider(), api.URL), 0o600)
+	w.env = map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": config, "SECRET": w.secret}
+	s := startServer(t, w.env)
+	w.hook = s.url + "/webhooks/shop"
+	ep, err := p.CreateEndpointWithSecret(sim.EnvTest, w.hook, events, "", w.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.endpoint = ep.ID
+	w.db, err = store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.db.Close() })
+	return w
+}
+
+// waitProcessed waits until payhook has processed n events of the source.
+func (w *reconcileWorld) waitProcessed(n int) {
+	w.t.Helper()
+	waitProgress(w.t, fmt.Sprintf("%d events processed", n), func() (bool, string) {
+		var done, all int
+		w.db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE source = 'shop' AND status IN ('processed', 'ignored')`).Scan(&done)
+		w.db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE source = 'shop'`).Scan(&all)
+		return done >= n, fmt.Sprint(done, "/", all)
+	})
+}
+
+// deliver posts the provider's events of type typ to payhook, signed, as
+// a redelivery would: the normal path.
+func (w *reconcileWorld) deliver(typ string) {
+	w.t.Helper()
+	st, err := w.p.Snapshot(sim.EnvTest)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, ev := range st.Events {
+		if ev.Type != typ {
+			continue
+		}
+		body, err := w.f.Body(ev, "dlv_manual")
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		h, err := w.f.Sign([]string{w.secret}, ev, "dlv_manual", body, time.Now())
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, w.hook, bytes.NewReader(body))
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			w.t.Fatalf("redelivery of %s: %s", ev.ID, resp.Status)
+		}
+	}
+}
+
+// reconcile runs payhook reconcile --json and returns its exit status and
+// report.
+func (w *reconcileWorld) reconcile() (int, reconcile.Report, string) {
+	w.t.Helper()
+	code, out, errOut := run(w.t, w.env, "reconcile", "--source", "shop", "--since", "1h", "--json")
+	var rep reconcile.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		w.t.Fatalf("reconcile = %d, stdout %q, stderr %q: %v", code, out, errOut, err)
+	}
+	return code, rep, errOut
+}
+
+// alerts returns the count of each reconcile_difference alert.
+func (w *reconcileWorld) alerts() []int {
+	rows, err := w.db.SQL.Query(`SELECT count FROM payhook_alerts WHERE kind = $1 ORDER BY id`, reconcile.AlertDifference)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := []int{}
+	for rows.Next() {
+		var n int
+		rows.Scan(&n)
+		out = append(out, n)
+	}
+	return out
+}
+
+// TestReconcileDroppedRefund: a refund made at the provider whose webhook
+// was dropped is reported (exit 1) with one alert, however often
+// reconcile runs; once its event comes in through the normal path,
+// reconcile reports nothing (exit 0). Per flavour with an object list, on
+// both engines.
+func TestReconcileDroppedRefund(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		for _, name := range []string{"billete", "stripe"} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				// The endpoint hears of everything but refunds: the
+				// refund's webhook is dropped.
+				events := slices.DeleteFunc(slices.Clone(sim.EventTypes), func(s string) bool { return s == "payment.refunded" })
+				w := newReconcileWorld(t, engine, name, events)
+				co, err := w.p.CreateCheckout(sim.EnvTest, 2500, "EUR", "ord_1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				pay, err := w.p.CompleteCheckout(sim.EnvTest, co.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := w.p.CreateSubscription(sim.EnvTest, "cus_1", "basic"); err != nil {
+					t.Fatal(err)
+				}
+				w.waitProcessed(3) // checkout.completed, payment.succeeded, subscription.created
+
+				if code, rep, errOut := w.reconcile(); code != 0 || len(rep.Differences) != 0 {
+					t.Fatalf("reconcile before the refund = %d, %+v, %s; want 0 and no differences", code, rep.Differences, errOut)
+				}
+				ref, err := w.p.Refund(sim.EnvTest, pay.ID, 1000, "", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for run := 1; run <= 2; run++ {
+					code, rep, errOut := w.reconcile()
+					if code != 1 || len(rep.Differences) != 1 {
+						t.Fatalf("reconcile #%d after the dropped refund = %d, %+v, %s; want 1 and one difference", run, code, rep.Differences, errOut)
+					}
+					d := rep.Differences[0]
+					if d.Ref != pay.ID || d.What != reconcile.Different || !strings.Contains(d.Fix, ref.ID) || d.Alerted != (run == 1) {
+						t.Errorf("reconcile #%d: difference %+v; want payment %s different, fixed by refund %s, alerted the first time only", run, d, pay.ID, ref.ID)
+					}
+					if !strings.Contains(errOut, "1 difference") {
+						t.Errorf("reconcile #%d stderr %q; want it to say 1 difference", run, errOut)
+					}
+				}
+				if got := w.alerts(); !slices.Equal(got, []int{1}) {
+					t.Errorf("reconcile_difference alerts %v; want one, raised once", got)
+				}
+				w.deliver("payment.refunded")
+				w.waitProcessed(4)
+				if code, rep, errOut := w.reconcile(); code != 0 || len(rep.Differences) != 0 {
+					t.Fatalf("reconcile after the refund came in = %d, %+v, %s; want 0", code, rep.Differences, errOut)
+				}
+			})
+		}
+	})
+}

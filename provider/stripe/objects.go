@@ -1,0 +1,198 @@
+package stripe
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/provider/adapter"
+)
+
+var _ adapter.ObjectLister = (*Client)(nil)
+
+// VersionHeader is the header in which a request pins Stripe's API
+// version and an answer says the version it was rendered in.
+const VersionHeader = "Stripe-Version"
+
+// listPaths are Stripe's list routes by object kind.
+var listPaths = map[string]string{
+	adapter.KindPayment: "v1/charges", adapter.KindRefund: "v1/refunds",
+	adapter.KindDispute: "v1/disputes", adapter.KindSubscription: "v1/subscriptions",
+}
+
+// listed is the part of a listed charge, refund, dispute or subscription
+// that reconciliation reads.
+type listed struct {
+	ID                string `json:"id"`
+	Amount            int64  `json:"amount"`
+	AmountRefunded    int64  `json:"amount_refunded"`
+	Currency          string `json:"currency"`
+	Status            string `json:"status"`
+	PaymentIntent     any    `json:"payment_intent"`
+	Charge            any    `json:"charge"`
+	Created           int64  `json:"created"`
+	CancelAtPeriodEnd bool   `json:"cancel_at_period_end"`
+	CancelAt          *int64 `json:"cancel_at"`
+	EndedAt           *int64 `json:"ended_at"`
+	Plan              *struct {
+		ID string `json:"id"`
+	} `json:"plan"`
+	Items *struct {
+		Data []struct {
+			Price struct {
+				ID string `json:"id"`
+			} `json:"price"`
+		} `json:"data"`
+	} `json:"items"`
+}
+
+// ListObjects lists the charges, refunds, disputes or subscriptions
+// (status=all) created at or after since (created[gte], following
+// starting_after while has_more), with the pinned Stripe-Version if any.
+// Charges not succeeded (pending, failed) and dispute inquiries
+// (warning_*, prevented), which move no money, are left out.
+func (c *Client) ListObjects(ctx context.Context, kind string, since time.Time) ([]adapter.Object, error) {
+	path, ok := listPaths[kind]
+	if !ok {
+		return nil, nil
+	}
+	var all []adapter.Object
+	_, err := apiget.Pages(ctx, func(ctx context.Context, cursor string) (apiget.Page[struct{}], error) {
+		q := url.Values{"limit": {"100"}}
+		if !since.IsZero() {
+			q.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
+		}
+		if kind == adapter.KindSubscription {
+			q.Set("status", "all")
+		}
+		if cursor != "" {
+			q.Set("starting_after", cursor)
+		}
+		b, got, err := apiget.ListWith(ctx, c.HTTP, c.BaseURL, c.Key, path, q, c.versionHeader())
+		if err != nil {
+			return apiget.Page[struct{}]{}, err
+		}
+		var page struct {
+			Object  string   `json:"object"`
+			Data    []listed `json:"data"`
+			HasMore bool     `json:"has_more"`
+		}
+		if err := json.Unmarshal(b, &page); err != nil || page.Object != "list" || page.Data == nil {
+			return apiget.Page[struct{}]{}, fmt.Errorf("GET /%s: not a list object: %.200s: %w", path, b, payhook.ErrMalformed)
+		}
+		p := apiget.Page[struct{}]{More: page.HasMore}
+		for _, l := range page.Data {
+			o, keep, err := l.object(kind, got.Get(VersionHeader))
+			if err != nil {
+				return apiget.Page[struct{}]{}, fmt.Errorf("GET /%s: %w", path, err)
+			}
+			p.IDs, p.Items, p.Next = append(p.IDs, l.ID), append(p.Items, struct{}{}), l.ID
+			if keep {
+				all = append(all, o)
+			}
+		}
+		return p, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stripe: list %s: %w", path, err)
+	}
+	return all, nil
+}
+
+// idOf reads an expandable field: an id, or an object with one.
+func idOf(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case map[string]any:
+		s, _ := v["id"].(string)
+		return s
+	}
+	return ""
+}
+
+// object normalizes a listed object into payhook's vocabulary, and says
+// whether reconciliation keeps it.
+func (l listed) object(kind, version string) (adapter.Object, bool, error) {
+	if l.ID == "" || l.Created <= 0 {
+		return adapter.Object{}, false, fmt.Errorf("a listed %s without an id or created (%q, %d): %w", kind, l.ID, l.Created, payhook.ErrMalformed)
+	}
+	o := adapter.Object{
+		Kind: kind, Ref: l.ID, Amount: l.Amount, Currency: strings.ToUpper(l.Currency),
+		Created: time.Unix(l.Created, 0).UTC(), APIVersion: version,
+	}
+	pay := idOf(l.PaymentIntent)
+	if pay == "" {
+		pay = idOf(l.Charge)
+	}
+	switch kind {
+	case adapter.KindPayment:
+		if l.Status != "succeeded" {
+			return o, false, nil
+		}
+		if pay != "" {
+			o.Ref = pay
+		}
+		o.RefundedAmount = l.AmountRefunded
+		switch {
+		case l.AmountRefunded <= 0:
+			o.Status = "succeeded"
+		case l.AmountRefunded < l.Amount:
+			o.Status = "partially_refunded"
+		default:
+			o.Status = "refunded"
+		}
+	case adapter.KindRefund:
+		o.PaymentRef, o.Status = pay, l.Status
+		if l.Status == "canceled" {
+			o.Status = "failed"
+		}
+	case adapter.KindDispute:
+		o.PaymentRef = pay
+		switch {
+		case strings.HasPrefix(l.Status, "warning_") || l.Status == "prevented":
+			return o, false, nil
+		case l.Status == "won" || l.Status == "lost":
+			o.Status = l.Status
+		default:
+			o.Status = "open"
+		}
+	case adapter.KindSubscription:
+		o.Amount, o.Currency = 0, ""
+		if l.Plan != nil {
+			o.Plan = l.Plan.ID
+		}
+		if o.Plan == "" && l.Items != nil && len(l.Items.Data) > 0 {
+			o.Plan = l.Items.Data[0].Price.ID
+		}
+		o.Status = subscriptionStatus(l)
+	}
+	return o, true, nil
+}
+
+// subscriptionStatus maps a Stripe subscription's status as payhook's
+// Stripe mapping does: set to cancel is canceled, canceled with ended_at
+// is ended; an unpaid status is kept.
+func subscriptionStatus(l listed) string {
+	switch l.Status {
+	case "active", "trialing":
+		if l.CancelAtPeriodEnd || l.CancelAt != nil {
+			return "canceled"
+		}
+		return "active"
+	case "canceled":
+		if l.EndedAt == nil {
+			return "canceled"
+		}
+		return "ended"
+	case "incomplete_expired":
+		return "ended"
+	}
+	return l.Status
+}

@@ -1,0 +1,414 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/provider/adapter"
+	"github.com/payhook/payhook/store"
+)
+
+// Alert kinds raised by Reconcile.
+const (
+	// AlertDifference: the provider and payhook disagree about an
+	// object; subject is source/kind/ref, raised once per difference
+	// (the same difference found by the next run counts nothing).
+	AlertDifference = "reconcile_difference"
+	// AlertAPIVersionDrift: an event or a listed object came in another
+	// API version than the source pins; subject is the source, raised
+	// once per version seen.
+	AlertAPIVersionDrift = "api_version_drift"
+)
+
+// What a Difference is.
+const (
+	// MissingHere: the provider has the object, payhook does not.
+	MissingHere = "missing_here"
+	// MissingAtProvider: payhook has the object, the provider's list in
+	// the window does not.
+	MissingAtProvider = "missing_at_provider"
+	// Different: both have it, some fields differ.
+	Different = "different"
+)
+
+// DefaultSince is how far back Reconcile looks when Config.Since is zero.
+const DefaultSince = 24 * time.Hour
+
+// Slack is how much earlier than the window the provider is listed, so
+// that an object payhook stored inside the window but the provider
+// created a little before it is not reported missing at the provider.
+const Slack = time.Hour
+
+// Config configures one reconciliation of one source.
+type Config struct {
+	// DB is payhook's database (required).
+	DB *store.DB
+	// Source is the source's name (required).
+	Source string
+	// Client is the source's API client; it must be an
+	// adapter.ObjectLister (required).
+	Client adapter.Client
+	// Since is the start of the window: objects created at or after it
+	// are compared. If zero, Now minus DefaultSince.
+	Since time.Time
+	// Now is the clock. If nil, time.Now.
+	Now func() time.Time
+	// APIVersion is the version the source pins; a listed object of
+	// another version raises AlertAPIVersionDrift. If empty, no check.
+	APIVersion string
+}
+
+// Field is one field that differs.
+type Field struct {
+	Name     string `json:"name"`
+	Here     string `json:"here"`
+	Provider string `json:"provider"`
+}
+
+// Difference is one row of the report.
+type Difference struct {
+	// Kind is adapter.KindPayment or adapter.KindSubscription (a refund
+	// or dispute is reported on its payment).
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
+	// What is MissingHere, MissingAtProvider or Different.
+	What   string  `json:"what"`
+	Fields []Field `json:"fields,omitempty"`
+	// Fix says which events would correct it, through the normal path.
+	Fix string `json:"fix"`
+	// Alerted says that this run raised the difference's alert (false:
+	// an earlier run did).
+	Alerted bool `json:"alerted"`
+}
+
+// Report is what Reconcile found.
+type Report struct {
+	Source string    `json:"source"`
+	Since  time.Time `json:"since"`
+	At     time.Time `json:"at"`
+	// Listed counts the provider's objects read, by kind.
+	Listed map[string]int `json:"listed"`
+	// Differences are sorted by kind and ref; empty when all agree.
+	Differences []Difference `json:"differences"`
+}
+
+// Reconcile lists the source's objects at the provider and compares them
+// with payhook's billing state: each difference is a row of the report
+// and an AlertDifference (once per difference). Nothing is corrected.
+// It returns an error wrapping payhook.ErrConfig when the config is
+// incomplete or the client lists no objects, and the listing's error
+// (nothing raised) when the provider's API fails.
+func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
+	lister, ok := cfg.Client.(adapter.ObjectLister)
+	if cfg.DB == nil || cfg.Source == "" || !ok {
+		return nil, fmt.Errorf("reconcile: a database, a source and a client that lists objects are required: %w", payhook.ErrConfig)
+	}
+	now := time.Now
+	if cfg.Now != nil {
+		now = cfg.Now
+	}
+	at := now().UTC()
+	since := cfg.Since
+	if since.IsZero() {
+		since = at.Add(-DefaultSince)
+	}
+	rep := &Report{Source: cfg.Source, Since: since.UTC(), At: at, Listed: map[string]int{}, Differences: []Difference{}}
+
+	listed := map[string][]adapter.Object{}
+	for _, kind := range adapter.ObjectKinds {
+		objs, err := lister.ListObjects(ctx, kind, since.Add(-Slack))
+		if err != nil {
+			return nil, fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+		}
+		listed[kind] = objs
+		rep.Listed[kind] = len(objs)
+	}
+
+	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep}
+	if err := c.payments(listed); err != nil {
+		return nil, err
+	}
+	if err := c.subscriptions(listed[adapter.KindSubscription]); err != nil {
+		return nil, err
+	}
+	sort.Slice(rep.Differences, func(i, j int) bool {
+		a, b := rep.Differences[i], rep.Differences[j]
+		return a.Kind < b.Kind || (a.Kind == b.Kind && a.Ref < b.Ref)
+	})
+	if err := raise(ctx, cfg, at, rep, listed); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// comparer compares one source's listed objects with its billing state.
+type comparer struct {
+	ctx    context.Context
+	db     *store.DB
+	source string
+	since  time.Time
+	rep    *Report
+}
+
+func (c *comparer) add(d Difference) { c.rep.Differences = append(c.rep.Differences, d) }
+
+// backfillFix is the fix of what a backfill from t brings.
+func (c *comparer) backfillFix(what string, t time.Time) string {
+	return fmt.Sprintf("%s: payhook backfill --source %s --since %s", what, c.source, t.UTC().Format(time.RFC3339))
+}
+
+// payments compares the listed payments, with their refunds and
+// disputes, and the payments payhook stored in the window.
+func (c *comparer) payments(listed map[string][]adapter.Object) error {
+	refunds := map[string][]adapter.Object{}
+	for _, r := range listed[adapter.KindRefund] {
+		refunds[r.PaymentRef] = append(refunds[r.PaymentRef], r)
+	}
+	disputes := map[string]adapter.Object{}
+	for _, d := range listed[adapter.KindDispute] {
+		disputes[d.PaymentRef] = d
+	}
+	atProvider := map[string]bool{}
+	for _, p := range listed[adapter.KindPayment] {
+		atProvider[p.Ref] = true
+		if err := c.payment(p, refunds[p.Ref], disputes[p.Ref]); err != nil {
+			return err
+		}
+	}
+	// Refunds of payments created before the window: each one payhook
+	// has no posting of is missing here, reported on its payment.
+	for ref, rs := range refunds {
+		if atProvider[ref] {
+			continue
+		}
+		missing, err := c.missingRefunds(ref, rs)
+		if err != nil {
+			return err
+		}
+		if len(missing) > 0 {
+			c.add(Difference{Kind: adapter.KindPayment, Ref: ref, What: Different,
+				Fields: []Field{{Name: "refunds", Here: "", Provider: strings.Join(ids(missing), ",")}},
+				Fix:    c.backfillFix("the payment.refunded events of refunds "+strings.Join(ids(missing), ", "), missing[0].Created)})
+		}
+	}
+	here, err := billing.ListPayments(c.ctx, c.db, billing.PaymentFilter{Source: c.source, Kind: "fiat", CreatedFrom: c.since, Limit: 1 << 30})
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", c.source, err)
+	}
+	for _, p := range here {
+		if !atProvider[p.Ref] {
+			c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: MissingAtProvider,
+				Fix: "none from the provider: check the payment at the provider (another account or environment?) and the events that created it here (payhook events list)"})
+		}
+	}
+	return nil
+}
+
+// payment compares one listed payment.
+func (c *comparer) payment(p adapter.Object, refunds []adapter.Object, dispute adapter.Object) error {
+	want := p
+	if want.RefundedAmount < 0 {
+		want.RefundedAmount = 0
+		for _, r := range refunds {
+			if r.Status == "succeeded" {
+				want.RefundedAmount += r.Amount
+			}
+		}
+		want.Status = paymentStatus(want.Amount, want.RefundedAmount)
+	}
+	if dispute.Status == "open" || dispute.Status == "lost" {
+		want.Status = "charged_back"
+	}
+	got, err := billing.GetPayment(c.ctx, c.db, c.source, p.Ref)
+	if errors.Is(err, payhook.ErrNotFound) {
+		if !p.Created.Before(c.since) {
+			c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: MissingHere,
+				Fix: c.backfillFix("the payment's events (its capture, refunds, dispute)", p.Created)})
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", c.source, err)
+	}
+	var fields []Field
+	diff := func(name, here, provider string) {
+		if here != provider {
+			fields = append(fields, Field{Name: name, Here: here, Provider: provider})
+		}
+	}
+	diff("status", got.Status, want.Status)
+	diff("amount", fmt.Sprint(got.Amount), fmt.Sprint(want.Amount))
+	diff("currency", strings.ToUpper(got.Currency), want.Currency)
+	diff("refunded_amount", fmt.Sprint(got.RefundedAmount), fmt.Sprint(want.RefundedAmount))
+	if len(fields) == 0 {
+		return nil
+	}
+	fix := c.backfillFix("the payment's events", p.Created)
+	missing, err := c.missingRefunds(p.Ref, refunds)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(missing) > 0:
+		fix = c.backfillFix("the payment.refunded events of refunds "+strings.Join(ids(missing), ", "), missing[0].Created)
+	case want.Status == "charged_back" && got.Status != "charged_back":
+		fix = c.backfillFix("the payment.charged_back event of dispute "+dispute.Ref, dispute.Created)
+	case dispute.Status == "won" && got.Status == "charged_back":
+		fix = c.backfillFix("the payment.chargeback_won event of dispute "+dispute.Ref, dispute.Created)
+	}
+	c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: Different, Fields: fields, Fix: fix})
+	return nil
+}
+
+// missingRefunds returns the succeeded refunds of payment ref that
+// payhook has no posting of.
+func (c *comparer) missingRefunds(ref string, refunds []adapter.Object) ([]adapter.Object, error) {
+	if len(refunds) == 0 {
+		return nil, nil
+	}
+	posts, err := billing.ListPostings(c.ctx, c.db, c.source, ref)
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", c.source, err)
+	}
+	var out []adapter.Object
+	for _, r := range refunds {
+		if r.Status == "succeeded" && !slices.ContainsFunc(posts, func(p billing.PostingView) bool { return p.FactKey == "refund:"+r.Ref }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// paymentStatus is a fiat payment's status by what refunds took.
+func paymentStatus(amount, refunded int64) string {
+	switch {
+	case refunded <= 0:
+		return "succeeded"
+	case refunded < amount:
+		return "partially_refunded"
+	}
+	return "refunded"
+}
+
+// subscriptions compares the listed subscriptions and those payhook
+// stored in the window.
+func (c *comparer) subscriptions(listed []adapter.Object) error {
+	atProvider := map[string]bool{}
+	for _, s := range listed {
+		atProvider[s.Ref] = true
+		got, err := billing.GetSubscription(c.ctx, c.db, c.source, s.Ref)
+		if errors.Is(err, payhook.ErrNotFound) {
+			if !s.Created.Before(c.since) {
+				c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: MissingHere,
+					Fix: c.backfillFix("the subscription's events", s.Created)})
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reconcile %s: %w", c.source, err)
+		}
+		var fields []Field
+		if got.Status != s.Status {
+			fields = append(fields, Field{Name: "status", Here: got.Status, Provider: s.Status})
+		}
+		if got.Plan != s.Plan {
+			fields = append(fields, Field{Name: "plan", Here: got.Plan, Provider: s.Plan})
+		}
+		if len(fields) > 0 {
+			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: Different, Fields: fields,
+				Fix: c.backfillFix("the subscription's latest event", s.Created)})
+		}
+	}
+	here, err := billing.ListSubscriptions(c.ctx, c.db, billing.SubscriptionFilter{Source: c.source, CreatedFrom: c.since, Limit: 1 << 30})
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", c.source, err)
+	}
+	for _, s := range here {
+		if !atProvider[s.Ref] {
+			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: MissingAtProvider,
+				Fix: "none from the provider: check the subscription at the provider and the events that created it here"})
+		}
+	}
+	return nil
+}
+
+func ids(objs []adapter.Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Ref
+	}
+	return out
+}
+
+// occurrence identifies a difference: the same one found again raises
+// nothing.
+func (d Difference) occurrence(source string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s/%s/%s", source, d.Kind, d.Ref, d.What)
+	for _, f := range d.Fields {
+		fmt.Fprintf(&b, "/%s:%s→%s", f.Name, f.Here, f.Provider)
+	}
+	return b.String()
+}
+
+// message is the alert's text.
+func (d Difference) message(source string) string {
+	var parts []string
+	for _, f := range d.Fields {
+		parts = append(parts, fmt.Sprintf("%s %q here, %q at the provider", f.Name, f.Here, f.Provider))
+	}
+	s := fmt.Sprintf("source %s: %s %s %s", source, d.Kind, d.Ref, strings.ReplaceAll(d.What, "_", " "))
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, "; ")
+	}
+	return s + ". Fix: " + d.Fix
+}
+
+// raise raises, in one transaction, the alert of each difference (once)
+// and of each API version the listed objects came in other than the
+// pinned one (once per version).
+func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed map[string][]adapter.Object) error {
+	tx, err := billing.Begin(ctx, cfg.DB, at)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+	}
+	defer tx.Rollback()
+	for i := range rep.Differences {
+		d := &rep.Differences[i]
+		d.Alerted, err = billing.RaiseAlertOnce(ctx, tx, AlertDifference, cfg.Source+"/"+d.Kind+"/"+d.Ref, d.occurrence(cfg.Source), d.message(cfg.Source))
+		if err != nil {
+			return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+		}
+	}
+	if cfg.APIVersion != "" {
+		for _, kind := range adapter.ObjectKinds {
+			for _, o := range listed[kind] {
+				if o.APIVersion == "" || o.APIVersion == cfg.APIVersion {
+					continue
+				}
+				if _, err := RaiseDrift(ctx, tx, cfg.Source, cfg.APIVersion, o.APIVersion, "listed "+o.Kind+" "+o.Ref); err != nil {
+					return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+				}
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("reconcile %s: commit alerts: %w", cfg.Source, err)
+	}
+	return nil
+}
+
+// RaiseDrift raises AlertAPIVersionDrift for source inside tx: what (an
+// event, a listed object) came in version seen, not the pinned one. Once
+// per version seen: it reports whether this call raised it.
+func RaiseDrift(ctx context.Context, tx *billing.Tx, source, pinned, seen, what string) (bool, error) {
+	return billing.RaiseAlertOnce(ctx, tx, AlertAPIVersionDrift, source, source+"/"+seen,
+		fmt.Sprintf("source %s pins API version %s, but %s came in version %s (stored all the same)", source, pinned, what, seen))
+}

@@ -1,0 +1,156 @@
+package flavour
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Kinds of objects a Lister lists.
+const (
+	ObjectPayment      = "payment"
+	ObjectRefund       = "refund"
+	ObjectDispute      = "dispute"
+	ObjectSubscription = "subscription"
+)
+
+// Lister is implemented by flavours whose API lists recent objects
+// (payments, refunds, disputes, subscriptions) in their provider's shape,
+// as a reconciliation reads them. The sim's API adds these routes when
+// its flavour has them.
+//
+// The objects to render come as Events: ID the object's id (a dispute's
+// is its DisputeID), CreatedAt when it was created, Data its neutral data
+// (a dispute's is its payment's), and, for a subscription, Type the
+// neutral type of its last change (as Retriever's).
+type Lister interface {
+	// ListPaths maps each list route, e.g. "/v1/charges", to the kind of
+	// object it lists (ObjectPayment...).
+	ListPaths() map[string]string
+	// ListQuery reads a list's query: the created-since bound, the cursor
+	// (the last object id of the previous page) and the page size.
+	ListQuery(r *http.Request) (Query, error)
+	// ListPage renders one page of objects of kind and the cursor of the
+	// next page ("" on the last).
+	ListPage(kind string, objs []Event, next string) ([]byte, error)
+	// VersionHeader names the header in which the API says the version it
+	// rendered a page in; the version asked for in the same request
+	// header is honoured when honoured is true.
+	VersionHeader() (name string, honoured bool)
+}
+
+// ListPaths: billete lists at GET /payments, /refunds and /subscriptions
+// (a dispute is its payment's status there).
+func (billete) ListPaths() map[string]string {
+	return map[string]string{"/payments": ObjectPayment, "/refunds": ObjectRefund, "/subscriptions": ObjectSubscription}
+}
+
+// ListQuery reads created_from (RFC 3339), cursor and limit (1 to 1000).
+func (billete) ListQuery(r *http.Request) (Query, error) {
+	q, err := listQuery(r, neutralTypes, false)
+	q.Type = ""
+	return q, err
+}
+
+// ListPage renders {"object":"list","data":[the neutral objects],
+// "has_more","next_cursor"}.
+func (billete) ListPage(_ string, objs []Event, next string) ([]byte, error) {
+	return renderList(objs, next, func(ev Event) ([]byte, error) { return json.Marshal(ev.Data) })
+}
+
+// VersionHeader: billete renders every page in the account's version,
+// said in Billete-Version, whatever the request asks.
+func (billete) VersionHeader() (string, bool) { return "Billete-Version", false }
+
+// ListPaths: Stripe's charges, refunds, disputes and subscriptions lists.
+func (stripeFlavour) ListPaths() map[string]string {
+	return map[string]string{
+		"/v1/charges": ObjectPayment, "/v1/refunds": ObjectRefund,
+		"/v1/disputes": ObjectDispute, "/v1/subscriptions": ObjectSubscription,
+	}
+}
+
+// ListQuery reads created[gte]|created[gt] (unix seconds), starting_after,
+// limit (1 to 100) and status ("all" only: the sim lists canceled
+// subscriptions too, as Stripe does with status=all); any other parameter
+// is an error, as Stripe's.
+func (f stripeFlavour) ListQuery(r *http.Request) (Query, error) {
+	p, err := params(r)
+	if err != nil {
+		return Query{}, err
+	}
+	if v, ok := p["status"]; ok {
+		if v != "all" {
+			return Query{}, fmt.Errorf("list query: status %q: the sim lists status=all only: %w", v, ErrQuery)
+		}
+		q := r.URL.Query()
+		q.Del("status")
+		r = r.Clone(r.Context())
+		r.URL.RawQuery = q.Encode()
+	}
+	q, err := f.EventsQuery(r)
+	if err == nil && q.Type != "" {
+		err = fmt.Errorf("list query: received unknown parameter: type: %w", ErrQuery)
+	}
+	return q, err
+}
+
+// ListPage renders Stripe's list object of charges, refunds, disputes or
+// subscriptions.
+func (f stripeFlavour) ListPage(kind string, objs []Event, next string) ([]byte, error) {
+	path := ""
+	for p, k := range f.ListPaths() {
+		if k == kind {
+			path = p
+		}
+	}
+	data, err := rawList(objs, func(ev Event) ([]byte, error) { return json.Marshal(stripeListed(kind, ev)) })
+	if err != nil {
+		return nil, fmt.Errorf("stripe: render %s list: %w", kind, err)
+	}
+	return json.Marshal(stripeList{Object: "list", Data: data, HasMore: next != "", URL: path})
+}
+
+// stripeListed shapes one listed object as Stripe's.
+func stripeListed(kind string, ev Event) map[string]any {
+	d := ev.Data
+	created := ev.CreatedAt.Unix()
+	switch kind {
+	case ObjectPayment:
+		refunded, _ := d["refunded_amount"].(int64)
+		amount, _ := d["amount"].(int64)
+		return map[string]any{
+			"id": d["id"], "object": "charge", "amount": d["amount"], "amount_captured": d["amount"],
+			"amount_refunded": d["refunded_amount"], "currency": d["currency"], "status": "succeeded",
+			"captured": true, "paid": true, "refunded": amount > 0 && refunded == amount,
+			"disputed": str(d, "dispute_id") != "", "payment_intent": d["id"], "created": created,
+			"livemode": ev.Environment == "live", "metadata": pick(d, "order_id", "checkout_id"),
+		}
+	case ObjectRefund:
+		o := map[string]any{
+			"id": d["id"], "object": "refund", "amount": d["amount"], "currency": d["currency"],
+			"status": d["status"], "payment_intent": d["payment_id"], "charge": d["payment_id"], "created": created,
+		}
+		if r, ok := d["reason"]; ok {
+			o["failure_reason"] = r
+		}
+		return o
+	case ObjectDispute:
+		status := "won"
+		if str(d, "status") == "charged_back" {
+			status = "needs_response"
+		}
+		return map[string]any{
+			"id": disputeID(d), "object": "dispute", "amount": d["amount"], "currency": d["currency"],
+			"charge": d["id"], "payment_intent": d["id"], "status": status, "reason": "fraudulent", "created": created,
+		}
+	}
+	o := stripeObject(ev)
+	o["created"] = created
+	return o
+}
+
+// VersionHeader: Stripe answers in the version the request's
+// Stripe-Version asks, else the account's.
+func (stripeFlavour) VersionHeader() (string, bool) { return "Stripe-Version", true }
+
