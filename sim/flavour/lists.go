@@ -153,4 +153,3 @@ func stripeListed(kind string, ev Event) map[string]any {
 // VersionHeader: Stripe answers in the version the request's
 // Stripe-Version asks, else the account's.
 func (stripeFlavour) VersionHeader() (string, bool) { return "Stripe-Version", true }
-
