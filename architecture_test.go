@@ -38,6 +38,8 @@ var importRules = []importRule{
 	{"billing/mapping", []string{"", "billing", "internal/..."}, "a mapping only reads the payload: no storage, no queue, no provider API"},
 	{"billing/...", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
 		"mapping and processing turn events into billing facts; they never serve HTTP"},
+	{"reconcile", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
+		"backfill and reconciliation store through the root's Inbox and compare with billing state; they never serve HTTP"},
 	{"api", []string{"", "billing/...", "store", "internal/..."}, "the HTTP API over billing's views"},
 	{"sim/...", []string{"", "sim/...", "provider/...", "internal/..."}, "the simulated provider knows nothing of the server"},
 	{"bench", []string{"", "sim/...", "provider/...", "internal/..."}, "the load generator signs as providers do and reads counts through database/sql"},
@@ -57,7 +59,7 @@ var testOnly = []string{"internal/dbtest", "provider/providertest"}
 // serverParts and simParts: no package but cmd may depend on both, even
 // through others.
 var (
-	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "api"}
+	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "reconcile", "api"}
 	simParts    = []string{"sim/..."}
 )
 
