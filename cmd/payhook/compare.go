@@ -75,7 +75,7 @@ func (r dbReceiver) Balances(ctx context.Context) (map[string]check.Balance, err
 	}
 	out := make(map[string]check.Balance, len(balances))
 	for cur, accounts := range balances {
-		b := check.Balance{Kept: accounts[billing.AccountReceivable] + accounts[billing.AccountCryptoWallet]}
+		b := check.Balance{Kept: keptOf(accounts)}
 		for _, n := range accounts {
 			b.Sum += n
 		}

@@ -14,7 +14,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/provider/standard"
 	"github.com/payhook/payhook/sim"
 	"github.com/payhook/payhook/sim/flavour"
@@ -51,6 +55,8 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	}
 	f := flavour.Billete()
 	secret := f.NewSecret()
+	p := m.newPhases(5)
+	p.start("starting payhook serve on %s, with its demo source (provider billete, environment test)", *dbURL)
 	var logs bytes.Buffer
 	srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
 		Now: m.Now, demoSecret: secret}, "--db", *dbURL)
@@ -71,26 +77,55 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		return fmt.Errorf("demo: %s already holds events; give --db an empty database", db.URL)
 	}
 	target := srv.url + "/webhooks/demo"
-	fmt.Fprintf(m.Stdout, "payhook serving on %s (%s); playing the storm scenario against %s ...\n", srv.url, *dbURL, target)
+	p.done("listening on %s", srv.url)
 
+	p.start("playing the storm scenario against %s: duplicates, parallel bursts, reordering, delays, an outage", target)
+	stored := p.watch(ctx, -1, "events stored", func() (int, error) {
+		n, _, err := countEvents(ctx, db, "demo")
+		return n, err
+	})
 	res, _, err := sim.Run(ctx, "storm", sim.RunConfig{Target: target, Secret: secret, Flavour: f, Seed: *seed,
 		TimeScale: 1000, Size: *size, Logger: discardLogger()})
-	if err != nil {
-		return err
-	}
-	rejected, err := sendForged(ctx, target, secret, m.Now())
-	if err != nil {
-		return err
-	}
-	rep, err := waitProcessed(ctx, db, "demo", res, 2*time.Minute)
-	if err != nil {
-		return err
-	}
-	diffs, err := compareBilling(ctx, db, "demo", res.Expected)
+	stored()
 	if err != nil {
 		return err
 	}
 	st := res.Stats
+	p.done("%d delivery attempts for %d events, %d answered 200", st.Attempts, len(res.Expected.Events), st.Acked)
+
+	p.start("sending 3 forged deliveries (wrong secret, expired timestamp, tampered body)")
+	rejected, err := sendForged(ctx, target, secret, m.Now())
+	if err != nil {
+		return err
+	}
+	p.done("%d answered 400", rejected)
+
+	p.start("waiting until every stored event is processed")
+	total, _, err := countEvents(ctx, db, "demo")
+	if err != nil {
+		return err
+	}
+	handled := p.watch(ctx, total, "events processed", func() (int, error) {
+		n, waiting, err := countEvents(ctx, db, "demo")
+		return n - waiting, err
+	})
+	rep, err := waitProcessed(ctx, db, "demo", res, 2*time.Minute)
+	handled()
+	if err != nil {
+		return err
+	}
+	p.done("%d processed, %d ignored, %d failed", rep.Processed, rep.Ignored, rep.Failed)
+
+	p.start("comparing payhook's billing state with the provider's")
+	diffs, err := compareBilling(ctx, db, "demo", res.Expected)
+	if err != nil {
+		return err
+	}
+	ledger, err := billing.LedgerBalances(ctx, db)
+	if err != nil {
+		return err
+	}
+	p.done("%d differences", len(diffs))
 	fmt.Fprintf(m.Stdout, `
 sent          %d delivery attempts for %d events: %d duplicates, %d parallel bursts of 5, reordered, delayed
 acknowledged  %d answered 200; %d attempts failed (%d while the target was down on purpose) and were retried
@@ -99,14 +134,17 @@ deduplicated  %d deliveries answered 200 without storing anything
 rejected      %d forged deliveries (wrong secret, expired timestamp, tampered body) answered 400, nothing stored
 processed     %d processed, %d ignored (they change no billing state), %d failed, %d still waiting;
               %d took more than one attempt (they came before what they are about, and waited for it)
+ledger        kept %s (provider_receivable + crypto_wallet, as payhook ledger balances shows)
 
 every event the provider created is stored exactly once and processed exactly once: %s
-billing state (%d payments, %d orders, %d subscriptions; kept %s) equals the provider's: %s
+billing state (%d payments, %d orders, %d subscriptions, the ledger) equals the provider's: %s
 Look around: payhook events list --db %s
+             payhook ledger balances --db %s
 `, st.Attempts, len(res.Expected.Events), st.Duplicates, st.Bursts,
 		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Ignored, rep.Failed, rep.Waiting, rep.Retried,
+		formatBalances(keptBalances(ledger)),
 		yesNo(rep.ExactlyOnce()), len(res.Expected.Payments)+len(res.Expected.Invoices), len(res.Expected.Orders),
-		len(res.Expected.Subscriptions), formatBalances(res.Expected.Balances), yesNo(len(diffs) == 0), *dbURL)
+		len(res.Expected.Subscriptions), yesNo(len(diffs) == 0), *dbURL, *dbURL)
 	if !rep.ExactlyOnce() {
 		return fmt.Errorf("demo: %s", rep.Problem)
 	}
@@ -114,6 +152,92 @@ Look around: payhook events list --db %s
 		return fmt.Errorf("demo: billing state differs from the provider's: %s", strings.Join(diffs, "; "))
 	}
 	return nil
+}
+
+// keptOf is the money kept in one currency of the ledger: what the
+// provider owes the merchant plus the crypto wallet (minus revenue, the
+// same number). The demo, sim check and payhook ledger balances's
+// accounts agree through it.
+func keptOf(accounts map[string]int64) int64 {
+	return accounts[billing.AccountReceivable] + accounts[billing.AccountCryptoWallet]
+}
+
+// keptBalances is keptOf for every currency of the ledger.
+func keptBalances(b billing.BalancesView) map[string]int64 {
+	out := make(map[string]int64, len(b.Balances))
+	for cur, cb := range b.Balances {
+		out[cur] = keptOf(cb.Accounts)
+	}
+	return out
+}
+
+// phases says what the demo is doing while it plays: a numbered line
+// per phase and, when done, what it did and how long it took; on a
+// terminal (stderr) a progress bar while a phase counts something.
+type phases struct {
+	m        *Main
+	n, total int
+	began    time.Time
+}
+
+func (m *Main) newPhases(total int) *phases { return &phases{m: m, total: total} }
+
+func (p *phases) start(format string, args ...any) {
+	p.n++
+	p.began = p.m.Now()
+	fmt.Fprintf(p.m.Stdout, "[%d/%d] %s ...\n", p.n, p.total, fmt.Sprintf(format, args...))
+}
+
+func (p *phases) done(format string, args ...any) {
+	fmt.Fprintf(p.m.Stdout, "      %s (%s)\n", fmt.Sprintf(format, args...), p.m.Now().Sub(p.began).Round(100*time.Millisecond))
+}
+
+// watch shows count (of total, -1 when unknown) on a progress bar while
+// the phase runs, when stderr is a terminal; the returned stop ends it.
+// Elsewhere (a pipe, a file, a test) it shows nothing: the phase lines
+// say enough.
+func (p *phases) watch(ctx context.Context, total int, what string, count func() (int, error)) (stop func()) {
+	f, ok := p.m.Stderr.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return func() {}
+	}
+	bar := progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
+		progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetWidth(30), progressbar.OptionClearOnFinish())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if n, err := count(); err == nil {
+				bar.Set(n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		bar.Finish()
+		bar.Exit()
+	}
+}
+
+// countEvents counts the events of source, and those still waiting to be
+// processed (received).
+func countEvents(ctx context.Context, db *store.DB, source string) (events, waiting int, err error) {
+	err = db.SQL.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'received' THEN 1 ELSE 0 END), 0)
+		FROM payhook_events WHERE source = $1`, source).Scan(&events, &waiting)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count events: %w", err)
+	}
+	return events, waiting, nil
 }
 
 // formatBalances writes amounts in minor units per currency, sorted.
