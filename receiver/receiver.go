@@ -193,20 +193,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 		return
 	}
-	ev := &payhook.Event{
-		Source: name, EventID: env.EventID, Type: env.Type, Environment: env.Environment,
-		OccurredAt: env.OccurredAt, ReceivedAt: now, Payload: body, SecretID: env.SecretID,
-		Status: payhook.StatusReceived,
-	}
 	// Fail closed: on a source of one environment, an event that does not
-	// say it belongs there is not processed.
-	if src.Environment != "" && env.Environment != src.Environment {
-		ev.Status = payhook.StatusIgnored
-		ev.LastError = fmt.Sprintf("event of environment %q on a source of environment %q", env.Environment, src.Environment)
-		if env.Environment == "" {
-			ev.LastError = fmt.Sprintf("event does not say its environment, on a source of environment %q", src.Environment)
-		}
-	}
+	// say it belongs there is stored ignored, not processed.
+	ev := payhook.NewEvent(src, env, body, now)
 	ctx, cancel := context.WithTimeout(req.Context(), r.cfg.StoreTimeout)
 	defer cancel()
 	inserted, err := r.cfg.Inbox.Ingest(ctx, []*payhook.Event{ev})

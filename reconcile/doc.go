@@ -6,4 +6,9 @@
 // difference, raises one alert per difference and says which events
 // would correct it; a backfill or a replay corrects through the normal
 // path.
+//
+// Backfill records each run in payhook_reconcile_runs, so that a run cut
+// short is resumed from its cursor. Listed events carry no signature:
+// they are trusted through the API key, and stored with received_via =
+// backfill.
 package reconcile
