@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.
@@ -175,7 +176,8 @@ func TestDidYouMean(t *testing.T) {
 func TestServeEndToEnd(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADMIN_TOKEN": "admin-secret"}
+		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADMIN_TOKEN": "admin-secret",
+			"PAYHOOK_DEMO_SECRET_FILE": filepath.Join(t.TempDir(), "demo.secret")}
 		s := startServer(t, env)
 		secret := regexp.MustCompile(`whsec_\S+`).FindString(s.stdout.String())
 		if secret == "" {
@@ -247,6 +249,81 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Fatalf("serve exited with %d after shutdown, want 0", code)
 		}
 	})
+}
+
+// TestServeKeepsDemoSecret: serve without a config keeps its demo
+// secret in a file (mode 0600) beside the SQLite database, or where
+// PAYHOOK_DEMO_SECRET_FILE says, so a restart takes the secret the
+// sender was given; it prints the whole send and events list commands.
+// A file that does not hold a secret, or that others may read, stops
+// serve and is left as it was.
+func TestServeKeepsDemoSecret(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		env := map[string]string{"PAYHOOK_DB": dbURL}
+		file := strings.TrimPrefix(dbURL, "sqlite://") + ".demo-secret"
+		if strings.HasPrefix(dbURL, "postgres") {
+			file = filepath.Join(t.TempDir(), "demo.secret")
+			env["PAYHOOK_DEMO_SECRET_FILE"] = file
+		}
+		var secrets []string
+		for start := range 2 {
+			s := startServer(t, env)
+			out := s.stdout.String()
+			secret := regexp.MustCompile(`whsec_\S+`).FindString(out)
+			for _, want := range []string{
+				"  payhook send --url " + s.url + "/webhooks/demo --secret " + secret + "\n",
+				"  payhook events list --db " + redactedURL(t, dbURL) + "\n",
+				"kept in " + file,
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("start %d: serve printed\n%s\nwithout %q", start+1, out, want)
+				}
+			}
+			if code, out, errOut := run(t, env, "send", "--url", s.url+"/webhooks/demo", "--secret", secret); code != 0 || !strings.Contains(out, `"stored"`) {
+				t.Errorf("start %d: send with the printed secret = %d, %s %s", start+1, code, out, errOut)
+			}
+			secrets = append(secrets, secret)
+			if code := s.stop(); code != 0 {
+				t.Fatalf("serve exited %d", code)
+			}
+		}
+		if secrets[0] == "" || secrets[0] != secrets[1] {
+			t.Errorf("the secrets of two starts are %q and %q; want one", secrets[0], secrets[1])
+		}
+		info, err := os.Stat(file)
+		if raw, _ := os.ReadFile(file); err != nil || info.Mode().Perm() != 0o600 || strings.TrimSpace(string(raw)) != secrets[0] {
+			t.Errorf("secret file %s: %v, %v; want mode 0600 holding the secret", file, info, err)
+		}
+
+		for _, tc := range []struct {
+			body string
+			mode os.FileMode
+			want string
+		}{
+			{secrets[0], 0o644, "may be read by others (mode 0644): chmod 600"},
+			{"not a secret", 0o600, "does not hold a secret"},
+			{"whsec_!!!", 0o600, "does not hold a secret"},
+		} {
+			os.WriteFile(file, []byte(tc.body), tc.mode)
+			os.Chmod(file, tc.mode)
+			code, _, errOut := run(t, env, "serve", "--addr", "127.0.0.1:0")
+			if raw, _ := os.ReadFile(file); code != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, file) || string(raw) != tc.body {
+				t.Errorf("serve with %q (mode %04o) in its secret file = %d, %q; want 1, %q, the file kept", tc.body, tc.mode, code, errOut, tc.want)
+			}
+		}
+	})
+}
+
+// redactedURL is dbURL as payhook prints it, any password hidden.
+func redactedURL(t *testing.T, dbURL string) string {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	return db.URL
 }
 
 func TestServeWithConfig(t *testing.T) {

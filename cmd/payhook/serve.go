@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,8 +21,11 @@ Receives webhooks on POST /webhooks/{source}, stores each event once and
 processes it in the background. Migrates the database first.
 
 Without a config file it serves one demo source, "demo" (provider billete,
-environment test), with a secret made at start, and prints how to send it
-a signed event.
+environment test), and prints how to send it a signed event. Its secret is
+made at the first start and kept (mode 0600) beside the SQLite database
+(payhook.db.demo-secret), or for PostgreSQL in payhook-demo.secret in the
+working directory (env PAYHOOK_DEMO_SECRET_FILE names another file), so a
+restart keeps it.
 
 Examples:
   payhook serve
@@ -53,7 +54,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	log := m.logger()
 
-	cfg, demoSecret, err := m.serveConfig(m.env(*configPath, "PAYHOOK_CONFIG", ""))
+	cfg, demoSecret, secretFile, err := m.serveConfig(m.env(*configPath, "PAYHOOK_CONFIG", ""),
+		m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL))
 	if err != nil {
 		return err
 	}
@@ -123,11 +125,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		log.Info("source", "url", base+"/webhooks/"+s.Name, "provider", s.Provider, "environment", s.Environment)
 	}
 	if demoSecret != "" {
-		fmt.Fprintf(m.Stdout, "\nNo --config: serving the demo source %q (provider billete, environment test).\n"+
+		kept := ""
+		if secretFile != "" {
+			kept = " Its secret is kept in " + secretFile + " for the next start."
+		}
+		fmt.Fprintf(m.Stdout, "\nNo --config: serving the demo source %q (provider billete, environment test).%s\n"+
 			"Send it a signed test event from another terminal:\n\n"+
-			"  go run ./cmd/payhook send --url %s/webhooks/demo --secret %s\n\n"+
-			"then list what was stored:  go run ./cmd/payhook events list\n\n",
-			"demo", base, demoSecret)
+			"  payhook send --url %s/webhooks/demo --secret %s\n\n"+
+			"then list what was stored:\n\n"+
+			"  payhook events list --db %s\n\n",
+			"demo", kept, base, demoSecret, db.URL)
 	}
 	if m.OnListen != nil {
 		m.OnListen(ln.Addr().String())
@@ -158,21 +165,25 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 }
 
 // serveConfig loads the config file, or makes the demo config (one
-// billete source of environment test) and its fresh secret when no file
-// is given.
-func (m *Main) serveConfig(path string) (*fileConfig, string, error) {
+// billete source of environment test) when no file is given, with the
+// secret kept beside the database dbURL (see loadDemoSecret). It returns
+// the demo secret and its file, "" with a config.
+func (m *Main) serveConfig(path, dbURL string) (cfg *fileConfig, secret, secretFile string, err error) {
 	if path != "" {
 		cfg, err := loadConfig(path, m.Getenv)
-		return cfg, "", err
+		return cfg, "", "", err
 	}
-	secret := m.demoSecret
+	secret = m.demoSecret // payhook demo's own, kept nowhere
 	if secret == "" {
-		key := make([]byte, 24)
-		rand.Read(key)
-		secret = "whsec_" + base64.StdEncoding.EncodeToString(key)
+		if secretFile = m.demoSecretPath(dbURL); secretFile == "" {
+			return nil, "", "", fmt.Errorf("database url %q: unsupported scheme (want sqlite:// or postgres://)", dbURL)
+		}
+		if secret, err = loadDemoSecret(secretFile); err != nil {
+			return nil, "", "", err
+		}
 	}
 	return &fileConfig{Sources: []sourceConfig{{Name: "demo", Provider: "billete", Environment: "test",
-		Secrets: []string{secret}}}}, secret, nil
+		Secrets: []string{secret}}}}, secret, secretFile, nil
 }
 
 // openDB opens the database named by the flag or PAYHOOK_DB, migrating it
