@@ -34,9 +34,10 @@ var importRules = []importRule{
 	{"receiver", []string{"", "internal/..."}, "the webhook handler sees only the root's Source and Inbox"},
 	{"jobs", []string{"", "store", "internal/..."}, "the queue stores and runs events; handlers are injected"},
 	{"provider/...", []string{"", "internal/...", "provider/..."}, "adapters verify and read; they never store"},
-	{"billing", []string{"", "store", "internal/..."}, "billing state: facts in, rows out"},
+	{"outbox", []string{"", "store", "internal/..."}, "facts told after commit; their sinks are injected or stdlib"},
+	{"billing", []string{"", "store", "outbox", "internal/..."}, "billing state: facts in, rows and outbox facts out"},
 	{"billing/mapping", []string{"", "billing", "internal/..."}, "a mapping only reads the payload: no storage, no queue, no provider API"},
-	{"billing/...", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
+	{"billing/...", []string{"", "billing/...", "store", "outbox", "jobs", "provider/...", "internal/..."},
 		"mapping and processing turn events into billing facts; they never serve HTTP"},
 	{"reconcile", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
 		"backfill and reconciliation store through the root's Inbox and compare with billing state; they never serve HTTP"},
@@ -59,7 +60,7 @@ var testOnly = []string{"internal/dbtest", "provider/providertest"}
 // serverParts and simParts: no package but cmd may depend on both, even
 // through others.
 var (
-	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "reconcile", "api"}
+	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "reconcile", "api", "outbox"}
 	simParts    = []string{"sim/..."}
 )
 
@@ -138,7 +139,7 @@ func TestImportViolations(t *testing.T) {
 		{"billing imports the receiver", []goPackage{pkg("billing/mapping", "receiver")}, "billing/mapping imports receiver"},
 		{"sim imports the store", []goPackage{pkg("sim/flavour", "store")}, "sim/flavour imports store"},
 		{"sim and server through a third package", []goPackage{{ImportPath: abs("provider/x"), Deps: []string{abs("sim"), abs("store")}}}, "both sim and store"},
-		{"a package without a rule", []goPackage{pkg("outbox", "")}, "no rule"},
+		{"a package without a rule", []goPackage{pkg("inbox2", "")}, "no rule"},
 		{"River outside jobs", []goPackage{pkg("store", "github.com/riverqueue/river")}, "River"},
 		{"test support in production code", []goPackage{pkg("jobs", "internal/dbtest")}, "test support"},
 	} {

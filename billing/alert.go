@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -60,31 +61,46 @@ const (
 // The first time it inserts it; again, it counts one more, moves
 // last_seen, keeps the newest message and makes it unacknowledged. The
 // unique (kind, subject) index decides, so concurrent raises count each.
+//
+// Each raise emits an alert.raised fact (package outbox), whose id is the
+// alert and its count: the n-th raise of (kind, subject) is one fact.
 func RaiseAlert(ctx context.Context, tx *Tx, kind, subject, message string) error {
-	if err := tx.check(); err != nil {
+	count, err := raise(ctx, tx, kind, subject, message)
+	if err != nil {
 		return err
 	}
-	if kind == "" {
-		return errors.New("raise alert: empty kind")
+	return tx.emit(ctx, nil, outbox.AlertRaised, "", subject, fmt.Sprintf("%s\x00%s\x00#%d", kind, subject, count), tx.now,
+		alertData{Kind: kind, Subject: subject, Message: message})
+}
+
+// raise is RaiseAlert without its fact; it returns the alert's count.
+func raise(ctx context.Context, tx *Tx, kind, subject, message string) (int, error) {
+	if err := tx.check(); err != nil {
+		return 0, err
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO payhook_alerts
+	if kind == "" {
+		return 0, errors.New("raise alert: empty kind")
+	}
+	var count int
+	err := tx.QueryRowContext(ctx, `INSERT INTO payhook_alerts
 		(kind, subject, message, first_seen, last_seen, count, acknowledged)
 		VALUES ($1, $2, $3, $4, $4, 1, FALSE)
 		ON CONFLICT (kind, subject) DO UPDATE SET
 			count = payhook_alerts.count + 1,
 			last_seen = excluded.last_seen,
 			message = excluded.message,
-			acknowledged = FALSE`, kind, subject, message, tx.timeValue(tx.now))
+			acknowledged = FALSE
+		RETURNING count`, kind, subject, message, tx.timeValue(tx.now)).Scan(&count)
 	if err != nil {
-		return fmt.Errorf("raise alert %s %s: %w", kind, subject, err)
+		return 0, fmt.Errorf("raise alert %s %s: %w", kind, subject, err)
 	}
-	return nil
+	return count, nil
 }
 
 // alert raises the alert (kind, subject) for occurrence, once per
 // source (RaiseAlertOnce), and records it in the outcome.
 func (a *applier) alert(ctx context.Context, kind, subject, occurrence, message string) error {
-	raised, err := RaiseAlertOnce(ctx, a.tx, kind, subject, a.source+"/"+occurrence, "source "+a.source+": "+message)
+	raised, err := raiseOnce(ctx, a.tx, a.out, a.source, kind, subject, a.source+"/"+occurrence, "source "+a.source+": "+message)
 	if raised {
 		a.out.Alerts = append(a.out.Alerts, kind+":"+subject)
 	}
@@ -96,8 +112,14 @@ func (a *applier) alert(ctx context.Context, kind, subject, occurrence, message 
 // that seeing the same thing again (a duplicate, a replay, the same
 // reconciliation difference found by the next run) changes nothing. It
 // reports whether it raised. The unique index of
-// payhook_alert_occurrences decides, also between concurrent calls.
+// payhook_alert_occurrences decides, also between concurrent calls. The
+// raise emits one alert.raised fact, whose id is the occurrence.
 func RaiseAlertOnce(ctx context.Context, tx *Tx, kind, subject, occurrence, message string) (bool, error) {
+	return raiseOnce(ctx, tx, nil, "", kind, subject, occurrence, message)
+}
+
+// raiseOnce is RaiseAlertOnce, its fact of source recorded in out.
+func raiseOnce(ctx context.Context, tx *Tx, out *Outcome, source, kind, subject, occurrence, message string) (bool, error) {
 	if err := tx.check(); err != nil {
 		return false, err
 	}
@@ -112,10 +134,11 @@ func RaiseAlertOnce(ctx context.Context, tx *Tx, kind, subject, occurrence, mess
 	if err != nil {
 		return false, fmt.Errorf("record alert %s %s: %w", kind, subject, err)
 	}
-	if err := RaiseAlert(ctx, tx, kind, subject, message); err != nil {
+	if _, err := raise(ctx, tx, kind, subject, message); err != nil {
 		return false, err
 	}
-	return true, nil
+	return true, tx.emit(ctx, out, outbox.AlertRaised, source, subject, kind+"\x00"+subject+"\x00"+occurrence, tx.now,
+		alertData{Kind: kind, Subject: subject, Message: message})
 }
 
 // AlertView is one alert.

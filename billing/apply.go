@@ -19,6 +19,9 @@ type Outcome struct {
 	EndedClaimed []string
 	// Alerts lists the alerts raised, as "kind:subject".
 	Alerts []string
+	// Facts lists the ids of the outbox facts this call wrote (see
+	// package outbox and docs/facts.md).
+	Facts []string
 }
 
 // Apply applies facts of source inside tx (the transaction that marks the

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
+
+	"github.com/payhook/payhook/outbox"
 )
 
 func (a *applier) chargedBack(ctx context.Context, f ChargedBack) error {
@@ -25,8 +28,12 @@ func (a *applier) chargedBack(ctx context.Context, f ChargedBack) error {
 	if next.Disputed, err = add("chargebacks of payment "+p.Ref, p.Disputed, disputed); err != nil {
 		return err
 	}
-	_, err = a.move(ctx, p, "chargeback:"+f.DisputeRef, "chargeback", capture, disputed, next)
-	return err
+	inserted, err := a.move(ctx, p, "chargeback:"+f.DisputeRef, "chargeback", capture, disputed, next)
+	if err != nil || !inserted {
+		return err
+	}
+	return a.emit(ctx, outbox.PaymentChargedBack, f.DisputeRef, f.DisputeRef, f.At,
+		disputeData{Payment: p.Ref, Dispute: f.DisputeRef, Amount: disputed, Currency: p.Currency})
 }
 
 func (a *applier) chargebackWon(ctx context.Context, f ChargebackWon) error {
@@ -55,13 +62,13 @@ func (a *applier) chargebackWon(ctx context.Context, f ChargebackWon) error {
 	if f.PaymentRef != "" && payRef != f.PaymentRef {
 		return malformed("%s: of payment %s, but the chargeback is of payment %s", what, f.PaymentRef, payRef)
 	}
-	return a.win(ctx, what, payRef, cb, f.DisputeRef, disputed, f.Amount)
+	return a.win(ctx, what, payRef, cb, f.DisputeRef, disputed, f.Amount, f.At)
 }
 
 // win posts "chargeback_won:<dispute>" once, reversing the chargeback
 // posting cb of payRef, which took disputed; it gives back limit when
 // above zero and below disputed, else disputed.
-func (a *applier) win(ctx context.Context, what, payRef string, cb int64, dispute string, disputed, limit int64) error {
+func (a *applier) win(ctx context.Context, what, payRef string, cb int64, dispute string, disputed, limit int64, at time.Time) error {
 	back := disputed
 	if limit > 0 && limit < disputed {
 		back = limit
@@ -82,8 +89,12 @@ func (a *applier) win(ctx context.Context, what, payRef string, cb int64, disput
 		// Already won: its posting exists, so move changes nothing.
 		next = p.money
 	}
-	_, err = a.move(ctx, p, "chargeback_won:"+dispute, "chargeback_won", cb, back, next)
-	return err
+	inserted, err := a.move(ctx, p, "chargeback_won:"+dispute, "chargeback_won", cb, back, next)
+	if err != nil || !inserted {
+		return err
+	}
+	return a.emit(ctx, outbox.PaymentChargebackWon, dispute, dispute, at,
+		disputeData{Payment: p.Ref, Dispute: dispute, Amount: back, Currency: p.Currency})
 }
 
 // chargebackReversed applies a win reported as a record of its own
@@ -126,7 +137,7 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 		return fmt.Errorf("%s: find the chargeback it reverses: %w", what, err)
 	}
 	dispute := cbKey[len("chargeback:"):]
-	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount); err != nil {
+	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount, f.At); err != nil {
 		return err
 	}
 	_, _, err = a.post(ctx, key, "chargeback_won", p.Ref, cb, 0, 0, p.Currency)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -61,7 +62,9 @@ func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string) 
 		return false, "", fmt.Errorf("mark order %s paid: %w", orderID, err)
 	} else if n == 1 {
 		a.out.OrdersPaid = append(a.out.OrdersPaid, orderID)
-		return true, paidBy, nil
+		err := a.emit(ctx, outbox.OrderPaid, orderID, orderID, a.tx.now,
+			orderPaidData{OrderID: orderID, PaidBy: paidBy, Kind: kind})
+		return err == nil, paidBy, err
 	}
 	err = a.tx.QueryRowContext(ctx, `SELECT CASE WHEN status = 'pending' THEN '' ELSE paid_by END
 		FROM payhook_orders WHERE source = $1 AND order_id = $2`,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -170,6 +171,9 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 		RETURNING id`,
 		a.source, pay.Ref, pay.OrderID, pay.Amount, pay.Currency, a.t(pay.CapturedAt), a.t(a.tx.now)).Scan(&id)
 	orderNew := err == nil && pay.OrderID != ""
+	// A capture of nothing posts nothing: its insert (or the snapshot that
+	// fills its order) tells it succeeded, once by the fact's id.
+	succeeded := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("insert payment %s: %w", pay.Ref, err)
 	}
@@ -191,6 +195,7 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 			return nil, err
 		}
 	}
+	succeeded = succeeded && p.Amount == 0
 	if p.Amount > 0 {
 		postID, inserted, err := a.post(ctx, "capture:"+pay.Ref, "capture", pay.Ref, 0, p.Amount, p.Amount, p.Currency)
 		if err != nil {
@@ -200,6 +205,13 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 			if err := a.entries(ctx, postID, p.Currency, AccountReceivable, p.Amount, AccountRevenue); err != nil {
 				return nil, err
 			}
+		}
+		succeeded = inserted
+	}
+	if succeeded {
+		if err := a.emit(ctx, outbox.PaymentSucceeded, pay.Ref, pay.Ref, pay.CapturedAt,
+			paymentData{Payment: pay.Ref, OrderID: pay.OrderID, Amount: p.Amount, Currency: p.Currency, At: pay.CapturedAt}); err != nil {
+			return nil, err
 		}
 	}
 	if orderNew {

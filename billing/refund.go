@@ -3,6 +3,8 @@ package billing
 import (
 	"context"
 	"fmt"
+
+	"github.com/payhook/payhook/outbox"
 )
 
 func (a *applier) refunded(ctx context.Context, f Refunded) error {
@@ -24,8 +26,15 @@ func (a *applier) refunded(ctx context.Context, f Refunded) error {
 	}
 	// Posted before, or its failure recorded first: nothing changes.
 	inserted, err := a.move(ctx, p, "refund:"+f.RefundRef, "refund", capture, f.Amount, next)
-	if err != nil || !inserted || next.Refunds <= p.Amount {
+	if err != nil || !inserted {
 		return err
+	}
+	if err := a.emit(ctx, outbox.PaymentRefunded, f.RefundRef, f.RefundRef, f.At, refundData{Payment: p.Ref,
+		Refund: f.RefundRef, Amount: f.Amount, Currency: p.Currency, Refunded: next.refunded(p.Amount)}); err != nil {
+		return err
+	}
+	if next.Refunds <= p.Amount {
+		return nil
 	}
 	return a.alert(ctx, AlertRefundExceedsPayment, p.Ref, f.RefundRef,
 		fmt.Sprintf("payment %s of %d %s: refund %s of %d brings its refunds to %d; refunded at most the payment",
@@ -55,8 +64,7 @@ func (a *applier) refundFailed(ctx context.Context, f RefundFailed) error {
 		return err
 	}
 	if inserted {
-		_, _, err = a.post(ctx, "refund_failed:"+f.RefundRef, "refund_failed", f.PaymentRef, marker, 0, 0, currency)
-		return err
+		return a.refundFailedPosted(ctx, f, f.PaymentRef, marker, 0, currency, nil)
 	}
 	refund, payRef, requested, err := a.posting(ctx, "refund:"+f.RefundRef)
 	if err != nil {
@@ -79,13 +87,32 @@ func (a *applier) refundFailed(ctx context.Context, f RefundFailed) error {
 	}
 	if requested == 0 {
 		// The refund's key holds a failure recorded first: no money.
-		_, _, err = a.post(ctx, "refund_failed:"+f.RefundRef, "refund_failed", payRef, refund, 0, 0, currency)
-		return err
+		return a.refundFailedPosted(ctx, f, payRef, refund, 0, currency, nil)
 	}
 	next := p.money
 	if next.Refunds, err = add("refunds of payment "+p.Ref, p.Refunds, -requested); err != nil {
 		return err
 	}
-	_, err = a.move(ctx, p, "refund_failed:"+f.RefundRef, "refund_failed", refund, requested, next)
-	return err
+	return a.refundFailedPosted(ctx, f, payRef, refund, requested, currency, func() (bool, error) {
+		return a.move(ctx, p, "refund_failed:"+f.RefundRef, "refund_failed", refund, requested, next)
+	})
+}
+
+// refundFailedPosted posts "refund_failed:<refund>" of payRef once (with
+// move when the failure gives money back, else moving nothing) and, when
+// it is new, emits payment.refund_failed.
+func (a *applier) refundFailedPosted(ctx context.Context, f RefundFailed, payRef string, refund, requested int64,
+	currency string, move func() (bool, error)) error {
+	if move == nil {
+		move = func() (bool, error) {
+			_, inserted, err := a.post(ctx, "refund_failed:"+f.RefundRef, "refund_failed", payRef, refund, 0, 0, currency)
+			return inserted, err
+		}
+	}
+	inserted, err := move()
+	if err != nil || !inserted {
+		return err
+	}
+	return a.emit(ctx, outbox.PaymentRefundFailed, f.RefundRef, f.RefundRef, f.At, refundData{Payment: payRef,
+		Refund: f.RefundRef, Amount: requested, Currency: currency})
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/payhook/payhook/outbox"
 )
 
 func (a *applier) settled(ctx context.Context, f Settled) error {
@@ -84,6 +86,10 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 	}
 	if inserted {
 		if err := a.entries(ctx, id, f.Currency, AccountCryptoWallet, f.Amount, AccountRevenue); err != nil {
+			return err
+		}
+		if err := a.emit(ctx, outbox.CryptoSettled, f.InvoiceRef, f.InvoiceRef, f.At, settledData{Invoice: f.InvoiceRef,
+			OrderID: f.OrderID, Amount: f.Amount, Currency: f.Currency, ChainRef: f.ChainRef}); err != nil {
 			return err
 		}
 	}

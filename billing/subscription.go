@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -99,18 +100,20 @@ func ranksBelow(f Subscription, endedAt any) string {
 }
 
 func (a *applier) subscription(ctx context.Context, f Subscription) error {
-	ended, endedAt := 0, any(nil)
+	ended, endedAt, endedTime := 0, any(nil), time.Time{}
 	if f.Status == "ended" {
 		ended = 1
 		switch {
 		case !f.EndedAt.IsZero():
-			endedAt = a.t(f.EndedAt)
+			endedTime = f.EndedAt
 		case !f.UpdatedAt.IsZero():
-			endedAt = a.t(f.UpdatedAt)
+			endedTime = f.UpdatedAt
 		default:
-			endedAt = a.t(a.tx.now)
+			endedTime = a.tx.now
 		}
+		endedAt = a.t(endedTime)
 	}
+	data := subscriptionFact(f, endedTime)
 	args := []any{a.source, f.Ref, f.Customer, f.Plan, f.Status, a.t(f.CurrentPeriodEnd), a.t(f.UpdatedAt),
 		a.t(a.tx.now), endedAt, ended, statusRank(f.Status)}
 	var id int64
@@ -121,8 +124,12 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 		RETURNING id`, args[:9]...).Scan(&id)
 	switch {
 	case err == nil:
+		if err := a.emit(ctx, outbox.SubscriptionCreated, f.Ref, f.Ref, f.UpdatedAt, data); err != nil {
+			return err
+		}
 		if ended == 1 {
 			a.out.EndedClaimed = append(a.out.EndedClaimed, f.Ref)
+			return a.emit(ctx, outbox.SubscriptionEnded, f.Ref, f.Ref, endedTime, data)
 		}
 		return nil
 	case !errors.Is(err, sql.ErrNoRows):
@@ -143,11 +150,17 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 			return fmt.Errorf("claim the end of subscription %s: %w", f.Ref, err)
 		} else if n == 1 {
 			a.out.EndedClaimed = append(a.out.EndedClaimed, f.Ref)
-			return nil
+			return a.emit(ctx, outbox.SubscriptionEnded, f.Ref, f.Ref, endedTime, data)
 		}
 	}
-	if _, err := a.tx.ExecContext(ctx, update, args...); err != nil {
+	res, err := a.tx.ExecContext(ctx, update, args...)
+	if err != nil {
 		return fmt.Errorf("update subscription %s: %w", f.Ref, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update subscription %s: %w", f.Ref, err)
+	} else if n == 1 {
+		return a.emit(ctx, outbox.SubscriptionUpdated, f.Ref, snapshotKey(f, endedTime), f.UpdatedAt, data)
 	}
 	return nil
 }

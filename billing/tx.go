@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -23,6 +24,10 @@ type Tx struct {
 	*sql.Tx
 	db  *store.DB
 	now time.Time
+	// box routes the facts tx writes to the outbox; nil leaves them for
+	// the sweep to route. deliveries are those it routed.
+	box        *outbox.Outbox
+	deliveries []int64
 }
 
 // Wrap returns tx, begun on db, as a billing transaction at time now: the
@@ -41,6 +46,18 @@ func Begin(ctx context.Context, db *store.DB, now time.Time) (*Tx, error) {
 	}
 	return Wrap(db, tx, now), nil
 }
+
+// WithOutbox makes tx route the facts it writes to o's sinks at once (one
+// pending delivery per matching sink, see Deliveries); without it they
+// are written unrouted, and the outbox's sweep routes them. It returns tx.
+func (tx *Tx) WithOutbox(o *outbox.Outbox) *Tx {
+	tx.box = o
+	return tx
+}
+
+// Deliveries returns the ids of the outbox deliveries tx wrote so far: the
+// caller enqueues their jobs in tx (jobs.EnqueueDeliveries).
+func (tx *Tx) Deliveries() []int64 { return tx.deliveries }
 
 // Now returns the transaction's time.
 func (tx *Tx) Now() time.Time { return tx.now }

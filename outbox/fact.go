@@ -1,0 +1,198 @@
+package outbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
+)
+
+// The types of the facts billing emits (see the package doc for each one's
+// data).
+const (
+	OrderPaid            = "order.paid"
+	PaymentSucceeded     = "payment.succeeded"
+	PaymentRefunded      = "payment.refunded"
+	PaymentRefundFailed  = "payment.refund_failed"
+	PaymentChargedBack   = "payment.charged_back"
+	PaymentChargebackWon = "payment.chargeback_won"
+	CryptoSettled        = "crypto.settled"
+	SubscriptionCreated  = "subscription.created"
+	SubscriptionUpdated  = "subscription.updated"
+	SubscriptionEnded    = "subscription.ended"
+	AlertRaised          = "alert.raised"
+)
+
+// Types lists every fact type billing emits.
+var Types = []string{OrderPaid, PaymentSucceeded, PaymentRefunded, PaymentRefundFailed, PaymentChargedBack,
+	PaymentChargebackWon, CryptoSettled, SubscriptionCreated, SubscriptionUpdated, SubscriptionEnded, AlertRaised}
+
+// Fact is one thing that happened to payhook's billing state, told once to
+// the application: its JSON is the body every sink sends.
+type Fact struct {
+	// ID is derived from the business fact (its type, source and key),
+	// never from the delivery that told it: the same refund reported by
+	// two events, a replay or a backfill has one ID. It is the
+	// webhook-id of an HTTP sink, by which the application deduplicates.
+	ID string `json:"id"`
+	// Type is one of Types (or an application's own).
+	Type string `json:"type"`
+	// Timestamp is when the fact happened, by the provider's clock when it
+	// says, else when payhook applied it.
+	Timestamp time.Time `json:"timestamp"`
+	// Source is the configured source whose event told it.
+	Source string `json:"source"`
+	// Subject is the id of what the fact is about: the order id, the
+	// payment, refund or dispute reference, the invoice, the subscription,
+	// the alert's subject.
+	Subject string `json:"subject"`
+	// Data is the type's own fields (see the package doc).
+	Data json.RawMessage `json:"data"`
+}
+
+// NewFact returns the fact of type typ about subject, of source, whose
+// business identity is key (what makes it one fact: the refund's
+// reference for payment.refunded, the snapshot for subscription.updated),
+// with data marshalled as its Data. It returns an error when data does not
+// marshal to a JSON object.
+func NewFact(typ, source, subject, key string, at time.Time, data any) (Fact, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Fact{}, fmt.Errorf("fact %s %s: data: %w", typ, subject, err)
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return Fact{}, fmt.Errorf("fact %s %s: data is %s, not a JSON object", typ, subject, raw)
+	}
+	return Fact{ID: ID(typ, source, key), Type: typ, Timestamp: at.UTC(), Source: source, Subject: subject, Data: raw}, nil
+}
+
+// ID returns the stable id of the fact of type typ, of source, whose
+// business identity is key: "fct_" and 32 hex digits of a SHA-256 of the
+// three, safe in any header.
+func ID(typ, source, key string) string {
+	h := sha256.New()
+	for _, s := range []string{typ, source, key} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "fct_" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// Emit writes f to the outbox in tx, the transaction of the billing change
+// that made it, unless a fact with its ID is there already: the unique
+// index on the id decides. It reports whether it wrote it. With o non-nil
+// the fact is routed at once: one pending delivery per sink of o whose
+// patterns match its type, whose ids it returns for the caller to enqueue
+// in tx (jobs.EnqueueDeliveries). With o nil it is left for the sweep to
+// route (Outbox.Sweep). db is tx's database.
+func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now time.Time) (bool, []int64, error) {
+	if f.ID == "" || f.Type == "" {
+		return false, nil, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
+	}
+	body, err := json.Marshal(f)
+	if err != nil {
+		return false, nil, fmt.Errorf("emit fact %s: %w", f.ID, err)
+	}
+	var id int64
+	err = tx.QueryRowContext(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (fact_id) DO NOTHING
+		RETURNING id`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), string(body), o != nil, db.TimeValue(now)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+	}
+	if o == nil {
+		return true, nil, nil
+	}
+	ids, err := o.route(ctx, tx, id, f.Type, now)
+	if err != nil {
+		return false, nil, err
+	}
+	return true, ids, nil
+}
+
+// Filter selects facts for List and ListTx. Zero fields match everything.
+type Filter struct {
+	Type    string
+	Source  string
+	Subject string
+	// After returns only facts written after the fact of this row id
+	// (Row of an earlier result): a cursor.
+	After int64
+	// Limit caps the result; 0 means 100.
+	Limit int
+}
+
+// Stored is a fact as the outbox holds it.
+type Stored struct {
+	Fact
+	// Row is the fact's row id, increasing in the order facts were written.
+	Row int64 `json:"row"`
+	// CreatedAt is when payhook wrote it.
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ListTx returns the facts matching f in the order they were written,
+// read inside tx: an application's handler sees the facts its transaction
+// wrote before they commit.
+func ListTx(ctx context.Context, tx *sql.Tx, f Filter) ([]Stored, error) {
+	return list(ctx, tx, f)
+}
+
+// List is ListTx on db's pool.
+func List(ctx context.Context, db *store.DB, f Filter) ([]Stored, error) {
+	return list(ctx, db.SQL, f)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func list(ctx context.Context, q querier, f Filter) ([]Stored, error) {
+	where, args := "id > $1", []any{f.After}
+	add := func(col, v string) {
+		if v != "" {
+			args = append(args, v)
+			where += fmt.Sprintf(" AND %s = $%d", col, len(args))
+		}
+	}
+	add("type", f.Type)
+	add("source", f.Source)
+	add("subject", f.Subject)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := q.QueryContext(ctx, `SELECT id, body, created_at FROM payhook_facts WHERE `+where+
+		fmt.Sprintf(` ORDER BY id LIMIT %d`, limit), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list facts: %w", err)
+	}
+	defer rows.Close()
+	out := []Stored{}
+	for rows.Next() {
+		var s Stored
+		var body string
+		if err := rows.Scan(&s.Row, &body, store.ScanTime(&s.CreatedAt)); err != nil {
+			return nil, fmt.Errorf("list facts: %w", err)
+		}
+		if err := json.Unmarshal([]byte(body), &s.Fact); err != nil {
+			return nil, fmt.Errorf("list facts: fact %d: %w", s.Row, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list facts: %w", err)
+	}
+	return out, nil
+}
