@@ -85,6 +85,23 @@ type Config struct {
 	// the attempt is counted, the event stays received and the sweep gives
 	// it a new job later. cause's text is storable.
 	OnFailed func(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error
+	// Deliver, if set, runs one attempt of the after-commit delivery with
+	// row id delivery (an outbox delivery, enqueued by EnqueueDeliveries
+	// or the sweep) in a job of its own, after the commit that wrote it:
+	// an error retries it with DeliveryBackoff, never touching the event
+	// that made it; final marks the last of DeliveryAttempts.
+	Deliver func(ctx context.Context, delivery int64, final bool) error
+	// DeliverySweep, if set, is called by every sweep inside its
+	// transaction: it returns up to limit deliveries to enqueue (pending,
+	// and last enqueued before before), which the sweep enqueues in the
+	// same transaction.
+	DeliverySweep func(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error)
+	// DeliveryAttempts is how many times a delivery is tried. Default 25
+	// (about three weeks with the default backoff).
+	DeliveryAttempts int
+	// DeliveryBackoff gives the delay before a delivery's retry n.
+	// Default: River's policy, attempt^4 seconds with jitter.
+	DeliveryBackoff func(attempt int) time.Duration
 }
 
 // rescueMargin is how much longer than JobTimeout a job may be running
@@ -104,6 +121,9 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 25
+	}
+	if c.DeliveryAttempts <= 0 {
+		c.DeliveryAttempts = 25
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 100 * time.Millisecond
@@ -276,6 +296,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		}
 		return err
 	}))
+	river.AddWorker(workers, river.WorkFunc(q.deliver))
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[sweepArgs]) error {
 		_, err := q.Sweep(ctx)
 		return err
@@ -298,8 +319,9 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 			&river.PeriodicJobOpts{ID: "payhook_sweep"},
 		)},
 	}
-	if cfg.Backoff != nil {
-		rc.RetryPolicy = backoffPolicy{cfg.Backoff, cfg.Now}
+	if cfg.Backoff != nil || cfg.DeliveryBackoff != nil {
+		rc.RetryPolicy = retryPolicy{events: cfg.Backoff, deliveries: cfg.DeliveryBackoff, now: cfg.Now,
+			river: &river.DefaultClientRetryPolicy{}}
 	}
 	client, err := river.NewClient(driver(db), rc)
 	if err != nil {
@@ -328,15 +350,6 @@ func storable(err error) error {
 		return &storableError{err: err, msg: s}
 	}
 	return err
-}
-
-type backoffPolicy struct {
-	backoff func(int) time.Duration
-	now     func() time.Time
-}
-
-func (p backoffPolicy) NextRetry(job *rivertype.JobRow) time.Time {
-	return p.now().Add(p.backoff(job.Attempt))
 }
 
 // Start starts the workers and the sweep. It returns once they run. The
@@ -428,6 +441,7 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 	if err != nil {
 		return fmt.Errorf("record the failure of event %d: %w", id, err)
 	}
+	ctx = context.WithValue(ctx, queueKey{}, q)
 	defer tx.Rollback()
 	ev, err := q.db.RecordFailureTx(ctx, tx, id, cause.Error(), true)
 	if err != nil || ev == nil {
@@ -477,6 +491,7 @@ func (q *Queue) apply(ctx context.Context, id int64) (err error) {
 		return err
 	}
 	ev.Resource = resource
+	ctx = context.WithValue(ctx, queueKey{}, q)
 	status, note := payhook.StatusProcessed, ""
 	if q.cfg.Handlers.Handles(ev.Type) {
 		switch err := q.cfg.Handlers.Dispatch(ctx, tx, ev); {
@@ -536,6 +551,10 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 // rescuer and the job's backoff. An event whose job is running but not for
 // that long yet is looked at again the moment it will have. It returns how
 // many jobs it inserted.
+//
+// In the same transaction it enqueues the after-commit deliveries that
+// Config.DeliverySweep returns (written without a job, or whose job was
+// lost), which the count does not include.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
@@ -543,9 +562,23 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	}
 	defer tx.Rollback()
 	now := q.cfg.Now()
-	ids, err := q.db.RequeueStaleTx(ctx, tx, now.Add(-q.cfg.SweepAge), now, q.cfg.SweepBatch)
-	if err != nil || len(ids) == 0 {
+	deliveries, err := q.sweepDeliveries(ctx, tx, now)
+	if err != nil {
 		return 0, err
+	}
+	ids, err := q.db.RequeueStaleTx(ctx, tx, now.Add(-q.cfg.SweepAge), now, q.cfg.SweepBatch)
+	if err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		if deliveries == 0 {
+			return 0, nil
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, fmt.Errorf("sweep: commit: %w", err)
+		}
+		q.cfg.Logger.Info("sweep enqueued after-commit deliveries", "count", deliveries)
+		return 0, nil
 	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
@@ -589,6 +622,9 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	}
 	if n > 0 {
 		q.cfg.Logger.Warn("sweep re-enqueued waiting events", "count", n)
+	}
+	if deliveries > 0 {
+		q.cfg.Logger.Info("sweep enqueued after-commit deliveries", "count", deliveries)
 	}
 	return n, nil
 }

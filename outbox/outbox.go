@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -484,4 +486,152 @@ func (o *Outbox) sinkNamesLocked() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Delivery statuses.
+const (
+	StatusPending   = "pending"
+	StatusDelivered = "delivered"
+	StatusFailed    = "failed"
+	StatusPaused    = "paused"
+)
+
+// DeliveryStatuses lists the statuses a delivery can have.
+var DeliveryStatuses = []string{StatusPending, StatusDelivered, StatusFailed, StatusPaused}
+
+// DeliveryView is one delivery of a fact to a sink, with its log.
+type DeliveryView struct {
+	ID          int64     `json:"id"`
+	Sink        string    `json:"sink"`
+	FactID      string    `json:"fact_id"`
+	Type        string    `json:"type"`
+	Subject     string    `json:"subject"`
+	Status      string    `json:"status"`
+	Attempts    int       `json:"attempts"`
+	LastError   string    `json:"last_error,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	DeliveredAt time.Time `json:"delivered_at,omitzero"`
+	// Log is its attempts, oldest first.
+	Log []AttemptView `json:"log"`
+}
+
+// AttemptView is one attempt of a delivery: the delivery log's line.
+type AttemptView struct {
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	// Status is the HTTP status (or SMTP code) answered; 0 if none.
+	Status   int    `json:"status,omitempty"`
+	Response string `json:"response,omitempty"`
+	Error    string `json:"error,omitempty"`
+	// LatencyMS is how long the attempt took, in milliseconds.
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// DeliveryFilter selects deliveries for ListDeliveries. Zero fields match
+// everything.
+type DeliveryFilter struct {
+	Sink   string
+	Status string
+	// Limit caps the result; 0 means 100.
+	Limit int
+}
+
+// ListDeliveries returns the matching deliveries, newest first, each with
+// its log. It returns an error wrapping payhook.ErrInvalid for an unknown
+// status.
+func ListDeliveries(ctx context.Context, db *store.DB, f DeliveryFilter) ([]DeliveryView, error) {
+	where, args := "1 = 1", []any{}
+	if f.Sink != "" {
+		args = append(args, f.Sink)
+		where += fmt.Sprintf(" AND d.sink = $%d", len(args))
+	}
+	if f.Status != "" {
+		if !slices.Contains(DeliveryStatuses, f.Status) {
+			return nil, fmt.Errorf("delivery status %q is none of %s: %w", f.Status,
+				strings.Join(DeliveryStatuses, ", "), payhook.ErrInvalid)
+		}
+		args = append(args, f.Status)
+		where += fmt.Sprintf(" AND d.status = $%d", len(args))
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := db.SQL.QueryContext(ctx, `SELECT d.id, d.sink, f.fact_id, f.type, f.subject, d.status, d.attempts,
+		d.last_error, d.created_at, d.updated_at, d.delivered_at
+		FROM payhook_deliveries d JOIN payhook_facts f ON f.id = d.fact
+		WHERE `+where+fmt.Sprintf(` ORDER BY d.id DESC LIMIT %d`, limit), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	out := []DeliveryView{}
+	for rows.Next() {
+		var v DeliveryView
+		if err := rows.Scan(&v.ID, &v.Sink, &v.FactID, &v.Type, &v.Subject, &v.Status, &v.Attempts, &v.LastError,
+			store.ScanTime(&v.CreatedAt), store.ScanTime(&v.UpdatedAt), store.ScanTime(&v.DeliveredAt)); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list deliveries: %w", err)
+		}
+		v.Log = []AttemptView{}
+		out = append(out, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list deliveries: %w", err)
+	}
+	for i := range out {
+		if out[i].Log, err = attempts(ctx, db, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func attempts(ctx context.Context, db *store.DB, delivery int64) ([]AttemptView, error) {
+	rows, err := db.SQL.QueryContext(ctx, `SELECT attempt, at, status_code, response, error, latency_us
+		FROM payhook_delivery_attempts WHERE delivery = $1 ORDER BY id`, delivery)
+	if err != nil {
+		return nil, fmt.Errorf("delivery %d log: %w", delivery, err)
+	}
+	defer rows.Close()
+	out := []AttemptView{}
+	for rows.Next() {
+		var a AttemptView
+		var us int64
+		if err := rows.Scan(&a.Attempt, store.ScanTime(&a.At), &a.Status, &a.Response, &a.Error, &us); err != nil {
+			return nil, fmt.Errorf("delivery %d log: %w", delivery, err)
+		}
+		a.LatencyMS = float64(us) / 1000
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("delivery %d log: %w", delivery, err)
+	}
+	return out, nil
+}
+
+// ResendTx makes the delivery with row id id pending again, whatever its
+// status, and resumes its sink if it was paused; the caller enqueues its
+// job in tx (jobs.Queue.EnqueueDeliveriesTx with resend). It returns an
+// error wrapping payhook.ErrNotFound for an unknown id.
+func ResendTx(ctx context.Context, db *store.DB, tx *sql.Tx, id int64, now time.Time) error {
+	var sink string
+	err := tx.QueryRowContext(ctx, `UPDATE payhook_deliveries SET status = 'pending', updated_at = $2, enqueued_at = $2
+		WHERE id = $1 RETURNING sink`, id, db.TimeValue(now)).Scan(&sink)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("delivery %d: %w", id, payhook.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("resend delivery %d: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM payhook_sinks_paused WHERE sink = $1`, sink); err != nil {
+		return fmt.Errorf("resend delivery %d: resume sink %s: %w", id, sink, err)
+	}
+	// The sink's other paused deliveries go back to pending with it.
+	if _, err := tx.ExecContext(ctx, `UPDATE payhook_deliveries SET status = 'pending', updated_at = $2, enqueued_at = NULL
+		WHERE sink = $1 AND status = 'paused'`, sink, db.TimeValue(now)); err != nil {
+		return fmt.Errorf("resend delivery %d: resume sink %s: %w", id, sink, err)
+	}
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/store"
 )
@@ -33,6 +34,12 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives the processing's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Outbox, if set, routes the facts billing writes to its sinks and
+	// runs their deliveries: each delivery's job is inserted in the
+	// transaction that marks the event processed, and the queue's sweep
+	// finds those whose job was lost. If nil, facts are written to the
+	// outbox and left unrouted.
+	Outbox *outbox.Outbox
 }
 
 // New returns the job queue's configuration that processes events as
@@ -61,19 +68,25 @@ func New(cfg Config) (jobs.Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, bySource: make(map[string]payhook.Source, len(cfg.Sources))}
+	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
+		bySource: make(map[string]payhook.Source, len(cfg.Sources))}
 	for _, s := range cfg.Sources {
 		p.bySource[s.Name] = s
 	}
 	handlers := &payhook.Mux{}
 	handlers.HandleFunc("*", p.apply)
-	return jobs.Config{
+	jc := jobs.Config{
 		Handlers: handlers,
 		Logger:   cfg.Logger,
 		Now:      cfg.Now,
 		Fetch:    p.fetch,
 		OnFailed: p.failed,
-	}, nil
+	}
+	if cfg.Outbox != nil {
+		jc.Deliver = cfg.Outbox.Deliver
+		jc.DeliverySweep = cfg.Outbox.Sweep
+	}
+	return jc, nil
 }
 
 // processor is the state New's functions share.
@@ -81,6 +94,7 @@ type processor struct {
 	db       *store.DB
 	now      func() time.Time
 	log      *slog.Logger
+	box      *outbox.Outbox
 	bySource map[string]payhook.Source
 }
 
@@ -94,8 +108,12 @@ func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) er
 	if len(read.Facts) == 0 {
 		return fmt.Errorf("%w: %s", payhook.ErrIgnored, read.Ignored)
 	}
-	out, err := billing.ApplyOutcome(ctx, billing.Wrap(p.db, tx, p.now()), ev.Source, read.Facts)
+	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
+	out, err := billing.ApplyOutcome(ctx, btx, ev.Source, read.Facts)
 	if err != nil {
+		return err
+	}
+	if err := jobs.EnqueueDeliveries(ctx, tx, btx.Deliveries()); err != nil {
 		return err
 	}
 	for _, ref := range out.EndedClaimed {
@@ -116,8 +134,12 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 // commits with the failure, in the transaction that marks the event
 // failed.
 func (p *processor) failed(ctx context.Context, tx *sql.Tx, ev *payhook.Event, cause error) error {
-	return billing.RaiseAlert(ctx, billing.Wrap(p.db, tx, p.now()), billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
-		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause)))
+	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
+	if err := billing.RaiseAlert(ctx, btx, billing.AlertEventFailed, ev.Source+"/"+ev.EventID,
+		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause))); err != nil {
+		return err
+	}
+	return jobs.EnqueueDeliveries(ctx, tx, btx.Deliveries())
 }
 
 // current returns ev with the resource's current state in place of the

@@ -1,0 +1,127 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// deliverArgs is the job of one after-commit delivery (an outbox
+// delivery's row id), retried on its own. Resend sets Resend so that a
+// resend is not taken for a duplicate of a job River has not marked
+// completed yet.
+type deliverArgs struct {
+	Delivery int64 `json:"delivery" river:"unique"`
+	Resend   int64 `json:"resend,omitempty" river:"unique"`
+}
+
+func (deliverArgs) Kind() string { return "payhook_deliver" }
+
+func (deliverArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+}
+
+// queueKey carries the Queue in the context of the handlers it runs, for
+// EnqueueDeliveries.
+type queueKey struct{}
+
+// EnqueueDeliveries inserts, in tx, a delivery job for each of the
+// after-commit deliveries ids (see Config.Deliver): called by a handler
+// (or OnFailed) with the context the Queue gave it, the jobs commit with
+// what the handler wrote, so that a crash before the commit sends nothing
+// and after it still sends. Outside a Queue's handler it returns an error;
+// the sweep (Config.DeliverySweep) then finds the deliveries later.
+func EnqueueDeliveries(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	q, _ := ctx.Value(queueKey{}).(*Queue)
+	if q == nil {
+		return errors.New("enqueue deliveries: not inside a job queue's handler")
+	}
+	return q.EnqueueDeliveriesTx(ctx, tx, ids, false)
+}
+
+// EnqueueDeliveriesTx inserts, in tx, a delivery job for each of the
+// after-commit deliveries ids; one whose job is still live is skipped,
+// unless resend, which gives it a new job at once (payhook deliveries
+// resend).
+func (q *Queue) EnqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64, resend bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var stamp int64
+	if resend {
+		stamp = q.cfg.Now().UnixNano()
+	}
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
+		params[i] = river.InsertManyParams{Args: deliverArgs{Delivery: id, Resend: stamp},
+			InsertOpts: &river.InsertOpts{MaxAttempts: q.cfg.DeliveryAttempts}}
+	}
+	if _, err := q.client.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("enqueue %d deliveries: %w", len(ids), err)
+	}
+	return nil
+}
+
+// deliver runs one attempt of delivery id.
+func (q *Queue) deliver(ctx context.Context, job *river.Job[deliverArgs]) error {
+	if q.cfg.Deliver == nil {
+		return river.JobCancel(errors.New("no Deliver configured for after-commit deliveries"))
+	}
+	final := job.Attempt >= job.MaxAttempts
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("delivery %d panicked: %v", job.Args.Delivery, r)
+			}
+		}()
+		return q.cfg.Deliver(ctx, job.Args.Delivery, final)
+	}()
+	if err != nil {
+		return storable(err)
+	}
+	return nil
+}
+
+// sweepDeliveries enqueues, in the sweep's transaction, the deliveries
+// DeliverySweep returns.
+func (q *Queue) sweepDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) (int, error) {
+	if q.cfg.DeliverySweep == nil {
+		return 0, nil
+	}
+	ids, err := q.cfg.DeliverySweep(ctx, tx, now, now.Add(-q.cfg.SweepAge), q.cfg.SweepBatch)
+	if err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	if err := q.EnqueueDeliveriesTx(ctx, tx, ids, false); err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	return len(ids), nil
+}
+
+// retryPolicy is the backoff of each kind: Backoff for events,
+// DeliveryBackoff for deliveries, River's (attempt^4 seconds with jitter)
+// for what is not set.
+type retryPolicy struct {
+	events, deliveries func(int) time.Duration
+	now                func() time.Time
+	river              river.ClientRetryPolicy
+}
+
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	b := p.events
+	if job.Kind == (deliverArgs{}).Kind() {
+		b = p.deliveries
+	}
+	if b == nil {
+		return p.river.NextRetry(job)
+	}
+	return p.now().Add(b(job.Attempt))
+}

@@ -1,0 +1,167 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
+)
+
+func count(t *testing.T, db *store.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.SQL.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// TestSinkFailingFirstAttempts: a sink that fails its first attempts gets
+// every fact after it recovers; the events stay processed and their
+// handlers ran once; the delivery log has every attempt.
+func TestSinkFailingFirstAttempts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		const failures = 5
+		var calls, got counts
+		if err := box.AddFunc("app", []string{"order.paid", "payment.*"}, func(_ context.Context, f outbox.Fact) error {
+			if calls.add("all") <= failures {
+				return errors.New("app down")
+			}
+			got.add(f.Type + " " + f.Subject)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var runs counts
+		q := queue(t, db, box, &runs)
+		const n = 4
+		var evs []*payhook.Event
+		for i := range n {
+			evs = append(evs, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
+		}
+		if _, err := q.Ingest(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		waitProgress(t, "facts delivered", func() (bool, string) {
+			return got.len() == 2*n, fmt.Sprintf("%d calls, %d facts", calls.get("all"), got.len())
+		})
+		for i, ev := range evs {
+			stored, err := db.Event(ctx, ev.ID)
+			if err != nil || stored.Status != payhook.StatusProcessed || runs.get(ev.EventID) != 1 {
+				t.Errorf("event %d: %v, %v, handler ran %d times; want processed, once", i, stored, err, runs.get(ev.EventID))
+			}
+		}
+		waitProgress(t, "deliveries recorded", func() (bool, string) {
+			d := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE status = 'delivered'`)
+			return d == 2*n, fmt.Sprint(d)
+		})
+		if a := count(t, db, `SELECT count(*) FROM payhook_delivery_attempts`); a != 2*n+failures {
+			t.Errorf("delivery log has %d attempts; want %d", a, 2*n+failures)
+		}
+		if a := count(t, db, `SELECT count(*) FROM payhook_delivery_attempts WHERE error = 'app down'`); a != failures {
+			t.Errorf("delivery log has %d failed attempts; want %d", a, failures)
+		}
+		stats, err := box.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stats) != 1 || stats[0].Delivered != 2*n || stats[0].Errors != failures || stats[0].Backlog != 0 || stats[0].Failed != 0 {
+			t.Errorf("stats = %+v", stats)
+		}
+		ds, err := outbox.ListDeliveries(ctx, db, outbox.DeliveryFilter{Sink: "app"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 2*n || ds[0].Status != "delivered" || ds[0].FactID == "" || len(ds[0].Log) != ds[0].Attempts {
+			t.Errorf("deliveries = %+v", ds)
+		}
+	})
+}
+
+// TestRollbackSendsNothing: a processing attempt that rolls back after
+// billing wrote its facts leaves no fact, no delivery and no job; the
+// retry that commits sends each fact once.
+func TestRollbackSendsNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		var got counts
+		if err := box.AddFunc("app", nil, func(_ context.Context, f outbox.Fact) error {
+			got.add(f.ID)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var runs counts
+		q := queueFailingFirst(t, db, box, &runs)
+		ev := checkout("evt_rb", "pi_rb", "ord_rb", 700)
+		if _, err := q.Ingest(ctx, []*payhook.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		waitProgress(t, "facts delivered", func() (bool, string) {
+			return got.len() == 2, fmt.Sprint(got.len(), " facts, ", runs.get(ev.EventID), " runs")
+		})
+		if runs.get(ev.EventID) != 2 {
+			t.Fatalf("handler ran %d times; want 2 (one rolled back)", runs.get(ev.EventID))
+		}
+		for _, table := range []string{"payhook_facts", "payhook_deliveries"} {
+			if n := count(t, db, `SELECT count(*) FROM `+table); n != 2 {
+				t.Errorf("%s has %d rows; want 2", table, n)
+			}
+		}
+		if n := count(t, db, `SELECT count(*) FROM river_job WHERE kind = 'payhook_deliver'`); n != 2 {
+			t.Errorf("%d delivery jobs; want 2", n)
+		}
+		for id, n := range got.m {
+			if n != 1 {
+				t.Errorf("fact %s sent %d times", id, n)
+			}
+		}
+	})
+}
+
+// TestSweepRoutesUnrouted: facts written by a transaction without an
+// outbox (an application applying billing facts itself) are routed and
+// delivered by the queue's sweep.
+func TestSweepRoutesUnrouted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		var got counts
+		if err := box.AddFunc("app", []string{"order.*"}, func(_ context.Context, f outbox.Fact) error {
+			got.add(f.Type + " " + f.Subject)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := billing.Begin(ctx, db, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := billing.ApplyOutcome(ctx, tx, "shop", []billing.Fact{billing.OrderPaid{OrderID: "ord_s", PaymentRef: "pi_s", At: t0}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		q := queue(t, db, box, nil)
+		if _, err := q.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitProgress(t, "swept fact delivered", func() (bool, string) { return got.get("order.paid ord_s") == 1, "" })
+		if n := count(t, db, `SELECT count(*) FROM payhook_facts WHERE NOT routed`); n != 0 {
+			t.Errorf("%d facts still unrouted", n)
+		}
+	})
+}
