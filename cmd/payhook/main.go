@@ -76,6 +76,7 @@ func commands() []command {
 		{name: "orders", subs: []string{"list", "show"}, summary: "orders and what paid them", run: (*Main).orders},
 		{name: "subscriptions", subs: []string{"list", "show"}, summary: "subscriptions and their status", run: (*Main).subscriptions},
 		{name: "ledger", subs: []string{"balances"}, args: "balances [--json]", summary: "balances per currency and account", run: (*Main).ledger},
+		{name: "backfill", args: "--source S [--since 3h] [--until T] [--type T...] [--dry-run] [--json]", summary: "store the provider's events that webhooks never brought", run: (*Main).backfill},
 		{name: "reconcile", args: "--source S [--since 24h] [--json] | runs [--json]", summary: "compare with the provider's payments and subscriptions", run: (*Main).reconcile},
 		{name: "alerts", subs: []string{"list", "ack"}, summary: "conflicts, failed events", run: (*Main).alerts},
 		{name: "bench", args: "[--floor] [--db URL]... [--url URL]", summary: "measure acks/s, latency and drain against a floor", run: (*Main).bench},

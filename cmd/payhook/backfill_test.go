@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/flavour"
+	"github.com/payhook/payhook/store"
+)
+
+// TestBackfillAfterOutage plays the outage scenario (5% of the events
+// dropped for good) against serve, then runs payhook backfill: every
+// event the provider created is then stored exactly once and processed,
+// the dropped ones as backfilled, and sim check finds no difference; a
+// second backfill adds nothing. On both engines, as billete and as Stripe.
+func TestBackfillAfterOutage(t *testing.T) {
+	t.Parallel()
+	for _, f := range []flavour.Flavour{flavour.Billete(), flavour.Stripe()} {
+		t.Run(f.Name(), func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				// The provider's API, answering once the run has made it.
+				var handler atomic.Pointer[http.Handler]
+				api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if h := handler.Load(); h != nil {
+						(*h).ServeHTTP(w, r)
+						return
+					}
+					http.Error(w, "not yet", http.StatusServiceUnavailable)
+				}))
+				defer api.Close()
+				secret, key := f.NewSecret(), "sk_test_backfill"
+				cfgPath := writeConfig(t, fmt.Sprintf("sources:\n  - name: b\n    provider: %s\n    secrets: [%q]\n"+
+					"    environment: test\n    api_url: %s\n    api_key: %s\n", f.Provider(), secret, api.URL, key))
+				env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": cfgPath}
+				var logs syncBuffer
+				srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(k string) string { return env[k] }})
+				if err != nil {
+					t.Fatalf("%v\n%s", err, logs.String())
+				}
+				defer srv.stop()
+				res, _, err := sim.Run(ctx, "outage", sim.RunConfig{Target: srv.url + "/webhooks/b", Secret: secret, Flavour: f,
+					Seed: 9, TimeScale: 20000, APIKey: key, Logger: slog.New(slog.DiscardHandler),
+					Started: func(p *sim.Provider) { h := p.Handler(); handler.Store(&h) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lost := res.Expected.Undelivered()
+				if len(lost) == 0 {
+					t.Fatal("the outage dropped nothing: nothing to backfill")
+				}
+				db, err := store.Open(ctx, dbURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+
+				t.Logf("%d events created, %d dropped for good", len(res.Expected.Events), len(lost))
+				code, out, errOut := run(t, env, "backfill", "--source", "b")
+				if want := fmt.Sprintf("%d new, %d already known, 0 refused", len(lost), len(res.Expected.Events)-len(lost)); code != 0 || !strings.Contains(out, want) {
+					t.Fatalf("backfill = %d\n%s\n%s; want 0 and %q", code, out, errOut, want)
+				}
+				if !strings.Contains(errOut, "backfill b: page 1: listed") {
+					t.Errorf("backfill's progress (not a terminal) = %q; want a plain line per page", errOut)
+				}
+				waitProgress(t, "the backfilled events processed", func() (bool, string) {
+					var waiting int
+					db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE source = 'b' AND status = 'received'`).Scan(&waiting)
+					return waiting == 0, fmt.Sprint(waiting)
+				})
+				evs, err := db.ListEvents(ctx, store.Filter{Source: "b", Limit: 1 << 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				byID := map[string]*payhook.Event{}
+				for _, ev := range evs {
+					if byID[ev.EventID] != nil {
+						t.Fatalf("event %s stored twice", ev.EventID)
+					}
+					byID[ev.EventID] = ev
+				}
+				if len(evs) != len(res.Expected.Events) {
+					t.Fatalf("%d events stored; the provider created %d", len(evs), len(res.Expected.Events))
+				}
+				for _, e := range res.Expected.Events {
+					ev := byID[e.StoredID]
+					via := payhook.ViaWebhook
+					if !e.Delivered {
+						via = payhook.ViaBackfill
+					}
+					switch {
+					case ev == nil:
+						t.Fatalf("event %s (%s) not stored", e.StoredID, e.Type)
+					case ev.Status != payhook.StatusProcessed && ev.Status != payhook.StatusIgnored:
+						t.Fatalf("event %s is %s (%s); want handled", e.StoredID, ev.Status, ev.LastError)
+					case ev.ReceivedVia != via:
+						t.Fatalf("event %s came %s; want %s", e.StoredID, ev.ReceivedVia, via)
+					}
+				}
+				expect := filepath.Join(t.TempDir(), "expected.json")
+				raw, _ := json.Marshal(res)
+				if err := os.WriteFile(expect, raw, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if code, out, errOut := run(t, env, "sim", "check", "--expect", expect, "--source", "b"); code != 0 {
+					t.Fatalf("sim check after the backfill = %d\n%s\n%s", code, out, errOut)
+				}
+
+				code, out, errOut = run(t, env, "backfill", "--source", "b", "--json")
+				var doc struct {
+					OK         bool
+					New, Known int
+					Runs       []int64
+					Refusals   []any
+				}
+				if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || !doc.OK || doc.New != 0 ||
+					doc.Known != len(res.Expected.Events) || len(doc.Runs) != 1 || doc.Refusals == nil {
+					t.Fatalf("second backfill --json = %d, %v\n%s\n%s; want ok, nothing new, all known", code, err, out, errOut)
+				}
+				if code, out, _ := run(t, env, "events", "show", lost[0].StoredID, "--source", "b"); code != 0 ||
+					!strings.Contains(out, "received_via") || !strings.Contains(out, "backfill") {
+					t.Fatalf("events show of a backfilled event = %d\n%s; want received_via backfill", code, out)
+				}
+			})
+		})
+	}
+}
+
+// TestBackfillUsage: what backfill refuses, before reading the provider.
+func TestBackfillUsage(t *testing.T) {
+	t.Parallel()
+	noAPI := writeConfig(t, "sources:\n  - name: b\n    provider: billete\n    secrets: [whsec_eA==]\n")
+	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "payhook.db")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no source", []string{"backfill"}, 2, "--source is required"},
+		{"a negative since", []string{"backfill", "--source", "b", "--since", "-1h"}, 2, "--since must be a positive duration"},
+		{"a bad until", []string{"backfill", "--source", "b", "--until", "yesterday"}, 2, "--until \"yesterday\" is not an RFC 3339 time"},
+		{"an argument", []string{"backfill", "--source", "b", "extra"}, 2, "takes no argument"},
+		{"no config", []string{"backfill", "--source", "b"}, 2, "no config file"},
+		{"an unknown source", []string{"backfill", "--source", "x", "--config", noAPI}, 1, `no source "x" (sources: b)`},
+		{"a source without api_url", []string{"backfill", "--source", "b", "--config", noAPI}, 1, `source "b" has no api_url and api_key`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, errOut := run(t, map[string]string{"PAYHOOK_DB": dbURL}, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("%v = %d, %q; want %d and %q", tc.args, code, errOut, tc.code, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(strings.TrimPrefix(dbURL, "sqlite://")); err == nil {
+		t.Error("a refused backfill created the database")
+	}
+}
