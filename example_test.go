@@ -5,13 +5,18 @@ import (
 	"context"
 	"database/sql"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -26,51 +31,98 @@ import (
 // its worker on its own database. The handler marks an order paid inside
 // the transaction that marks the event processed, and only if it was
 // pending, so however often the event arrives the order is paid once.
+// (The README's library section is this function, checked by
+// TestREADMELibraryIsExample.)
 func Example() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "payhook-example")
+	dir, err := os.MkdirTemp("", "payhook-example")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer os.RemoveAll(dir)
-	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("example secret"))
 
 	// The application's database, with payhook's tables beside its own.
-	db, _ := store.Open(ctx, "sqlite://"+filepath.Join(dir, "app.db"))
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "app.db")) // or postgres://user:pass@host/db
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer db.Close()
-	db.Migrate(ctx)
-	jobs.Migrate(ctx, db)
+	if _, err := db.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		log.Fatal(err)
+	}
 	db.SQL.Exec(`CREATE TABLE orders (id TEXT PRIMARY KEY, status TEXT NOT NULL)`)
 	db.SQL.Exec(`INSERT INTO orders VALUES ('ord_1', 'pending')`)
 
-	// The dozen lines: handlers, worker, receiver, route.
+	// A handler per event type; it runs inside the transaction that marks
+	// the event processed.
 	handlers := &payhook.Mux{}
 	handlers.HandleFunc("checkout.completed", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-		_, err := tx.ExecContext(ctx, `UPDATE orders SET status = 'paid' WHERE id = 'ord_1' AND status = 'pending'`)
+		var body struct {
+			Data struct {
+				Metadata struct {
+					OrderID string `json:"order_id"`
+				} `json:"metadata"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(ev.Payload, &body); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE orders SET status = 'paid' WHERE id = $1 AND status = 'pending'`,
+			body.Data.Metadata.OrderID)
 		return err
 	})
-	queue, _ := jobs.New(db, jobs.Config{Handlers: handlers, PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	queue.Start(ctx)
-	defer queue.Stop(ctx)
-	verifier, _ := billete.New(billete.Config{Secrets: []string{secret}})
-	recv, _ := receiver.New(receiver.Config{Inbox: queue, Logger: slog.New(slog.DiscardHandler),
+
+	// The worker, and the receiver that stores each event once and answers
+	// 200 only after the commit.
+	queue, err := jobs.New(db, jobs.Config{Handlers: handlers, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := queue.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("example secret")) // os.Getenv("BILLETE_WEBHOOK_SECRET")
+	verifier, err := billete.New(billete.Config{Secrets: []string{secret}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	recv, err := receiver.New(receiver.Config{Inbox: queue, Logger: slog.New(slog.DiscardHandler),
 		Sources: []payhook.Source{{Name: "billete", Provider: "billete", Environment: "test", Verifier: verifier}}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/{source}", recv)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // your server's address
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
 
 	// The provider delivers the same event twice.
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
-	body := []byte(`{"id":"evt_1","type":"checkout.completed","created_at":"2026-11-30T12:00:00Z","environment":"test","data":{}}`)
+	body := []byte(`{"id":"evt_1","type":"checkout.completed","created_at":"2026-11-30T12:00:00Z",` +
+		`"environment":"test","data":{"metadata":{"order_id":"ord_1"}}}`)
 	for range 2 {
 		h, _ := standard.Sign(secret, "evt_1", time.Now(), body)
-		req, _ := http.NewRequest("POST", srv.URL+"/webhooks/billete", bytes.NewReader(body))
+		req, _ := http.NewRequest("POST", "http://"+ln.Addr().String()+"/webhooks/billete", bytes.NewReader(body))
 		req.Header = h
-		resp, _ := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
 		answer, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		fmt.Print(resp.StatusCode, " ", string(answer))
 	}
-
-	for {
-		evs, _ := db.ListEvents(ctx, store.Filter{EventID: "evt_1"})
+	for { // until the worker has processed it
+		evs, err := db.ListEvents(ctx, store.Filter{EventID: "evt_1"})
+		if err != nil {
+			log.Fatal(err)
+		}
 		if evs[0].Status == payhook.StatusProcessed {
 			break
 		}
@@ -79,10 +131,42 @@ func Example() {
 	var status string
 	db.SQL.QueryRow(`SELECT status FROM orders WHERE id = 'ord_1'`).Scan(&status)
 	fmt.Println("order ord_1:", status)
+
+	// Shutdown: stop accepting and let in-flight deliveries commit and
+	// answer, then let running jobs finish.
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := queue.Stop(ctx); err != nil {
+		log.Fatal(err)
+	}
 	// Output:
 	// 200 {"status":"stored","id":1,"event_id":"evt_1"}
 	// 200 {"status":"duplicate","event_id":"evt_1"}
 	// order ord_1: paid
+}
+
+// TestREADMELibraryIsExample: the README's library section is Example,
+// copied from this file, so the snippet a user copies compiles and runs.
+func TestREADMELibraryIsExample(t *testing.T) {
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := regexp.MustCompile(`(?s)\nfunc Example\(\) \{\n.*?\n\}\n`).Find(src)
+	_, section, _ := strings.Cut(string(readme), "\n## The library\n")
+	_, block, _ := strings.Cut(section, "```go\n")
+	block, _, _ = strings.Cut(block, "```\n")
+	if example == nil || block == "" {
+		t.Fatalf("no func Example in example_test.go (%d bytes) or no go block in the README's library section", len(example))
+	}
+	if want := strings.TrimPrefix(string(example), "\n"); block != want {
+		t.Errorf("the README's library section differs from Example; copy Example (from func to its closing brace) there.\nREADME:\n%s\nExample:\n%s", block, want)
+	}
 }
 
 // A Mux routes events by type; "*" takes the types without a handler of

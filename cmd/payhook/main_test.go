@@ -150,6 +150,22 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestREADMEUsage: the README's CLI section is payhook help's text, made
+// from the command table, so it lists the commands as they are.
+func TestREADMEUsage(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## The CLI\n")
+	_, block, _ := strings.Cut(section, "```text\n")
+	block, _, _ = strings.Cut(block, "```\n")
+	if block != usage() {
+		t.Errorf("the README's CLI section is not payhook help's text; paste the output of payhook help there.\nREADME:\n%s\npayhook help:\n%s", block, usage())
+	}
+}
+
 func TestDidYouMean(t *testing.T) {
 	t.Parallel()
 	names := []string{"serve", "send", "sim", "events", "payments"}
