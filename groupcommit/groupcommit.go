@@ -14,6 +14,12 @@
 // storing the same event) is then retried alone, outside the batches, until
 // the lock goes or its context ends; while it waits, new requests for the
 // same key go straight to that path instead of into a batch.
+//
+// When the store fails as a whole (the disk is full, the database is
+// down), the inbox's error says that no event caused it (see WholeBatch):
+// every request of the batch is then answered with it at once. Trying each
+// alone would repeat the failure once per request, one transaction after
+// another, while the others wait to their deadline.
 package groupcommit
 
 import (
@@ -49,6 +55,17 @@ const alonePause = 10 * time.Millisecond
 type BoundedInbox interface {
 	payhook.Inbox
 	IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool, error)
+}
+
+// WholeBatch reports whether err, an inbox's error for a batch, says that
+// no event of the batch caused it: the store refused the transaction as a
+// whole (the disk is full, the database is down, the commit failed), so the
+// batch's events would fail the same way alone. An error says so with a
+// method WholeBatch() bool that returns true, anywhere in its chain;
+// *jobs.Queue's errors at begin, enqueue and commit do.
+func WholeBatch(err error) bool {
+	var w interface{ WholeBatch() bool }
+	return errors.As(err, &w) && w.WholeBatch()
 }
 
 // Config configures a Committer.
@@ -268,8 +285,9 @@ func (c *Committer) take() []*request {
 
 // commit stores a batch in one transaction. When one event fails it, its
 // request is answered (or sent to be retried alone when locked) and the
-// rest committed again without it; any other failure has each request
-// tried on its own, so that one bad event cannot fail the others.
+// rest committed again without it; a failure of the store as a whole
+// (WholeBatch) is every request's answer; any other failure has each
+// request tried on its own, so that one bad event cannot fail the others.
 func (c *Committer) commit(live []*request) {
 	for len(live) > 1 {
 		evs, order, owner := sorted(live)
@@ -287,6 +305,12 @@ func (c *Committer) commit(live []*request) {
 			}
 			return
 		}
+		if WholeBatch(err) {
+			for _, r := range live {
+				answer(r, nil, err)
+			}
+			return
+		}
 		var one *payhook.EventError
 		if !errors.As(err, &one) || one.Index < 0 || one.Index >= len(evs) {
 			break
@@ -295,9 +319,15 @@ func (c *Committer) commit(live []*request) {
 		answer(live[bad], nil, err)
 		live = slices.Delete(live, bad, bad+1)
 	}
-	for _, r := range live {
+	for i, r := range live {
 		inserted, err := c.ingest(r.ctx, r.evs)
 		answer(r, inserted, err)
+		if WholeBatch(err) {
+			for _, r := range live[i+1:] {
+				answer(r, nil, err)
+			}
+			return
+		}
 	}
 }
 

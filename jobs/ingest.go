@@ -16,7 +16,10 @@ import (
 const LockWait = 200 * time.Millisecond
 
 // IngestBounded is Ingest for a caller that commits many deliveries
-// together (groupcommit): an event whose key another transaction holds
+// together (groupcommit). A failure that no event caused (at begin,
+// enqueue or commit: the disk is full, the database is down) has a
+// WholeBatch method returning true, so that the caller does not try each
+// event alone. An event whose key another transaction holds
 // for longer than LockWait fails the batch at once with a
 // *payhook.EventError wrapping payhook.ErrLocked, so that the caller
 // stores the others without it instead of holding them all up, and
@@ -30,12 +33,12 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: begin: %w", payhook.ErrUnavailable, err)
+		return nil, whole(ctx, fmt.Errorf("%w: begin: %w", payhook.ErrUnavailable, err))
 	}
 	defer tx.Rollback()
 	if lockWait > 0 {
 		if err := q.db.LockTimeoutTx(ctx, tx, lockWait); err != nil {
-			return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+			return nil, whole(ctx, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err))
 		}
 	}
 	inserted := make([]bool, len(evs))
@@ -60,11 +63,35 @@ func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.
 	}
 	if len(jobs) > 0 {
 		if _, err := q.client.InsertManyTx(ctx, tx, jobs); err != nil {
-			return nil, fmt.Errorf("%w: enqueue: %w", payhook.ErrUnavailable, err)
+			err = fmt.Errorf("%w: enqueue: %w", payhook.ErrUnavailable, err)
+			if store.IsLockTimeout(err) {
+				// A job's unique key held elsewhere: about some events.
+				return nil, err
+			}
+			return nil, whole(ctx, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("%w: commit: %w", payhook.ErrUnavailable, err)
+		return nil, whole(ctx, fmt.Errorf("%w: commit: %w", payhook.ErrUnavailable, err))
 	}
 	return inserted, nil
+}
+
+// storeError is an ingest failure that no event of the batch caused: the
+// store refused the transaction as a whole (the disk is full, the
+// database is down). Its WholeBatch method tells a caller that batches
+// (groupcommit) that the batch's events would fail the same way alone.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string    { return e.err.Error() }
+func (e *storeError) Unwrap() error    { return e.err }
+func (e *storeError) WholeBatch() bool { return true }
+
+// whole marks err, a failure at begin, enqueue or commit, as the store's,
+// unless ctx has ended: then the failure is the caller's, not the store's.
+func whole(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return &storeError{err}
 }

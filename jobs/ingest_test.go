@@ -76,3 +76,47 @@ func count(t *testing.T, db *store.DB) int {
 	}
 	return n
 }
+
+// TestStoreFailureIsWholeBatch: a failure that no event caused (here the
+// enqueue, River's job table being gone; a full disk fails the commit the
+// same way) says so with WholeBatch, so that a caller batching deliveries
+// answers them all at once; a failure caused by one event, or by the
+// caller's ended context, does not.
+func TestStoreFailureIsWholeBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, q := setup(t, dbURL, jobs.Config{})
+		wholeBatch := func(err error) bool {
+			var w interface{ WholeBatch() bool }
+			return errors.As(err, &w) && w.WholeBatch()
+		}
+		bad := event("evt_bad")
+		bad.Status = "bogus" // refused by the status column's CHECK
+		if _, err := q.IngestBounded(ctx, []*payhook.Event{event("evt_a"), bad}); err == nil || wholeBatch(err) {
+			t.Fatalf("Ingest with a bad event = %v, want an error naming it, not the store's", err)
+		}
+		ended, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := q.IngestBounded(ended, []*payhook.Event{event("evt_a")}); err == nil || wholeBatch(err) {
+			t.Fatalf("Ingest with an ended context = %v, want the context's error, not the store's", err)
+		}
+		if _, err := db.SQL.Exec(`ALTER TABLE river_job RENAME TO river_job_away`); err != nil {
+			t.Fatal(err)
+		}
+		for _, ingest := range []func(context.Context, []*payhook.Event) ([]bool, error){q.Ingest, q.IngestBounded} {
+			_, err := ingest(ctx, []*payhook.Event{event("evt_a"), event("evt_b")})
+			if !errors.Is(err, payhook.ErrUnavailable) || !wholeBatch(err) {
+				t.Fatalf("Ingest while every enqueue fails = %v, want ErrUnavailable with WholeBatch", err)
+			}
+		}
+		if n := count(t, db); n != 0 {
+			t.Fatalf("%d events stored by failed batches, want 0", n)
+		}
+		if _, err := db.SQL.Exec(`ALTER TABLE river_job_away RENAME TO river_job`); err != nil {
+			t.Fatal(err)
+		}
+		if ins, err := q.IngestBounded(ctx, []*payhook.Event{event("evt_a")}); err != nil || !ins[0] {
+			t.Fatalf("Ingest once the store works again = %v, %v; want stored", ins, err)
+		}
+	})
+}

@@ -384,8 +384,10 @@ func (q *Queue) Stop(ctx context.Context) error {
 // after the commit. It reports which events were new; a duplicate is
 // neither stored nor enqueued again. Any failure to store or commit wraps
 // payhook.ErrUnavailable, and then nothing of the batch was written; when
-// one event caused it, the error is a *payhook.EventError naming it. An
-// event whose key another transaction holds (the same event being stored
+// one event caused it, the error is a *payhook.EventError naming it; when
+// the store refused the transaction as a whole (at begin, enqueue or
+// commit: the disk is full, the database is down) while ctx was live, the
+// error has a WholeBatch method that returns true. An event whose key another transaction holds (the same event being stored
 // by another instance, or processed) waits for it, until ctx ends; see
 // IngestBounded for callers that must not wait.
 func (q *Queue) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
