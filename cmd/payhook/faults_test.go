@@ -158,8 +158,9 @@ func TestFaultDiskFull(t *testing.T) {
 			break
 		}
 		filler := fillFilesystem(t, dir)
+		answered := f.rec.answered("full") // by the fills before
 		f.rec.setPhase("full")
-		f.waitAnswers(st, "full", 20)
+		f.waitAnswers(st, "full", answered+20)
 		f.checkIntegrity(dbURL, "while the disk is full")
 		f.rec.setPhase("space")
 		if err := os.Remove(filler); err != nil {
@@ -455,7 +456,8 @@ func (f *fault) finish(st *storm, faults int, stall time.Duration) {
 	f.fig.Doubled = len(diffs)
 	for _, phase := range []string{"down", "full"} {
 		if n := f.rec.statuses(phase); len(n) > 0 {
-			f.fig.Note = strings.TrimSpace(fmt.Sprintf("%s answers while %s: %v", f.fig.Note, phase, n))
+			f.fig.Note = strings.TrimSpace(fmt.Sprintf("%s answers while %s: %v (%d of the 503s after %v)",
+				f.fig.Note, phase, n, f.rec.lateAnswers(phase), storeTimeout))
 		}
 	}
 	if len(diffs) > 0 {
@@ -602,12 +604,13 @@ type recorder struct {
 	nAcked    int
 	nDup      int
 	byPhase   map[string]map[int]int
+	late503   map[string]int             // 503s that took the store timeout or longer, by phase
 	acked     map[string]map[string]bool // event id → targets that acknowledged it
 	perTarget map[string]int
 }
 
 func newRecorder() *recorder {
-	return &recorder{next: http.DefaultTransport, phase: "up", byPhase: map[string]map[int]int{},
+	return &recorder{next: http.DefaultTransport, phase: "up", byPhase: map[string]map[int]int{}, late503: map[string]int{},
 		acked: map[string]map[string]bool{}, perTarget: map[string]int{}}
 }
 
@@ -628,6 +631,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.turn++
 	}
 	r.mu.Unlock()
+	sent := time.Now()
 	resp, err := r.next.RoundTrip(req)
 	status := 0
 	var answer struct {
@@ -656,6 +660,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.byPhase[phase] = map[int]int{}
 	}
 	r.byPhase[phase][status]++
+	if status == http.StatusServiceUnavailable && time.Since(sent) >= storeTimeout {
+		r.late503[phase]++
+	}
 	if status/100 == 2 {
 		r.nAcked++
 		r.perTarget[req.URL.Host]++
@@ -670,6 +677,19 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// storeTimeout is the receiver's default StoreTimeout, which payhook serve
+// keeps: a 503 should come within it, not after it.
+const storeTimeout = 5 * time.Second
+
+// lateAnswers counts the 503s of deliveries sent in phase that took
+// storeTimeout or longer (a figure, not a check: the machine's speed adds
+// to it).
+func (r *recorder) lateAnswers(phase string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.late503[phase]
 }
 
 func (r *recorder) acks() int {
