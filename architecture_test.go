@@ -55,7 +55,7 @@ type importRule struct {
 }
 
 // testOnly are packages that exist for tests: no non-test code imports them.
-var testOnly = []string{"internal/dbtest", "provider/providertest"}
+var testOnly = []string{"internal/dbtest", "internal/stripemock", "provider/providertest"}
 
 // serverParts and simParts: no package but cmd may depend on both, even
 // through others.

@@ -9,6 +9,9 @@
 # private to this run, exports its DSN as PAYHOOK_TEST_POSTGRES, and stops and
 # deletes the cluster on exit (success, failure, Ctrl-C). Exits with go test's status.
 #
+# Installs stripe-mock (pinned, cached under ~/.cache/payhook or
+# $PAYHOOK_CACHE) and exports its path as PAYHOOK_STRIPE_MOCK.
+#
 # Environment:
 #   PAYHOOK_NEED_CHROMIUM=1   install Debian's chromium first (browser tests)
 #   PAYHOOK_RACE=0            run without -race (benchmarks)
@@ -40,6 +43,27 @@ ensure_chromium() {
 if [[ "${PAYHOOK_NEED_CHROMIUM:-0}" == 1 ]]; then
 	ensure_chromium
 fi
+
+# --- ensure_stripe_mock ----------------------------------------------------
+# Stripe's API emulator (a Go module), installed at a pinned version into a
+# cache directory once per machine and exported as PAYHOOK_STRIPE_MOCK for
+# the tests that start it on loopback (internal/stripemock), which fail
+# without it under CI. Bump the version here only.
+STRIPE_MOCK_VERSION=v0.203.0
+ensure_stripe_mock() {
+	local dir="${PAYHOOK_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/payhook}/stripe-mock-$STRIPE_MOCK_VERSION"
+	if [[ ! -x "$dir/stripe-mock" ]]; then
+		log "installing stripe-mock $STRIPE_MOCK_VERSION into $dir..."
+		mkdir -p "$dir"
+		if ! GOBIN="$dir" GOFLAGS= go install "github.com/stripe/stripe-mock@$STRIPE_MOCK_VERSION" >&2; then
+			log "warning: stripe-mock install failed; the tests that need it fail under CI"
+			return 0
+		fi
+	fi
+	export PAYHOOK_STRIPE_MOCK="$dir/stripe-mock"
+}
+# ---------------------------------------------------------------------------
+ensure_stripe_mock
 
 # A private state file so concurrent test runs (and a manual `pg.sh start`)
 # each get their own cluster and never stop each other's.
