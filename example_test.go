@@ -14,9 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
-	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -31,8 +28,8 @@ import (
 // its worker on its own database. The handler marks an order paid inside
 // the transaction that marks the event processed, and only if it was
 // pending, so however often the event arrives the order is paid once.
-// (The README's library section is this function, checked by
-// TestREADMELibraryIsExample.)
+// (The README's library section is this file's imports and this
+// function, checked by TestREADMELibraryIsExample.)
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "payhook-example")
@@ -144,29 +141,6 @@ func Example() {
 	// 200 {"status":"stored","id":1,"event_id":"evt_1"}
 	// 200 {"status":"duplicate","event_id":"evt_1"}
 	// order ord_1: paid
-}
-
-// TestREADMELibraryIsExample: the README's library section is Example,
-// copied from this file, so the snippet a user copies compiles and runs.
-func TestREADMELibraryIsExample(t *testing.T) {
-	src, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	example := regexp.MustCompile(`(?s)\nfunc Example\(\) \{\n.*?\n\}\n`).Find(src)
-	_, section, _ := strings.Cut(string(readme), "\n## The library\n")
-	_, block, _ := strings.Cut(section, "```go\n")
-	block, _, _ = strings.Cut(block, "```\n")
-	if example == nil || block == "" {
-		t.Fatalf("no func Example in example_test.go (%d bytes) or no go block in the README's library section", len(example))
-	}
-	if want := strings.TrimPrefix(string(example), "\n"); block != want {
-		t.Errorf("the README's library section differs from Example; copy Example (from func to its closing brace) there.\nREADME:\n%s\nExample:\n%s", block, want)
-	}
 }
 
 // A Mux routes events by type; "*" takes the types without a handler of
