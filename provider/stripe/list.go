@@ -24,8 +24,9 @@ var (
 // ListEvents returns one page of GET /v1/events: created[gte] q.From (in
 // unix seconds), type (one type) or types[] (several), delivery_success=false
 // when q.Undelivered, starting_after q.Cursor, limit q.Limit (1 to 100,
-// default 100). Stripe lists newest first; Next is the last event's id when
-// has_more. Errors are adapter.EventLister's.
+// default 100), with Stripe-Version when the client pins one. Stripe lists
+// newest first; Next is the last event's id when has_more. Errors are
+// adapter.EventLister's.
 func (c *Client) ListEvents(ctx context.Context, q adapter.EventQuery) (adapter.EventPage, error) {
 	v := url.Values{}
 	limit := q.Limit
@@ -49,7 +50,7 @@ func (c *Client) ListEvents(ctx context.Context, q adapter.EventQuery) (adapter.
 	if q.Cursor != "" {
 		v.Set("starting_after", q.Cursor)
 	}
-	b, err := apiget.List(ctx, c.HTTP, c.BaseURL, c.Key, "v1/events", v)
+	b, _, err := apiget.ListWith(ctx, c.HTTP, c.BaseURL, c.Key, "v1/events", v, c.versionHeader())
 	if err != nil {
 		return adapter.EventPage{}, fmt.Errorf("stripe: list events: %w", err)
 	}
