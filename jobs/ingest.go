@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,7 +31,22 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 }
 
 // ingest is Ingest; a lockWait above zero bounds each wait for a lock.
+// All events go into one statement; if it fails, the batch is tried again
+// one event at a time, which names the event that fails it.
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
+	inserted, err := q.ingestTx(ctx, evs, lockWait, len(evs) > 1)
+	if errors.Is(err, errTogether) {
+		return q.ingestTx(ctx, evs, lockWait, false)
+	}
+	return inserted, err
+}
+
+// errTogether marks the failure of the statement inserting a whole batch.
+var errTogether = errors.New("inserting the batch in one statement failed")
+
+// ingestTx stores evs and enqueues their jobs in one transaction, with
+// one statement for all the events when together is set, else one each.
+func (q *Queue) ingestTx(ctx context.Context, evs []*payhook.Event, lockWait time.Duration, together bool) ([]bool, error) {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, whole(ctx, fmt.Errorf("%w: begin: %w", payhook.ErrUnavailable, err))
@@ -41,19 +57,26 @@ func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.
 			return nil, whole(ctx, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err))
 		}
 	}
-	inserted := make([]bool, len(evs))
-	for i := range evs {
-		// One at a time, in the caller's order (which keeps the lock order
-		// of concurrent batches), so that a failure names its event.
-		ins, err := q.db.InsertEventsTx(ctx, tx, evs[i:i+1])
-		if err != nil {
-			err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
-			if store.IsLockTimeout(err) {
-				err = fmt.Errorf("%w: %w", err, payhook.ErrLocked)
-			}
-			return nil, &payhook.EventError{Index: i, Err: err}
+	var inserted []bool
+	if together {
+		if inserted, err = q.db.InsertEventsTx(ctx, tx, evs); err != nil {
+			return nil, fmt.Errorf("%w: %w: %w", payhook.ErrUnavailable, errTogether, err)
 		}
-		inserted[i] = ins[0]
+	} else {
+		inserted = make([]bool, len(evs))
+		for i := range evs {
+			// One at a time, in the caller's order (which keeps the lock
+			// order of concurrent batches), so that a failure names its event.
+			ins, err := q.db.InsertEventsTx(ctx, tx, evs[i:i+1])
+			if err != nil {
+				err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+				if store.IsLockTimeout(err) {
+					err = fmt.Errorf("%w: %w", err, payhook.ErrLocked)
+				}
+				return nil, &payhook.EventError{Index: i, Err: err}
+			}
+			inserted[i] = ins[0]
+		}
 	}
 	var jobs []river.InsertManyParams
 	for i, ev := range evs {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,8 +43,36 @@ const AlertEventBodyConflict = "event_body_conflict"
 // listed (ViaBackfill): an API renders an event its own way. ReceivedAt must be set; Status defaults to
 // received, ReceivedVia to webhook. An event stored as ignored keeps
 // LastError as the reason, made storable (payhook.Storable).
+//
+// All events go into one statement, one round trip however many there
+// are; an error then fails them all without naming one (see jobs' Ingest,
+// which retries them one by one to find it). An event whose key comes
+// twice in evs is inserted at its first place.
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
+	inserted := make([]bool, 0, len(evs))
+	for chunk := range slices.Chunk(evs, maxInsertRows) {
+		ins, err := db.insertEventsTx(ctx, tx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		inserted = append(inserted, ins...)
+	}
+	return inserted, nil
+}
+
+// maxInsertRows bounds the rows of one INSERT, which takes
+// eventInsertArgs arguments per row: SQLite allows 32,766, PostgreSQL 65,535.
+const maxInsertRows = 1000
+
+// insertEventsTx is InsertEventsTx for at most maxInsertRows events.
+func (db *DB) insertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
 	inserted := make([]bool, len(evs))
+	var q strings.Builder
+	q.WriteString(`INSERT INTO payhook_events
+		(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
+		 enqueued_at, received_via)
+		VALUES `)
+	args := make([]any, 0, len(evs)*eventInsertArgs)
 	for i, ev := range evs {
 		if ev.Status == "" {
 			ev.Status = payhook.StatusReceived
@@ -51,29 +80,66 @@ func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 		if ev.ReceivedVia == "" {
 			ev.ReceivedVia = payhook.ViaWebhook
 		}
-		err := tx.QueryRowContext(ctx, `INSERT INTO payhook_events
-			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
-			 enqueued_at, received_via)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $6, $11)
-			ON CONFLICT (source, event_id) DO NOTHING
-			RETURNING id`,
-			ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
-			ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia)).Scan(&ev.ID)
-		switch {
-		case err == nil:
-			inserted[i] = true
-		case errors.Is(err, sql.ErrNoRows) && ev.ReceivedVia == payhook.ViaBackfill:
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		n := i * eventInsertArgs
+		fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
+			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+6, n+11)
+		args = append(args, ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
+			ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia))
+	}
+	q.WriteString(" ON CONFLICT (source, event_id) DO NOTHING RETURNING id, source, event_id")
+	ids, err := db.insertReturning(ctx, tx, q.String(), args)
+	if err != nil {
+		if len(evs) == 1 {
+			return nil, fmt.Errorf("insert event %s/%s: %w", evs[0].Source, evs[0].EventID, err)
+		}
+		return nil, fmt.Errorf("insert %d events: %w", len(evs), err)
+	}
+	for i, ev := range evs {
+		k := eventKey{ev.Source, ev.EventID}
+		if id, ok := ids[k]; ok {
+			ev.ID, inserted[i] = id, true
+			delete(ids, k) // a later place of the same key was not inserted
+			continue
+		}
+		if ev.ReceivedVia == payhook.ViaBackfill {
 			// The API renders a listed event its own way, which may differ
 			// from the delivered body: no conflict.
-		case errors.Is(err, sql.ErrNoRows):
-			if err := db.noteConflictTx(ctx, tx, ev); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("insert event %s/%s: %w", ev.Source, ev.EventID, err)
+			continue
+		}
+		if err := db.noteConflictTx(ctx, tx, ev); err != nil {
+			return nil, err
 		}
 	}
 	return inserted, nil
+}
+
+// eventInsertArgs is the number of arguments of one event's row.
+const eventInsertArgs = 11
+
+type eventKey struct{ source, eventID string }
+
+// insertReturning runs an INSERT ... RETURNING id, source, event_id and
+// returns the ids by key; the order of the returned rows is not relied on
+// (SQLite does not promise it).
+func (db *DB) insertReturning(ctx context.Context, tx *sql.Tx, query string, args []any) (map[eventKey]int64, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[eventKey]int64{}
+	for rows.Next() {
+		var id int64
+		var k eventKey
+		if err := rows.Scan(&id, &k.source, &k.eventID); err != nil {
+			return nil, err
+		}
+		ids[k] = id
+	}
+	return ids, rows.Err()
 }
 
 // noteConflictTx raises AlertEventBodyConflict if the stored event with
