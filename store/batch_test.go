@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/payhook/payhook"
@@ -47,9 +48,22 @@ func TestInsertBatch(t *testing.T) {
 				}
 			})
 		}
+		// More rows than one statement takes, a key repeated across the
+		// statements.
+		var big []*payhook.Event
+		for i := range 2500 {
+			big = append(big, newEvent(fmt.Sprint("evt_big_", i)))
+		}
+		big = append(big, newEvent("evt_big_3"))
+		got := insert(t, db, big...)
+		for i, ins := range got {
+			if ins != (i < 2500) {
+				t.Fatalf("big batch, place %d: inserted = %v; want %v", i, ins, i < 2500)
+			}
+		}
 		var n int
-		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events`).Scan(&n); err != nil || n != 8 {
-			t.Errorf("%d rows, %v; want 8", n, err)
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events`).Scan(&n); err != nil || n != 2508 {
+			t.Errorf("%d rows, %v; want 2508", n, err)
 		}
 	})
 }
