@@ -192,8 +192,22 @@ func orList(names []string) string {
 }
 
 // didYouMean returns `did you mean "x"?` for the candidates nearest to
-// typed (at most two edits away, or that it starts), else "".
-func didYouMean(typed string, candidates []string) string {
+// typed (see nearest), each written with prefix, else "".
+func didYouMean(typed string, candidates []string, prefix ...string) string {
+	best := nearest(typed, candidates)
+	if len(best) == 0 {
+		return ""
+	}
+	quoted := make([]string, len(best))
+	for i, b := range best {
+		quoted[i] = fmt.Sprintf("%q", strings.Join(prefix, "")+b)
+	}
+	return "did you mean " + orList(quoted) + "?"
+}
+
+// nearest returns the candidates nearest to typed: at most two edits
+// away (fewer than typed has letters), or that typed starts.
+func nearest(typed string, candidates []string) []string {
 	best, bestDist := []string(nil), 3
 	for _, c := range candidates {
 		d := levenshtein.ComputeDistance(strings.ToLower(typed), c)
@@ -210,14 +224,7 @@ func didYouMean(typed string, candidates []string) string {
 			best = append(best, c)
 		}
 	}
-	if len(best) == 0 {
-		return ""
-	}
-	quoted := make([]string, len(best))
-	for i, b := range best {
-		quoted[i] = fmt.Sprintf("%q", b)
-	}
-	return "did you mean " + orList(quoted) + "?"
+	return best
 }
 
 // flags returns a FlagSet for a command whose --help prints help (then
@@ -257,7 +264,15 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return err
 	}
-	return fmt.Errorf("%w: %s: %v (see %s --help)", errUsage, fs.Name(), err, fs.Name())
+	hint := ""
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if h := didYouMean(strings.TrimPrefix(name, "-"), names, "--"); h != "" {
+			hint = h + "; "
+		}
+	}
+	return fmt.Errorf("%w: %s: %v (%ssee %s --help)", errUsage, fs.Name(), err, hint, fs.Name())
 }
 
 // env returns the flag value if set, else the environment variable, else def.

@@ -90,6 +90,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"ledger"}, 2, "ledger needs a subcommand: balances"},
 		{[]string{"serve", "--help"}, 0, "Examples:"},
 		{[]string{"serve", "--nope"}, 2, "flag provided but not defined"},
+		{[]string{"events", "list", "--limt", "3"}, 2, `flag provided but not defined: -limt (did you mean "--limit"?; see payhook events list --help)`},
+		{[]string{"serve", "--cnfig", "x"}, 2, `(did you mean "--config"?; see payhook serve --help)`},
 		{[]string{"events"}, 2, "events needs a subcommand: list, show or replay"},
 		{[]string{"events", "frob"}, 2, "unknown events subcommand"},
 		{[]string{"events", "replay"}, 2, "events replay takes one ID|EVENT_ID"},
