@@ -1,7 +1,8 @@
 // Package api is payhook's read API for applications and operators: the
 // billing state (payments, orders, subscriptions, ledger balances), the
 // alerts and the stored events, as JSON, behind a bearer admin token
-// (PAYHOOK_ADMIN_TOKEN in the server). It is HTTP only: the lookups and
+// (PAYHOOK_ADMIN_TOKEN in the server, which serves it through package
+// console: a console session works too). It is HTTP only: the lookups and
 // the views it answers are billing's (billing.LookupPayment,
 // billing.EventViews...), shared with the CLI.
 //
@@ -60,9 +61,13 @@ const MaxLimit = 1000
 type Config struct {
 	// DB is the payhook database (migrated). Required.
 	DB *store.DB
-	// Token is the bearer admin token every request must carry. Required:
-	// the API is never served without one.
+	// Token is the bearer admin token every request must carry. Required
+	// unless Authorize is set: the API is never served without a check.
 	Token string
+	// Authorize, if set, decides instead of Token whether a request may
+	// be served (the console lets its sessions in); a refused request is
+	// answered 401.
+	Authorize func(r *http.Request) bool
 	// Logger logs failures answered with 5xx; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -70,14 +75,15 @@ type Config struct {
 type api struct {
 	db        *store.DB
 	tokenHash [sha256.Size]byte
+	authorize func(r *http.Request) bool
 	log       *slog.Logger
 	mux       *http.ServeMux
 }
 
-// New returns the API handler. An empty Token or a nil DB is an error
-// wrapping payhook.ErrConfig.
+// New returns the API handler. An empty Token without Authorize, or a nil
+// DB, is an error wrapping payhook.ErrConfig.
 func New(cfg Config) (http.Handler, error) {
-	if cfg.Token == "" {
+	if cfg.Token == "" && cfg.Authorize == nil {
 		return nil, fmt.Errorf("api: empty admin token (set PAYHOOK_ADMIN_TOKEN): %w", payhook.ErrConfig)
 	}
 	if cfg.DB == nil {
@@ -86,7 +92,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &api{db: cfg.DB, tokenHash: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger, mux: http.NewServeMux()}
+	a := &api{db: cfg.DB, tokenHash: sha256.Sum256([]byte(cfg.Token)), authorize: cfg.Authorize, log: cfg.Logger, mux: http.NewServeMux()}
 	a.mux.HandleFunc("GET /api/v1/payments/{id}", a.payment)
 	a.mux.HandleFunc("GET /api/v1/payments", a.payments)
 	a.mux.HandleFunc("GET /api/v1/orders/{id}", a.order)
@@ -114,6 +120,9 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authorized compares the bearer token in constant time (over hashes, so
 // the length leaks nothing either).
 func (a *api) authorized(r *http.Request) bool {
+	if a.authorize != nil {
+		return a.authorize(r)
+	}
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false

@@ -286,6 +286,12 @@ type Filter struct {
 	Source  string
 	Status  payhook.Status
 	EventID string
+	// Type and Via, if set, select one event type and one way in.
+	Type string
+	Via  payhook.Via
+	// Since and Until, if set, bound received_at: Since <= received_at <
+	// Until.
+	Since, Until time.Time
 	// Before, if set, returns only events with a smaller row id (paging).
 	Before int64
 	// Limit caps the result; 0 means 100.
@@ -308,6 +314,18 @@ func (db *DB) ListEvents(ctx context.Context, f Filter) ([]*payhook.Event, error
 	}
 	if f.EventID != "" {
 		add("event_id = $%d", f.EventID)
+	}
+	if f.Type != "" {
+		add("type = $%d", f.Type)
+	}
+	if f.Via != "" {
+		add("received_via = $%d", string(f.Via))
+	}
+	if !f.Since.IsZero() {
+		add("received_at >= $%d", db.TimeValue(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("received_at < $%d", db.TimeValue(f.Until))
 	}
 	if f.Before > 0 {
 		add("id < $%d", f.Before)

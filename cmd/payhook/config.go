@@ -20,6 +20,7 @@ import (
 type fileConfig struct {
 	Sources    []sourceConfig   `yaml:"sources"`
 	Processing processingConfig `yaml:"processing"`
+	Admin      adminConfig      `yaml:"admin"`
 	path       string           // the file, named in errors
 }
 
@@ -121,6 +122,9 @@ func loadConfig(path string, getenv func(string) string) (*fileConfig, error) {
 	c := fileConfig{path: path}
 	if err := decodeConfig(path, raw, &c); err != nil {
 		return nil, err
+	}
+	if err := c.Admin.expand(getenv); err != nil {
+		return nil, fmt.Errorf("%sadmin: %v: %w", c.prefix(), err, payhook.ErrConfig)
 	}
 	for i := range c.Sources {
 		if err := c.Sources[i].expand(getenv); err != nil {

@@ -40,6 +40,8 @@ type Main struct {
 	Now func() time.Time
 	// OnListen, if set, is called with the address serve listens on.
 	OnListen func(addr string)
+	// OnAdminListen, if set, is called with the address of --admin-addr.
+	OnAdminListen func(addr string)
 	// demoSecret, if set, is the demo source's secret (payhook demo).
 	demoSecret string
 }
@@ -96,8 +98,8 @@ func usage() string {
 		fmt.Fprintf(&b, "  payhook %s %s\n        %s\n", c.name, args, c.summary)
 	}
 	b.WriteString(`
-Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR stand for the flags;
-PAYHOOK_ADMIN_TOKEN enables the read API (/api/v1/) of serve.
+Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR, PAYHOOK_ADMIN_ADDR stand for the flags;
+PAYHOOK_ADMIN_TOKEN (32 bytes or more) enables the console (/console) and the read API (/api/v1/) of serve.
 The database defaults to sqlite://payhook.db in the working directory;
 --db also takes sqlite:///abs/path.db and postgres://user:pass@host/db.
 

@@ -194,7 +194,7 @@ func TestDidYouMean(t *testing.T) {
 func TestServeEndToEnd(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADMIN_TOKEN": "admin-secret",
+		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADMIN_TOKEN": "admin-secret-0123456789abcdef0123456789",
 			"PAYHOOK_DEMO_SECRET_FILE": filepath.Join(t.TempDir(), "demo.secret")}
 		s := startServer(t, env)
 		secret := regexp.MustCompile(`whsec_\S+`).FindString(s.stdout.String())
@@ -223,7 +223,7 @@ func TestServeEndToEnd(t *testing.T) {
 			return code == 0 && json.Unmarshal([]byte(out), &ev) == nil && ev.Status == "processed"
 		})
 		// The event became billing state, readable through the API.
-		for token, want := range map[string]int{"admin-secret": 200, "": 401, "guess": 401} {
+		for token, want := range map[string]int{"admin-secret-0123456789abcdef0123456789": 200, "": 401, "guess": 401} {
 			req, _ := http.NewRequest("GET", s.url+"/api/v1/orders/ord_evt_e2e", nil)
 			req.Header.Set("Authorization", "Bearer "+token)
 			resp, err := http.DefaultClient.Do(req)

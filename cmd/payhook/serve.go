@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/payhook/payhook/api"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/jobs"
@@ -15,10 +14,16 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
-const serveHelp = `Usage: payhook serve [--config FILE] [--db URL] [--addr HOST:PORT]
+const serveHelp = `Usage: payhook serve [--config FILE] [--db URL] [--addr HOST:PORT] [--admin-addr HOST:PORT]
 
 Receives webhooks on POST /webhooks/{source}, stores each event once and
 processes it in the background. Migrates the database first.
+
+With an admin token (PAYHOOK_ADMIN_TOKEN or admin.token, at least 32
+bytes) or admin.users in the config, it also serves the web console at
+/console (log in with the token or a user's password), River's jobs UI at
+/console/jobs and the read API at /api/v1 (bearer token or console
+session); --admin-addr moves them to a listener of their own.
 
 Without a config file it serves one demo source, "demo" (provider billete,
 environment test), and prints how to send it a signed event. Its secret is
@@ -30,7 +35,8 @@ restart keeps it.
 Examples:
   payhook serve
   payhook serve --config payhook.yaml --db postgres://payhook@127.0.0.1/payhook
-  PAYHOOK_DB=sqlite:///var/lib/payhook/payhook.db payhook serve --addr 0.0.0.0:8080`
+  PAYHOOK_DB=sqlite:///var/lib/payhook/payhook.db payhook serve --addr 0.0.0.0:8080
+  PAYHOOK_ADMIN_TOKEN=$(openssl rand -hex 32) payhook serve --admin-addr 127.0.0.1:9090`
 
 // Server timeouts: a provider waits about 10 s for an answer.
 const (
@@ -49,6 +55,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	configPath := fs.String("config", "", "YAML file listing the sources (env PAYHOOK_CONFIG)")
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB; default "+store.DefaultURL+")")
 	addr := fs.String("addr", "", "listen address (env PAYHOOK_ADDR; default 127.0.0.1:8080)")
+	adminAddr := fs.String("admin-addr", "", "serve the console and /api/v1 on this address only, not on --addr (env PAYHOOK_ADMIN_ADDR)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -91,14 +98,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/{source}", recv)
-	if token := m.Getenv("PAYHOOK_ADMIN_TOKEN"); token != "" {
-		readAPI, err := api.New(api.Config{DB: db, Token: token, Logger: log})
-		if err != nil {
-			return err
-		}
-		mux.Handle(api.Prefix, readAPI)
-	} else {
-		log.Info("read API disabled: set PAYHOOK_ADMIN_TOKEN to serve " + api.Prefix)
+	// The console, /api/v1 (and, later, /metrics) go on adminMux: the main
+	// listener's mux, or that of --admin-addr.
+	adminMux := mux
+	if m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", "") != "" {
+		adminMux = http.NewServeMux()
+	}
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopUI()
+	con, err := m.newConsole(uiCtx, cfg, db, queue, log)
+	if err != nil {
+		return err
+	}
+	if con != nil {
+		con.Mount(adminMux)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("GET /readyz", &readiness{db: db, now: m.Now, log: log, timeout: readyTimeout})
@@ -114,9 +127,22 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	var adminSrv *http.Server
+	var adminLn net.Listener
+	if a := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", ""); a != "" {
+		adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		if adminLn, err = net.Listen("tcp", a); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on the admin address: %w", err)
+		}
+		adminSrv = adminServer(adminMux)
+	}
 	// Jobs must outlive the signal: shutdown drains them with Stop.
 	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
 		ln.Close()
+		if adminLn != nil {
+			adminLn.Close()
+		}
 		return err
 	}
 	base := "http://" + ln.Addr().String()
@@ -140,10 +166,21 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		m.OnListen(ln.Addr().String())
 	}
 
-	served := make(chan error, 1)
+	served := make(chan error, 2)
 	go func() { served <- srv.Serve(ln) }()
+	if adminSrv != nil {
+		log.Info("console and API on the admin address", "addr", adminLn.Addr().String())
+		if m.OnAdminListen != nil {
+			m.OnAdminListen(adminLn.Addr().String())
+		}
+		go func() { served <- adminSrv.Serve(adminLn) }()
+	}
 	select {
 	case err := <-served:
+		srv.Close()
+		if adminSrv != nil {
+			adminSrv.Close()
+		}
 		queue.Stop(context.Background())
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
@@ -154,6 +191,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)
+	if adminSrv != nil {
+		if aerr := adminSrv.Shutdown(sctx); err == nil {
+			err = aerr
+		}
+	}
 	if qerr := queue.Stop(sctx); err == nil {
 		err = qerr
 	}

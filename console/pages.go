@@ -1,0 +1,218 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/store"
+)
+
+// ListSize is how many rows the billing lists show.
+const ListSize = 200
+
+type listData[T any] struct {
+	Rows    []T
+	Sources []string
+	// Statuses are the statuses the list can filter on.
+	Statuses []string
+}
+
+func (c *Console) sourceNames() []string {
+	var out []string
+	for _, s := range c.cfg.Sources {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// oneOf checks an optional enumerated parameter.
+func oneOf(r *http.Request, name string, allowed []string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v != "" && !slices.Contains(allowed, v) {
+		return "", invalid("%s %q: want one of %v", name, v, allowed)
+	}
+	return v, nil
+}
+
+func (c *Console) payments(w http.ResponseWriter, r *http.Request, v *view) error {
+	status, err := oneOf(r, "status", billing.PaymentStatuses)
+	if err != nil {
+		return err
+	}
+	ps, err := billing.ListPayments(r.Context(), c.cfg.DB, billing.PaymentFilter{
+		Source: r.URL.Query().Get("source"), Status: status, OrderID: r.URL.Query().Get("order_id"), Limit: ListSize})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Payments", "payments", listData[billing.PaymentView]{Rows: ps, Sources: c.sourceNames(), Statuses: billing.PaymentStatuses}
+	return nil
+}
+
+func (c *Console) payment(w http.ResponseWriter, r *http.Request, v *view) error {
+	p, err := billing.LookupPayment(r.Context(), c.cfg.DB, r.PathValue("source"), r.PathValue("ref"))
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Payment "+p.Ref, "payment", p
+	return nil
+}
+
+func (c *Console) ledger(w http.ResponseWriter, r *http.Request, v *view) error {
+	b, err := billing.LedgerBalances(r.Context(), c.cfg.DB)
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Ledger balances", "ledger", b
+	return nil
+}
+
+func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, v *view) error {
+	ss, err := billing.ListSubscriptions(r.Context(), c.cfg.DB, billing.SubscriptionFilter{
+		Source: r.URL.Query().Get("source"), Status: r.URL.Query().Get("status"), Limit: ListSize})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Subscriptions", "subscriptions", listData[billing.SubscriptionView]{Rows: ss, Sources: c.sourceNames()}
+	return nil
+}
+
+func (c *Console) orders(w http.ResponseWriter, r *http.Request, v *view) error {
+	status, err := oneOf(r, "status", billing.OrderStatuses)
+	if err != nil {
+		return err
+	}
+	os, err := billing.ListOrders(r.Context(), c.cfg.DB, billing.OrderFilter{Source: r.URL.Query().Get("source"), Status: status, Limit: ListSize})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Orders", "orders", listData[billing.OrderView]{Rows: os, Sources: c.sourceNames(), Statuses: billing.OrderStatuses}
+	return nil
+}
+
+func (c *Console) alerts(w http.ResponseWriter, r *http.Request, v *view) error {
+	as, err := billing.ListAlerts(r.Context(), c.cfg.DB, billing.AlertFilter{
+		Unacknowledged: r.URL.Query().Get("all") == "", Kind: r.URL.Query().Get("kind"), Limit: ListSize})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Alerts", "alerts", listData[billing.AlertView]{Rows: as}
+	return nil
+}
+
+func (c *Console) ack(w http.ResponseWriter, r *http.Request, s *session) (string, error) {
+	id, err := rowID(r, "alert")
+	if err != nil {
+		return "", err
+	}
+	if err := billing.AckAlert(r.Context(), c.cfg.DB, id); err != nil {
+		return "", err
+	}
+	c.log.Info("console acknowledged alert", "alert", id, "user", s.User)
+	return "/console/alerts?done=acknowledged", nil
+}
+
+func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
+	kind := store.RunKind(r.URL.Query().Get("kind"))
+	if kind != "" && kind != store.RunBackfill && kind != store.RunReconcile {
+		return invalid("kind %q: want backfill or reconcile", kind)
+	}
+	runs, err := c.cfg.DB.Runs(r.Context(), store.RunFilter{Source: r.URL.Query().Get("source"), Kind: kind, Limit: ListSize})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Backfill and reconcile runs", "runs", listData[*store.Run]{Rows: runs, Sources: c.sourceNames()}
+	return nil
+}
+
+// SourceHealth is a source with what its recent events tell.
+type SourceHealth struct {
+	Source
+	// LastEvent is when its latest event was received; zero if none.
+	LastEvent time.Time
+	// Events counts its events of the last week, Failed those that failed.
+	Events, Failed int
+	// Secrets are the fingerprints that matched in the last week, with
+	// when each matched last; a configured one that did not is safe to
+	// retire once the provider signs with the new one only.
+	Secrets []SecretUse
+}
+
+// SecretUse is one fingerprint's use by a source's recent events.
+type SecretUse struct {
+	Fingerprint string
+	Configured  bool
+	Events      int
+	Last        time.Time
+}
+
+// HealthWindow is how far back the sources page looks.
+const HealthWindow = 7 * 24 * time.Hour
+
+func (c *Console) sources(w http.ResponseWriter, r *http.Request, v *view) error {
+	since := c.cfg.Now().Add(-HealthWindow)
+	rows, err := c.cfg.DB.SQL.QueryContext(r.Context(), `SELECT source, secret_id, COUNT(*),
+		SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), MAX(received_at)
+		FROM payhook_events WHERE received_at >= $1 GROUP BY source, secret_id`, c.cfg.DB.TimeValue(since))
+	if err != nil {
+		return fmt.Errorf("source health: %w", err)
+	}
+	defer rows.Close()
+	byName := map[string]*SourceHealth{}
+	var out []*SourceHealth
+	for _, s := range c.cfg.Sources {
+		h := &SourceHealth{Source: s}
+		for _, fp := range s.Fingerprints {
+			h.Secrets = append(h.Secrets, SecretUse{Fingerprint: fp, Configured: true})
+		}
+		byName[s.Name] = h
+		out = append(out, h)
+	}
+	for rows.Next() {
+		var name, secret string
+		var n, failed int
+		var last time.Time
+		if err := rows.Scan(&name, &secret, &n, &failed, store.ScanTime(&last)); err != nil {
+			return fmt.Errorf("source health: %w", err)
+		}
+		h := byName[name]
+		if h == nil {
+			h = &SourceHealth{Source: Source{Name: name, Provider: "(not configured)"}}
+			byName[name] = h
+			out = append(out, h)
+		}
+		h.Events += n
+		h.Failed += failed
+		if last.After(h.LastEvent) {
+			h.LastEvent = last
+		}
+		if secret == "" {
+			continue // backfilled or unsigned
+		}
+		i := slices.IndexFunc(h.Secrets, func(s SecretUse) bool { return s.Fingerprint == secret })
+		if i < 0 {
+			h.Secrets = append(h.Secrets, SecretUse{Fingerprint: secret})
+			i = len(h.Secrets) - 1
+		}
+		h.Secrets[i].Events += n
+		h.Secrets[i].Last = last
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("source health: %w", err)
+	}
+	for _, h := range out {
+		if h.LastEvent.IsZero() {
+			// Older than the window, if any.
+			var last time.Time
+			if err := c.cfg.DB.SQL.QueryRowContext(r.Context(), `SELECT MAX(received_at) FROM payhook_events WHERE source = $1`,
+				h.Name).Scan(store.ScanTime(&last)); err != nil {
+				return fmt.Errorf("source health: %w", err)
+			}
+			h.LastEvent = last
+		}
+	}
+	v.Title, v.Nav, v.Data = "Sources", "sources", out
+	return nil
+}

@@ -1,0 +1,98 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"riverqueue.com/riverui"
+
+	"github.com/payhook/payhook/store"
+)
+
+// UIHandler returns River's own web UI (riverui) over the queue's
+// client, serving under prefix (such as "/console/jobs"), and starts its
+// background services, which stop when ctx ends. It has no
+// authentication and no CSRF protection of its own: the caller must put
+// both in front of it.
+func (q *Queue) UIHandler(ctx context.Context, prefix string, logger *slog.Logger) (http.Handler, error) {
+	if logger == nil {
+		logger = q.cfg.Logger
+	}
+	h, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(q.client, nil),
+		Logger:    quiet(logger),
+		Prefix:    prefix,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("jobs UI: %w", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start jobs UI: %w", err)
+	}
+	return h, nil
+}
+
+// Attempt is one processing attempt of an event, as River's job rows
+// keep it: each failed attempt with its error, and the attempt that
+// succeeded (or is running).
+type Attempt struct {
+	// Job is River's id of the job that ran the attempt.
+	Job int64 `json:"job"`
+	// Replay is true for the attempts of a job enqueued by Replay.
+	Replay bool `json:"replay,omitempty"`
+	// N is the attempt's number within its job, from 1.
+	N int `json:"attempt"`
+	// At is when the attempt failed, finished, or started (running).
+	At time.Time `json:"at"`
+	// Outcome is "failed", "succeeded", "running" or "cancelled".
+	Outcome string `json:"outcome"`
+	// Error is the failed attempt's error.
+	Error string `json:"error,omitempty"`
+}
+
+// Attempts returns the processing attempts of the event with row id
+// eventID that River still keeps, oldest first. River deletes finished
+// jobs after a while (completed ones after a day by default): the
+// event's Attempts and LastError are the lasting record.
+func (q *Queue) Attempts(ctx context.Context, eventID int64) ([]Attempt, error) {
+	where := "(args->>'event_id')::bigint = @event_id"
+	if q.db.Engine == store.SQLite {
+		where = "json_extract(args, '$.event_id') = @event_id"
+	}
+	params := river.NewJobListParams().Kinds(processArgs{}.Kind()).
+		Where(where, river.NamedArgs{"event_id": eventID}).
+		States(rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,
+			rivertype.JobStateDiscarded, rivertype.JobStatePending, rivertype.JobStateRetryable,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled).
+		OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000)
+	res, err := q.client.JobList(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("attempts of event %d: %w", eventID, err)
+	}
+	out := []Attempt{}
+	for _, job := range res.Jobs {
+		var args processArgs
+		replay := json.Unmarshal(job.EncodedArgs, &args) == nil && args.Replay != 0
+		for _, e := range job.Errors {
+			out = append(out, Attempt{Job: job.ID, Replay: replay, N: e.Attempt, At: e.At, Outcome: "failed", Error: e.Error})
+		}
+		failed := len(job.Errors) > 0 && job.Errors[len(job.Errors)-1].Attempt == job.Attempt
+		switch {
+		case job.State == rivertype.JobStateCompleted && job.FinalizedAt != nil:
+			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.FinalizedAt, Outcome: "succeeded"})
+		case job.State == rivertype.JobStateRunning && job.AttemptedAt != nil:
+			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.AttemptedAt, Outcome: "running"})
+		case job.State == rivertype.JobStateCancelled && job.FinalizedAt != nil && !failed:
+			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.FinalizedAt, Outcome: "cancelled"})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Attempt) int { return a.At.Compare(b.At) })
+	return out, nil
+}
