@@ -49,8 +49,10 @@ type BackfillConfig struct {
 	// PageSize is the page size asked of the provider. Default: the
 	// client's (100, or the provider's most).
 	PageSize int
-	// MaxAttempts bounds the requests for one page: a timeout, a 5xx or a
-	// 429 is retried after a backoff until then. Default 5.
+	// MaxAttempts bounds the requests for one page (a timeout, a 5xx or a
+	// 429 is retried after a backoff until then) and the transactions
+	// that store it (one the database could not commit, an error wrapping
+	// payhook.ErrUnavailable, is tried again). Default 5.
 	MaxAttempts int
 	// Backoff is the wait before retry n (1 for the first) when the API
 	// asked for none. Default 1s, doubling, at most 1 minute.
@@ -442,9 +444,23 @@ func (b *backfill) store(ctx context.Context, evs []*payhook.Event, r *store.Run
 			inserted[i] = len(known) == 0
 		}
 	} else if len(evs) > 0 {
-		var err error
-		if inserted, err = b.cfg.Inbox.Ingest(ctx, evs); err != nil {
-			return fmt.Errorf("store: %w", err)
+		// A transaction the database could not commit (a PostgreSQL
+		// deadlock with a concurrent batch, the database away for a
+		// moment) stored nothing: it is tried again, as a provider
+		// retries a delivery answered 503.
+		for attempt := 1; ; attempt++ {
+			var err error
+			if inserted, err = b.cfg.Inbox.Ingest(ctx, evs); err == nil {
+				break
+			}
+			if !errors.Is(err, payhook.ErrUnavailable) || attempt >= b.cfg.MaxAttempts || ctx.Err() != nil {
+				return fmt.Errorf("store (attempt %d): %w", attempt, err)
+			}
+			wait := b.cfg.Backoff(attempt)
+			b.cfg.Logger.Warn("backfill stores a page again", "source", b.cfg.Source.Name, "attempt", attempt, "wait", wait, "err", err)
+			if err := b.cfg.Sleep(ctx, wait); err != nil {
+				return fmt.Errorf("store: interrupted while waiting to retry: %w", err)
+			}
 		}
 	}
 	for _, ins := range inserted {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/reconcile"
 	"github.com/payhook/payhook/sim/flavour"
@@ -172,4 +173,49 @@ func TestBackfillProviderFaults(t *testing.T) {
 			})
 		})
 	}
+}
+
+// flakyInbox fails its first fails calls as a database that could not
+// commit does.
+type flakyInbox struct {
+	payhook.Inbox
+	mu    sync.Mutex
+	fails int
+}
+
+func (f *flakyInbox) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	f.mu.Lock()
+	fail := f.fails > 0
+	f.fails--
+	f.mu.Unlock()
+	if fail {
+		return nil, fmt.Errorf("%w: commit: deadlock detected", payhook.ErrUnavailable)
+	}
+	return f.Inbox.Ingest(ctx, evs)
+}
+
+// A page the database could not commit is stored again after a backoff;
+// one that keeps failing fails the run with the store's error.
+func TestBackfillStoreRetried(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		w := newWorld(t, dbURL, flavour.Billete(), 0)
+		srv := httptest.NewServer(&pagedAPI{attempts: map[int]int{}})
+		defer srv.Close()
+		cfg := w.cfg
+		cfg.Lister = &fixedLister{t: t, url: srv.URL}
+		var sleeps []time.Duration
+		cfg.Sleep = func(_ context.Context, d time.Duration) error { sleeps = append(sleeps, d); return nil }
+		cfg.Inbox = &flakyInbox{Inbox: w.queue, fails: 2}
+		sum, err := reconcile.Backfill(ctx, cfg)
+		if err != nil || sum.New != 6 || len(w.stored(t)) != 6 || len(sleeps) != 2 {
+			t.Fatalf("Backfill = %+v, %v after %v; want the 6 events stored after two retries", sum, err, sleeps)
+		}
+		cfg.Inbox = &flakyInbox{Inbox: w.queue, fails: 100}
+		cfg.From = cfg.From.Add(-time.Hour) // another window: the events are known, but every store fails
+		if _, err := reconcile.Backfill(ctx, cfg); err == nil || !strings.Contains(err.Error(), "store (attempt 5)") {
+			t.Fatalf("Backfill with a store that keeps failing = %v; want the store's error after 5 attempts", err)
+		}
+	})
 }
