@@ -30,27 +30,9 @@ func Get(ctx context.Context, hc *http.Client, baseURL, key, path string) ([]byt
 // GetWith is Get that also sends the headers h (an API version, ...) and
 // returns the answer's headers with its body.
 func GetWith(ctx context.Context, hc *http.Client, baseURL, key, path string, h http.Header) ([]byte, http.Header, error) {
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/"+path, nil)
+	resp, b, err := get(ctx, hc, baseURL, key, path, nil, h, maxBody)
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
-	}
-	for k, vs := range h {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
+		return nil, nil, err
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
@@ -76,6 +58,30 @@ func List(ctx context.Context, hc *http.Client, baseURL, key, path string, q url
 // ListWith is List that also sends the headers h (an API version, ...)
 // and returns the answer's headers with its body.
 func ListWith(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.Values, h http.Header) ([]byte, http.Header, error) {
+	resp, b, err := get(ctx, hc, baseURL, key, path, q, h, maxPage+1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		// An HTTP-date Retry-After is read against the answer's own Date.
+		now, err := http.ParseTime(resp.Header.Get("Date"))
+		if err != nil {
+			now = time.Now()
+		}
+		return nil, nil, &APIError{Method: http.MethodGet, Path: "/" + path, Status: resp.StatusCode,
+			RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), now),
+			Body:       payhook.Storable(string(b[:min(len(b), 200)]))}
+	}
+	if len(b) > maxPage {
+		return nil, nil, fmt.Errorf("GET /%s: a page over %d bytes: %w", path, maxPage, payhook.ErrMalformed)
+	}
+	return b, resp.Header, nil
+}
+
+// get sends GET baseURL/path?q with the headers h and the bearer key
+// (hc nil: a client with a 10 s timeout) and returns the answer with at
+// most limit bytes of its body, whatever its status.
+func get(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.Values, h http.Header, limit int64) (*http.Response, []byte, error) {
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
@@ -98,24 +104,11 @@ func ListWith(ctx context.Context, hc *http.Client, baseURL, key, path string, q
 		return nil, nil, fmt.Errorf("GET /%s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxPage+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return nil, nil, fmt.Errorf("GET /%s: read the answer: %w", path, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		// An HTTP-date Retry-After is read against the answer's own Date.
-		now, err := http.ParseTime(resp.Header.Get("Date"))
-		if err != nil {
-			now = time.Now()
-		}
-		return nil, nil, &APIError{Method: http.MethodGet, Path: "/" + path, Status: resp.StatusCode,
-			RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), now),
-			Body:       payhook.Storable(string(b[:min(len(b), 200)]))}
-	}
-	if len(b) > maxPage {
-		return nil, nil, fmt.Errorf("GET /%s: a page over %d bytes: %w", path, maxPage, payhook.ErrMalformed)
-	}
-	return b, resp.Header, nil
+	return resp, b, nil
 }
 
 // APIError is a provider API's answer other than 200.
