@@ -97,16 +97,20 @@ type Report struct {
 	Listed map[string]int `json:"listed"`
 	// Differences are sorted by kind and ref; empty when all agree.
 	Differences []Difference `json:"differences"`
+	// Run is the id of the run's record (payhook reconcile runs).
+	Run int64 `json:"run"`
 }
 
 // Reconcile lists the source's objects at the provider and compares them
 // with payhook's billing state: each difference is a row of the report
 // and an AlertDifference (once per difference). Nothing is corrected.
-// It returns an error wrapping payhook.ErrConfig when the config is
-// incomplete or the client lists no objects, and the listing's error
-// (nothing raised) when the provider's API fails.
+// Each run is recorded (store.Run, kind reconcile: its window, the objects
+// listed, the differences, its error). It returns an error wrapping
+// payhook.ErrConfig when the config is incomplete or the client lists no
+// objects, and the listing's error (nothing raised, the run recorded as
+// failed) when the provider's API fails.
 func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
-	lister, ok := cfg.Client.(adapter.ObjectLister)
+	_, ok := cfg.Client.(adapter.ObjectLister)
 	if cfg.DB == nil || cfg.Source == "" || !ok {
 		return nil, fmt.Errorf("reconcile: a database, a source and a client that lists objects are required: %w", payhook.ErrConfig)
 	}
@@ -119,6 +123,33 @@ func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
 	if since.IsZero() {
 		since = at.Add(-DefaultSince)
 	}
+	run := &store.Run{Kind: store.RunReconcile, Source: cfg.Source, From: since, Until: at}
+	if err := cfg.DB.StartRun(ctx, run, at); err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+	}
+	rep, err := reconcile(ctx, cfg, since, at)
+	if rep != nil {
+		run.Differences = int64(len(rep.Differences))
+		for _, n := range rep.Listed {
+			run.Listed += int64(n)
+		}
+		rep.Run = run.ID
+	}
+	if err != nil {
+		run.Error = err.Error()
+	}
+	if ferr := cfg.DB.FinishRun(context.WithoutCancel(ctx), run, now().UTC()); ferr != nil && err == nil {
+		err = fmt.Errorf("reconcile %s: %w", cfg.Source, ferr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// reconcile is Reconcile's work, between the start and the end of its run.
+func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, error) {
+	lister := cfg.Client.(adapter.ObjectLister)
 	rep := &Report{Source: cfg.Source, Since: since.UTC(), At: at, Listed: map[string]int{}, Differences: []Difference{}}
 
 	listed := map[string][]adapter.Object{}

@@ -160,7 +160,43 @@ func orDash(s string) string {
 	return s
 }
 
-// reconcileRuns lists the recorded runs.
+// reconcileRuns lists the recorded runs, newest first.
 func (m *Main) reconcileRuns(ctx context.Context, args []string) error {
-	return fmt.Errorf("reconcile runs: not yet recorded")
+	fs := m.flags("reconcile runs", reconcileHelp)
+	source := fs.String("source", "", "only the runs of this source")
+	kind := fs.String("kind", "", "only the runs of this kind: backfill or reconcile")
+	limit := fs.Int("limit", 50, "at most this many runs")
+	return m.runView(ctx, fs, args, view{
+		check: func() error {
+			if *kind != "" && *kind != string(store.RunBackfill) && *kind != string(store.RunReconcile) {
+				return fmt.Errorf("%w: reconcile runs: --kind %q is neither backfill nor reconcile", errUsage, *kind)
+			}
+			return nil
+		},
+		load: func(db *store.DB, _ string) (any, error) {
+			runs, err := db.Runs(ctx, store.RunFilter{Source: *source, Kind: store.RunKind(*kind), Limit: *limit})
+			if runs == nil && err == nil {
+				runs = []*store.Run{}
+			}
+			return runs, err
+		},
+		print: func(w io.Writer, v any) error {
+			runs := v.([]*store.Run)
+			if len(runs) == 0 {
+				_, err := fmt.Fprintln(w, "no runs recorded")
+				return err
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tKIND\tSOURCE\tSTARTED\tFINISHED\tLISTED\tNEW\tKNOWN\tREFUSED\tDIFFERENCES\tERROR")
+			for _, r := range runs {
+				finished := "running"
+				if r.Finished() {
+					finished = r.FinishedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Kind, r.Source,
+					r.StartedAt.Format(time.RFC3339), finished, r.Listed, r.New, r.Known, r.Refused, r.Differences, orDash(r.Error))
+			}
+			return tw.Flush()
+		},
+	})
 }

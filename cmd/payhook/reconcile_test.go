@@ -201,6 +201,22 @@ func TestReconcileDroppedRefund(t *testing.T) {
 				if code, rep, errOut := w.reconcile(); code != 0 || len(rep.Differences) != 0 {
 					t.Fatalf("reconcile after the refund came in = %d, %+v, %s; want 0", code, rep.Differences, errOut)
 				}
+				// Each run is recorded, newest first.
+				code, out, errOut := run(t, w.env, "reconcile", "runs", "--json")
+				var runs []store.Run
+				if err := json.Unmarshal([]byte(out), &runs); code != 0 || err != nil {
+					t.Fatalf("reconcile runs = %d, %q, %q", code, out, errOut)
+				}
+				var diffs []int64
+				for _, r := range runs {
+					if r.Kind != store.RunReconcile || r.Source != "shop" || !r.Finished() || r.Failed() || r.Listed == 0 {
+						t.Errorf("run %+v; want a finished reconcile of shop that listed objects", r)
+					}
+					diffs = append(diffs, r.Differences)
+				}
+				if !slices.Equal(diffs, []int64{0, 1, 1, 0}) {
+					t.Errorf("runs' differences, newest first, %v; want [0 1 1 0]", diffs)
+				}
 			})
 		}
 	})
