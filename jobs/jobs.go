@@ -102,6 +102,9 @@ type Config struct {
 	// DeliveryBackoff gives the delay before a delivery's retry n.
 	// Default: River's policy, attempt^4 seconds with jitter.
 	DeliveryBackoff func(attempt int) time.Duration
+	// Periodic is work run periodically on one instance (see Periodic).
+	// Names and intervals are checked by New.
+	Periodic []Periodic
 }
 
 // rescueMargin is how much longer than JobTimeout a job may be running
@@ -301,6 +304,11 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		_, err := q.Sweep(ctx)
 		return err
 	}))
+	periodic, periodicWorker, err := periodicJobs(cfg.Periodic, cfg.Logger.Error)
+	if err != nil {
+		return nil, fmt.Errorf("job queue: %v: %w", err, payhook.ErrConfig)
+	}
+	river.AddWorker(workers, periodicWorker)
 	rc := &river.Config{
 		Logger:        quiet(cfg.Logger),
 		Workers:       workers,
@@ -319,6 +327,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 			&river.PeriodicJobOpts{ID: "payhook_sweep"},
 		)},
 	}
+	rc.PeriodicJobs = append(rc.PeriodicJobs, periodic...)
 	if cfg.Backoff != nil || cfg.DeliveryBackoff != nil {
 		rc.RetryPolicy = retryPolicy{events: cfg.Backoff, deliveries: cfg.DeliveryBackoff, now: cfg.Now,
 			river: &river.DefaultClientRetryPolicy{}}

@@ -1,0 +1,80 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// Periodic is work run every Every (a source's scheduled backfill and
+// reconcile). When several instances share a PostgreSQL database it runs
+// on one of them: River's elected leader inserts the periodic jobs, and
+// each period's job is unique (by name and period), so a change of leader
+// in the middle of a period does not run it twice.
+type Periodic struct {
+	// Name identifies the work, e.g. "reconcile:shop": letters, digits,
+	// '_', '-', '.' and ':', unique within a Config.
+	Name string
+	// Every is the interval between two runs (at least one second).
+	Every time.Duration
+	// Run does the work of the period that starts at period (the job's
+	// insertion time truncated to Every). Its error is logged and the
+	// run is not retried: the next period runs again.
+	Run func(ctx context.Context, period time.Time) error
+}
+
+// periodicName is what a Periodic's name must look like (River's
+// periodic job ids take no spaces).
+var periodicName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.:-]*$`)
+
+// periodicArgs is the job of one period of a Periodic.
+type periodicArgs struct {
+	Name string `json:"name" river:"unique"`
+}
+
+func (periodicArgs) Kind() string { return "payhook_periodic" }
+
+// periodicJobs checks ps and returns their River periodic jobs and the
+// worker that runs them.
+func periodicJobs(ps []Periodic, logf func(msg string, args ...any)) ([]*river.PeriodicJob, river.Worker[periodicArgs], error) {
+	byName := map[string]Periodic{}
+	var out []*river.PeriodicJob
+	for _, p := range ps {
+		if !periodicName.MatchString(p.Name) || p.Run == nil || p.Every < time.Second {
+			return nil, nil, fmt.Errorf("periodic job %q: a name (letters, digits, _-.:), a run and an interval of at least 1s are required (got %v)", p.Name, p.Every)
+		}
+		if _, dup := byName[p.Name]; dup {
+			return nil, nil, fmt.Errorf("periodic job %q given twice", p.Name)
+		}
+		byName[p.Name] = p
+		out = append(out, river.NewPeriodicJob(
+			river.PeriodicInterval(p.Every),
+			func() (river.JobArgs, *river.InsertOpts) {
+				return periodicArgs{Name: p.Name}, &river.InsertOpts{
+					// One run per period, whichever instance inserts it;
+					// not retried (the next period runs again).
+					MaxAttempts: 1,
+					UniqueOpts:  river.UniqueOpts{ByArgs: true, ByPeriod: p.Every},
+				}
+			},
+			&river.PeriodicJobOpts{ID: "payhook_periodic:" + p.Name},
+		))
+	}
+	worker := river.WorkFunc(func(ctx context.Context, job *river.Job[periodicArgs]) error {
+		p, ok := byName[job.Args.Name]
+		if !ok {
+			// Another instance's config: not ours to run.
+			return river.JobCancel(fmt.Errorf("no periodic job %q here", job.Args.Name))
+		}
+		period := job.CreatedAt.UTC().Truncate(p.Every)
+		if err := p.Run(ctx, period); err != nil {
+			logf("periodic job failed", "job", p.Name, "period", period, "err", err)
+			return river.JobCancel(err)
+		}
+		return nil
+	})
+	return out, worker, nil
+}

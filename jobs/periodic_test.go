@@ -1,0 +1,97 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/store"
+)
+
+// TestPeriodicRunsOncePerPeriod: instances sharing one database (two on
+// PostgreSQL, one on SQLite, whose file one process owns) run a periodic
+// job once per period between them. The test waits on progress (periods
+// seen), never on a number of seconds.
+func TestPeriodicRunsOncePerPeriod(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		const every = time.Second
+		var mu sync.Mutex
+		runs := map[time.Time][]string{} // period → instances that ran it
+		periodic := func(instance string) []jobs.Periodic {
+			return []jobs.Periodic{{Name: "reconcile:shop", Every: every, Run: func(_ context.Context, period time.Time) error {
+				mu.Lock()
+				defer mu.Unlock()
+				runs[period] = append(runs[period], instance)
+				return nil
+			}}}
+		}
+		db, q := setup(t, dbURL, jobs.Config{Periodic: periodic("a")})
+		start(t, q)
+		if db.Engine == store.Postgres {
+			other, err := store.Open(context.Background(), dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			start(t, newQueue(t, other, jobs.Config{Periodic: periodic("b")}))
+		}
+		const want = 4
+		last, moved := -1, time.Now()
+		for {
+			mu.Lock()
+			n := len(runs)
+			mu.Unlock()
+			if n >= want {
+				break
+			}
+			if n != last {
+				last, moved = n, time.Now()
+			} else if time.Since(moved) > stall {
+				t.Fatalf("%d periods run, nothing moved for %s", n, stall)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for period, who := range runs {
+			if len(who) != 1 {
+				t.Errorf("period %s ran %d times (%v); want once", period.Format(time.RFC3339Nano), len(who), who)
+			}
+			if !period.Equal(period.Truncate(every)) {
+				t.Errorf("period %s is not a multiple of %s", period, every)
+			}
+		}
+	})
+}
+
+// TestPeriodicConfigErrors: a periodic job without a name, a run or a
+// sensible interval, or given twice, is a configuration error.
+func TestPeriodicConfigErrors(t *testing.T) {
+	t.Parallel()
+	run := func(context.Context, time.Time) error { return nil }
+	db, err := store.Open(context.Background(), "sqlite://"+t.TempDir()+"/p.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, tc := range []struct {
+		name string
+		ps   []jobs.Periodic
+	}{
+		{"no name", []jobs.Periodic{{Every: time.Minute, Run: run}}},
+		{"a space in the name", []jobs.Periodic{{Name: "reconcile shop", Every: time.Minute, Run: run}}},
+		{"no run", []jobs.Periodic{{Name: "x", Every: time.Minute}}},
+		{"interval under a second", []jobs.Periodic{{Name: "x", Every: time.Millisecond, Run: run}}},
+		{"twice", []jobs.Periodic{{Name: "x", Every: time.Minute, Run: run}, {Name: "x", Every: time.Hour, Run: run}}},
+	} {
+		if _, err := jobs.New(db, jobs.Config{Periodic: tc.ps}); !errors.Is(err, payhook.ErrConfig) {
+			t.Errorf("%s: New = %v; want an error wrapping payhook.ErrConfig", tc.name, err)
+		}
+	}
+}
