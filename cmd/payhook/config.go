@@ -73,6 +73,9 @@ type sourceConfig struct {
 	// APIVersion pins the provider's API version: requests ask for it,
 	// and an event or listed object of another raises api_version_drift.
 	APIVersion string `yaml:"api_version"`
+	// Reconcile, if set, schedules the source's reconciliation (see
+	// scheduleConfig); it needs api_url and api_key.
+	Reconcile scheduleConfig `yaml:"reconcile"`
 
 	// The options of provider hmac only; see hmac.Config.
 	Header          string `yaml:"header"`
@@ -214,6 +217,8 @@ func (s *sourceConfig) validate() error {
 	// An unknown provider is left to provider.New, which lists the known.
 	case (s.APIURL == "") != (s.APIKey == ""):
 		return errors.New("api_url and api_key go together")
+	case s.Reconcile.set() && s.APIURL == "":
+		return errors.New("reconcile: a scheduled reconciliation needs api_url and api_key")
 	case s.APIURL != "" && !slices.Contains(provider.APIs(), s.Provider):
 		return fmt.Errorf("api_url: payhook reads the API of providers %s only, not %s",
 			strings.Join(provider.APIs(), " and "), s.Provider)
@@ -224,6 +229,11 @@ func (s *sourceConfig) validate() error {
 	for _, f := range s.fields() {
 		if f.hmacOnly && *f.value != "" && s.Provider != "hmac" {
 			return fmt.Errorf("%s is only allowed with provider hmac, not %s", f.key, s.Provider)
+		}
+	}
+	if s.Reconcile.set() {
+		if _, _, err := s.Reconcile.parse(); err != nil {
+			return err
 		}
 	}
 	_, err := s.tolerance()

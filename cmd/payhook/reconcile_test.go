@@ -36,7 +36,7 @@ type reconcileWorld struct {
 	endpoint string
 }
 
-func newReconcileWorld(t *testing.T, engine, name string, events []string) *reconcileWorld {
+func newReconcileWorld(t *testing.T, engine, name string, events []string, extra ...string) *reconcileWorld {
 	t.Helper()
 	f, err := flavour.ByName(name)
 	if err != nil {
@@ -55,8 +55,8 @@ func newReconcileWorld(t *testing.T, engine, name string, events []string) *reco
 	dbURL := dbtest.URL(t, engine)
 	config := filepath.Join(t.TempDir(), "payhook.yaml")
 	os.WriteFile(config, fmt.Appendf(nil, "sources:\n  - name: shop\n    provider: %s\n    secrets: [\"${SECRET}\"]\n"+
-		"    api_url: %s\n    api_key: sk_test_reconcile\n"+
-		"processing:\n  retry_base: 20ms\n  retry_max: 200ms\n  max_attempts: 1000\n", f.Provider(), api.URL), 0o600)
+		"    api_url: %s\n    api_key: sk_test_reconcile\n%s"+
+		"processing:\n  retry_base: 20ms\n  retry_max: 200ms\n  max_attempts: 1000\n", f.Provider(), api.URL, strings.Join(extra, "")), 0o600)
 	w.env = map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": config, "SECRET": w.secret}
 	s := startServer(t, w.env)
 	w.hook = s.url + "/webhooks/shop"
@@ -220,4 +220,79 @@ func TestReconcileDroppedRefund(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestScheduledReconcileOncePerInterval: with reconcile: {every: 1s} on
+// its source, two payhook serve sharing one PostgreSQL database (one on
+// SQLite) reconcile once per interval between them, each run recorded.
+// The test waits for runs to accumulate, not for a number of seconds.
+func TestScheduledReconcileOncePerInterval(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		w := newReconcileWorld(t, engine, "billete", []string{"*"}, "    reconcile: {every: 1s, window: 1h}\n")
+		if engine == "postgres" {
+			startServer(t, w.env) // a second instance on the same database
+		}
+		const want = 4
+		var runs []*store.Run
+		waitProgress(t, fmt.Sprintf("%d scheduled runs", want), func() (bool, string) {
+			var err error
+			runs, err = w.db.Runs(context.Background(), store.RunFilter{Source: "shop", Kind: store.RunReconcile})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(runs) >= want, fmt.Sprint(len(runs))
+		})
+		periods := map[time.Time]int{}
+		for _, r := range runs {
+			periods[r.From]++
+			if r.Until.Sub(r.From) < time.Hour {
+				t.Errorf("run %d covers %s to %s; want the 1h window", r.ID, r.From, r.Until)
+			}
+		}
+		for from, n := range periods {
+			if n != 1 {
+				t.Errorf("the period of the window from %s ran %d times; want once", from.Format(time.RFC3339Nano), n)
+			}
+		}
+	})
+}
+
+// TestReconcileErrors: each mistake in the command line or the source's
+// config is a clear error (usage: 2; config: 1) and runs nothing.
+func TestReconcileErrors(t *testing.T) {
+	t.Parallel()
+	const base = "sources:\n  - name: shop\n    provider: billete\n    secrets: [whsec_x]\n"
+	withAPI := base + "    api_url: http://127.0.0.1:1\n    api_key: sk_test_x\n"
+	for _, tc := range []struct {
+		name, config string
+		args         []string
+		code         int
+		want         string
+	}{
+		{"no source flag", withAPI, nil, 2, "--source is required"},
+		{"negative since", withAPI, []string{"--source", "shop", "--since", "-1h"}, 2, "positive duration"},
+		{"stray argument", withAPI, []string{"--source", "shop", "extra"}, 2, "extra"},
+		{"unknown source", withAPI, []string{"--source", "shoop"}, 1, `no source "shoop" (sources: shop)`},
+		{"no api", base, []string{"--source", "shop"}, 1, "has no api_url and api_key"},
+		{"schedule without api", base + "    reconcile: {every: 1h}\n", []string{"--source", "shop"}, 1, "needs api_url and api_key"},
+		{"bad every", withAPI + "    reconcile: {every: soon}\n", []string{"--source", "shop"}, 1, `every "soon" is not a duration`},
+		{"every too short", withAPI + "    reconcile: {every: 1ms}\n", []string{"--source", "shop"}, 1, "at least 1s"},
+		{"bad window", withAPI + "    reconcile: {every: 1h, window: -3h}\n", []string{"--source", "shop"}, 1, `window "-3h"`},
+		{"unknown schedule key", withAPI + "    reconcile: {every: 1h, windows: 3h}\n", []string{"--source", "shop"}, 1, "windows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := map[string]string{"PAYHOOK_CONFIG": writeConfig(t, tc.config), "PAYHOOK_DB": "sqlite://" + filepath.Join(t.TempDir(), "none.db")}
+			code, out, errOut := run(t, e, append([]string{"reconcile"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(errOut, tc.want) || out != "" {
+				t.Errorf("reconcile %v = %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out, errOut, tc.code, tc.want)
+			}
+		})
+	}
+	// Without a config file at all.
+	code, _, errOut := run(t, nil, "reconcile", "--source", "shop")
+	if code != 2 || !strings.Contains(errOut, "--config or PAYHOOK_CONFIG") {
+		t.Errorf("reconcile without a config = %d, %q", code, errOut)
+	}
 }

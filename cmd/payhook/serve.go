@@ -85,6 +85,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
+	if qcfg.Periodic, err = m.schedules(cfg, db, log); err != nil {
+		return err
+	}
 	queue, err := jobs.New(db, qcfg)
 	if err != nil {
 		return err

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/provider"
+	"github.com/payhook/payhook/provider/adapter"
+	"github.com/payhook/payhook/reconcile"
+	"github.com/payhook/payhook/store"
+)
+
+// scheduleConfig is a source's reconcile: {every, window}: how often its
+// provider is reconciled, and how far back each run looks.
+type scheduleConfig struct {
+	// Every is the interval between two runs, e.g. 1h (required, at
+	// least 1s).
+	Every string `yaml:"every"`
+	// Window is how far back from its period each run looks; default
+	// three times Every, so that a run that failed is covered by the
+	// next ones.
+	Window string `yaml:"window"`
+}
+
+// set reports whether the source has a schedule.
+func (c *scheduleConfig) set() bool { return c.Every != "" || c.Window != "" }
+
+// parse returns the schedule's interval and window.
+func (c *scheduleConfig) parse() (every, window time.Duration, err error) {
+	every, err = time.ParseDuration(c.Every)
+	if err != nil || every < time.Second {
+		return 0, 0, fmt.Errorf("reconcile: every %q is not a duration of at least 1s, such as 1h", c.Every)
+	}
+	window = 3 * every
+	if c.Window != "" {
+		if window, err = time.ParseDuration(c.Window); err != nil || window <= 0 {
+			return 0, 0, fmt.Errorf("reconcile: window %q is not a positive duration, such as 3h", c.Window)
+		}
+	}
+	return every, window, nil
+}
+
+// schedules returns the periodic jobs of the sources with a reconcile
+// schedule: one job per source reconciles its window ending at the
+// period's start.
+func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger) ([]jobs.Periodic, error) {
+	var out []jobs.Periodic
+	for i := range cfg.Sources {
+		s := &cfg.Sources[i]
+		if !s.Reconcile.set() {
+			continue
+		}
+		every, window, err := s.Reconcile.parse()
+		if err != nil {
+			return nil, fmt.Errorf("%s%s: %w", cfg.prefix(), s.label(i), err)
+		}
+		client, err := provider.NewClient(s.Provider, adapter.ClientConfig{BaseURL: s.APIURL, Key: s.APIKey, APIVersion: s.APIVersion})
+		if err != nil {
+			return nil, fmt.Errorf("%s%s: %w", cfg.prefix(), s.label(i), err)
+		}
+		name, version := s.Name, s.APIVersion
+		out = append(out, jobs.Periodic{Name: "reconcile:" + name, Every: every, Run: func(ctx context.Context, period time.Time) error {
+			rep, err := reconcile.Reconcile(ctx, reconcile.Config{
+				DB: db, Source: name, Client: client, Since: period.Add(-window), Now: m.Now, APIVersion: version,
+			})
+			if err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if len(rep.Differences) > 0 {
+				level = slog.LevelWarn
+			}
+			log.Log(ctx, level, "scheduled reconcile", "source", name, "period", period, "run", rep.Run,
+				"listed", rep.Listed, "differences", len(rep.Differences))
+			return nil
+		}})
+	}
+	return out, nil
+}
