@@ -322,50 +322,14 @@ func (b *backfill) pass(ctx context.Context, r *store.Run) error {
 
 // list asks for one page, retrying what is worth it.
 func (b *backfill) list(ctx context.Context, q adapter.EventQuery, page int) (adapter.EventPage, error) {
-	for attempt := 1; ; attempt++ {
-		p, err := b.cfg.Lister.ListEvents(ctx, q)
-		if err == nil {
-			return p, nil
-		}
-		fail := func(why string) (adapter.EventPage, error) {
-			return adapter.EventPage{}, fmt.Errorf("backfill %s: page %d (cursor %q): %s: %w", b.cfg.Source.Name, page, q.Cursor, why, err)
-		}
-		if ctx.Err() != nil {
-			return fail("interrupted")
-		}
-		if !temporary(err) {
-			return fail("the provider's answer cannot be used")
-		}
-		if attempt >= b.cfg.MaxAttempts {
-			return fail(fmt.Sprintf("gave up after %d attempts", attempt))
-		}
-		wait := b.cfg.Backoff(attempt)
-		var ae *adapter.APIError
-		if errors.As(err, &ae) && ae.RetryAfter > 0 {
-			if ae.RetryAfter > b.cfg.MaxRetryAfter {
-				return fail(fmt.Sprintf("the API asks to wait %s, more than the %s a backfill waits", ae.RetryAfter, b.cfg.MaxRetryAfter))
-			}
-			wait = ae.RetryAfter
-		}
-		b.cfg.Logger.Warn("backfill retries a page", "source", b.cfg.Source.Name, "page", page, "attempt", attempt, "wait", wait, "err", err)
-		if err := b.cfg.Sleep(ctx, wait); err != nil {
-			return fail("interrupted while waiting to retry")
-		}
-	}
-}
-
-// temporary reports whether a lister's error is worth a retry: a 429 or a
-// 5xx, or failing to reach the API (a timeout, a refused connection);
-// not an answer that says the request or the page is wrong.
-func temporary(err error) bool {
-	var ae *adapter.APIError
-	switch {
-	case errors.As(err, &ae):
-		return ae.Temporary()
-	case errors.Is(err, payhook.ErrMalformed), errors.Is(err, payhook.ErrInvalid), errors.Is(err, payhook.ErrConfig):
-		return false
-	}
-	return true
+	var p adapter.EventPage
+	r := retrier{maxAttempts: b.cfg.MaxAttempts, backoff: b.cfg.Backoff, maxRetryAfter: b.cfg.MaxRetryAfter,
+		sleep: b.cfg.Sleep, logger: b.cfg.Logger}
+	err := r.page(ctx, "backfill "+b.cfg.Source.Name, page, q.Cursor, func() (err error) {
+		p, err = b.cfg.Lister.ListEvents(ctx, q)
+		return err
+	})
+	return p, err
 }
 
 // admit checks every item of a page and returns the events to store. An

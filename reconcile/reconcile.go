@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -63,6 +64,77 @@ type Config struct {
 	// APIVersion is the version the source pins; a listed object of
 	// another version raises AlertAPIVersionDrift. If empty, no check.
 	APIVersion string
+	// MaxAttempts bounds the requests for one page: a timeout, a 5xx or a
+	// 429 is retried after a backoff until then. Default 5.
+	MaxAttempts int
+	// Backoff is the wait before retry n (1 for the first) when the API
+	// asked for none. Default 1s, doubling, at most 1 minute.
+	Backoff func(attempt int) time.Duration
+	// MaxRetryAfter bounds the Retry-After honoured; an API asking for a
+	// longer wait fails the run, saying so. Default 5 minutes.
+	MaxRetryAfter time.Duration
+	// Logger receives a line per retry. Default slog.Default().
+	Logger *slog.Logger
+	// Sleep waits d or until ctx is done. Default a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// retrier returns the retries of cfg's page requests, defaults applied.
+func (cfg Config) retrier() retrier {
+	r := retrier{maxAttempts: cfg.MaxAttempts, backoff: cfg.Backoff, maxRetryAfter: cfg.MaxRetryAfter, sleep: cfg.Sleep, logger: cfg.Logger}
+	if r.maxAttempts <= 0 {
+		r.maxAttempts = 5
+	}
+	if r.backoff == nil {
+		r.backoff = func(n int) time.Duration { return min(time.Second<<min(n-1, 10), time.Minute) }
+	}
+	if r.maxRetryAfter <= 0 {
+		r.maxRetryAfter = 5 * time.Minute
+	}
+	if r.sleep == nil {
+		r.sleep = sleep
+	}
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	return r
+}
+
+// listAll lists every page of the objects of kind created at or after
+// from, each page retried as cfg says. A page that repeats an object
+// already listed fails the listing: the provider's paging is
+// inconsistent, and going on could go round for ever.
+func listAll(ctx context.Context, cfg Config, lister adapter.ObjectLister, kind string, from time.Time) ([]adapter.Object, error) {
+	r := cfg.retrier()
+	what := "reconcile " + cfg.Source + " " + kind + "s"
+	var all []adapter.Object
+	seen := map[string]int{}
+	q := adapter.ObjectQuery{Kind: kind, From: from}
+	for n := 1; ; n++ {
+		var p adapter.ObjectPage
+		err := r.page(ctx, what, n, q.Cursor, func() (err error) {
+			p, err = lister.ListObjects(ctx, q)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range p.Objects {
+			if first, dup := seen[o.Ref]; dup {
+				return nil, fmt.Errorf("%s: page %d (cursor %q) lists %s %s again (first on page %d): the provider's paging is inconsistent: %w",
+					what, n, q.Cursor, kind, o.Ref, first, payhook.ErrMalformed)
+			}
+			seen[o.Ref] = n
+		}
+		all = append(all, p.Objects...)
+		if p.Next == "" {
+			return all, nil
+		}
+		if p.Next == q.Cursor {
+			return nil, fmt.Errorf("%s: page %d gives back its own cursor %q: %w", what, n, q.Cursor, payhook.ErrMalformed)
+		}
+		q.Cursor = p.Next
+	}
 }
 
 // Field is one field that differs.
@@ -154,9 +226,9 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 
 	listed := map[string][]adapter.Object{}
 	for _, kind := range adapter.ObjectKinds {
-		objs, err := lister.ListObjects(ctx, kind, since.Add(-Slack))
+		objs, err := listAll(ctx, cfg, lister, kind, since.Add(-Slack))
 		if err != nil {
-			return nil, fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+			return nil, err
 		}
 		listed[kind] = objs
 		rep.Listed[kind] = len(objs)

@@ -57,13 +57,39 @@ type Object struct {
 }
 
 // ObjectLister is a Client that also lists the provider's recent objects
-// for reconciliation (Client says how callers find it).
+// for reconciliation, page by page (Client says how callers find it).
 type ObjectLister interface {
 	Client
-	// ListObjects returns every object of kind (one of ObjectKinds)
-	// created at or after since, all pages read, oldest first. A kind the
-	// provider has no list of gives nil and no error. A page the API
-	// answers malformed, or that repeats an item or is empty with a next
-	// cursor, is an error; nothing is returned half.
-	ListObjects(ctx context.Context, kind string, since time.Time) ([]Object, error)
+	// ListObjects returns one page of the objects q selects. A kind the
+	// provider has no list of gives an empty last page and no error. Its
+	// errors are EventLister's: an *APIError for another status than 200
+	// (a 429 or a 5xx worth retrying, after its RetryAfter), one wrapping
+	// payhook.ErrMalformed for a page that cannot be read (not the
+	// provider's list, an item without an id or a creation time, a page
+	// that says more follow but lists nothing), others (the API
+	// unreachable, a timeout) worth retrying.
+	ListObjects(ctx context.Context, q ObjectQuery) (ObjectPage, error)
+}
+
+// ObjectQuery selects objects to list.
+type ObjectQuery struct {
+	// Kind is one of ObjectKinds.
+	Kind string
+	// From keeps the objects created at or after it; zero: all.
+	From time.Time
+	// Cursor is the Next of the previous page; "" asks for the first.
+	Cursor string
+	// Limit is the page size; 0 means the client's default (100).
+	Limit int
+}
+
+// ObjectPage is one page of a provider's object list.
+type ObjectPage struct {
+	// Objects are the page's objects that reconciliation compares (a
+	// client leaves out those that move no money: Stripe's failed
+	// charges, dispute inquiries), oldest first where the provider lists
+	// so.
+	Objects []Object
+	// Next is the cursor of the next page; "" on the last one.
+	Next string
 }

@@ -59,10 +59,3 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	return b, nil
 }
 
-// versionHeader pins the client's API version, if any.
-func (c *Client) versionHeader() http.Header {
-	if c.APIVersion == "" {
-		return nil
-	}
-	return http.Header{VersionHeader: {c.APIVersion}}
-}

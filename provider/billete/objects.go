@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,9 +21,9 @@ var _ adapter.ObjectLister = (*Client)(nil)
 // an answer says the version it was rendered in.
 const VersionHeader = "Billete-Version"
 
-// listPaths are the list routes by object kind; Billete has no disputes
+// objectPaths are the list routes by object kind; Billete has no disputes
 // of their own (a chargeback is its payment's status).
-var listPaths = map[string]string{
+var objectPaths = map[string]string{
 	adapter.KindPayment: "payments", adapter.KindRefund: "refunds", adapter.KindSubscription: "subscriptions",
 }
 
@@ -37,52 +39,55 @@ type listed struct {
 	CreatedAt      string `json:"created_at"`
 }
 
-// ListObjects lists the objects of kind created at or after since (GET
-// /payments, /refunds or /subscriptions with created_from, following
-// next_cursor), in the version the client pins if any. Billete lists no
-// disputes: a chargeback is its payment's status (charged_back).
-func (c *Client) ListObjects(ctx context.Context, kind string, since time.Time) ([]adapter.Object, error) {
-	path, ok := listPaths[kind]
+// ListObjects returns one page of GET /payments, /refunds or
+// /subscriptions: created_from q.From, cursor q.Cursor, limit q.Limit
+// (default 100), in the version the client pins if any; Next is
+// next_cursor when has_more. Billete lists no disputes: a chargeback is
+// its payment's status (charged_back). Errors are adapter.ObjectLister's.
+func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapter.ObjectPage, error) {
+	path, ok := objectPaths[q.Kind]
 	if !ok {
-		return nil, nil
+		return adapter.ObjectPage{}, nil
 	}
-	objs, err := apiget.Pages(ctx, func(ctx context.Context, cursor string) (apiget.Page[adapter.Object], error) {
-		q := url.Values{"limit": {"100"}}
-		if !since.IsZero() {
-			q.Set("created_from", since.UTC().Format(time.RFC3339Nano))
-		}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		b, got, err := apiget.ListWith(ctx, c.HTTP, c.BaseURL, c.Key, path, q, c.versionHeader())
-		if err != nil {
-			return apiget.Page[adapter.Object]{}, err
-		}
-		var page struct {
-			Data       []listed `json:"data"`
-			HasMore    bool     `json:"has_more"`
-			NextCursor *string  `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil || page.Data == nil {
-			return apiget.Page[adapter.Object]{}, fmt.Errorf("GET /%s: a list page with no data array: %.200s: %w", path, b, payhook.ErrMalformed)
-		}
-		p := apiget.Page[adapter.Object]{More: page.HasMore}
-		if page.NextCursor != nil {
-			p.Next = *page.NextCursor
-		}
-		for _, l := range page.Data {
-			o, err := l.object(kind, got.Get(VersionHeader))
-			if err != nil {
-				return apiget.Page[adapter.Object]{}, fmt.Errorf("GET /%s: %w", path, err)
-			}
-			p.Items, p.IDs = append(p.Items, o), append(p.IDs, o.Ref)
-		}
-		return p, nil
-	})
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	v := url.Values{"limit": {strconv.Itoa(min(limit, 1000))}}
+	if !q.From.IsZero() {
+		v.Set("created_from", q.From.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	b, got, err := apiget.ListWith(ctx, c.HTTP, c.BaseURL, c.Key, path, v, c.versionHeader())
 	if err != nil {
-		return nil, fmt.Errorf("billete: list %s: %w", path, err)
+		return adapter.ObjectPage{}, fmt.Errorf("billete: list %s: %w", path, err)
 	}
-	return objs, nil
+	var page struct {
+		Object     string   `json:"object"`
+		Data       []listed `json:"data"`
+		HasMore    bool     `json:"has_more"`
+		NextCursor *string  `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(b, &page); err != nil || page.Object != "list" || page.Data == nil {
+		return adapter.ObjectPage{}, fmt.Errorf("billete: list %s: the answer is not a billete list (%.100q): %w", path, b, payhook.ErrMalformed)
+	}
+	var p adapter.ObjectPage
+	if page.HasMore {
+		if len(page.Data) == 0 || page.NextCursor == nil || *page.NextCursor == "" {
+			return adapter.ObjectPage{}, fmt.Errorf("billete: list %s: a page that says more follow lists nothing or gives no cursor: %w", path, payhook.ErrMalformed)
+		}
+		p.Next = *page.NextCursor
+	}
+	for _, l := range page.Data {
+		o, err := l.object(q.Kind, got.Get(VersionHeader))
+		if err != nil {
+			return adapter.ObjectPage{}, fmt.Errorf("billete: list %s: %w", path, err)
+		}
+		p.Objects = append(p.Objects, o)
+	}
+	return p, nil
 }
 
 // object normalizes a listed object; one without an id or a creation
@@ -103,4 +108,12 @@ func (l listed) object(kind, version string) (adapter.Object, error) {
 		o.Plan, o.Amount, o.Currency, o.RefundedAmount = l.Plan, 0, "", 0
 	}
 	return o, nil
+}
+
+// versionHeader pins the client's API version, if any.
+func (c *Client) versionHeader() http.Header {
+	if c.APIVersion == "" {
+		return nil
+	}
+	return http.Header{VersionHeader: {c.APIVersion}}
 }

@@ -52,57 +52,61 @@ type listed struct {
 	} `json:"items"`
 }
 
-// ListObjects lists the charges, refunds, disputes or subscriptions
-// (status=all) created at or after since (created[gte], following
-// starting_after while has_more), with the pinned Stripe-Version if any.
+// ListObjects returns one page of GET /v1/charges, /v1/refunds,
+// /v1/disputes or /v1/subscriptions (status=all): created[gte] q.From,
+// starting_after q.Cursor, limit q.Limit (1 to 100, default 100), with the
+// pinned Stripe-Version if any; Next is the last item's id when has_more.
 // Charges not succeeded (pending, failed) and dispute inquiries
-// (warning_*, prevented), which move no money, are left out.
-func (c *Client) ListObjects(ctx context.Context, kind string, since time.Time) ([]adapter.Object, error) {
-	path, ok := listPaths[kind]
+// (warning_*, prevented), which move no money, are left out of Objects.
+// Errors are adapter.ObjectLister's.
+func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapter.ObjectPage, error) {
+	path, ok := listPaths[q.Kind]
 	if !ok {
-		return nil, nil
+		return adapter.ObjectPage{}, nil
 	}
-	var all []adapter.Object
-	_, err := apiget.Pages(ctx, func(ctx context.Context, cursor string) (apiget.Page[struct{}], error) {
-		q := url.Values{"limit": {"100"}}
-		if !since.IsZero() {
-			q.Set("created[gte]", strconv.FormatInt(since.Unix(), 10))
-		}
-		if kind == adapter.KindSubscription {
-			q.Set("status", "all")
-		}
-		if cursor != "" {
-			q.Set("starting_after", cursor)
-		}
-		b, got, err := apiget.ListWith(ctx, c.HTTP, c.BaseURL, c.Key, path, q, c.versionHeader())
-		if err != nil {
-			return apiget.Page[struct{}]{}, err
-		}
-		var page struct {
-			Object  string   `json:"object"`
-			Data    []listed `json:"data"`
-			HasMore bool     `json:"has_more"`
-		}
-		if err := json.Unmarshal(b, &page); err != nil || page.Object != "list" || page.Data == nil {
-			return apiget.Page[struct{}]{}, fmt.Errorf("GET /%s: not a list object: %.200s: %w", path, b, payhook.ErrMalformed)
-		}
-		p := apiget.Page[struct{}]{More: page.HasMore}
-		for _, l := range page.Data {
-			o, keep, err := l.object(kind, got.Get(VersionHeader))
-			if err != nil {
-				return apiget.Page[struct{}]{}, fmt.Errorf("GET /%s: %w", path, err)
-			}
-			p.IDs, p.Items, p.Next = append(p.IDs, l.ID), append(p.Items, struct{}{}), l.ID
-			if keep {
-				all = append(all, o)
-			}
-		}
-		return p, nil
-	})
+	limit := q.Limit
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	v := url.Values{"limit": {strconv.Itoa(limit)}}
+	if !q.From.IsZero() {
+		v.Set("created[gte]", strconv.FormatInt(q.From.Unix(), 10))
+	}
+	if q.Kind == adapter.KindSubscription {
+		v.Set("status", "all")
+	}
+	if q.Cursor != "" {
+		v.Set("starting_after", q.Cursor)
+	}
+	b, got, err := apiget.ListWith(ctx, c.HTTP, c.BaseURL, c.Key, path, v, c.versionHeader())
 	if err != nil {
-		return nil, fmt.Errorf("stripe: list %s: %w", path, err)
+		return adapter.ObjectPage{}, fmt.Errorf("stripe: list %s: %w", path, err)
 	}
-	return all, nil
+	var page struct {
+		Object  string   `json:"object"`
+		Data    []listed `json:"data"`
+		HasMore bool     `json:"has_more"`
+	}
+	if err := json.Unmarshal(b, &page); err != nil || page.Object != "list" || page.Data == nil {
+		return adapter.ObjectPage{}, fmt.Errorf("stripe: list %s: the answer is not a Stripe list (%.100q): %w", path, b, payhook.ErrMalformed)
+	}
+	if page.HasMore && len(page.Data) == 0 {
+		return adapter.ObjectPage{}, fmt.Errorf("stripe: list %s: a page that says more follow lists nothing: %w", path, payhook.ErrMalformed)
+	}
+	var p adapter.ObjectPage
+	for _, l := range page.Data {
+		o, keep, err := l.object(q.Kind, got.Get(VersionHeader))
+		if err != nil {
+			return adapter.ObjectPage{}, fmt.Errorf("stripe: list %s: %w", path, err)
+		}
+		if keep {
+			p.Objects = append(p.Objects, o)
+		}
+	}
+	if page.HasMore {
+		p.Next = page.Data[len(page.Data)-1].ID
+	}
+	return p, nil
 }
 
 // idOf reads an expandable field: an id, or an object with one.
