@@ -119,7 +119,9 @@ func TestReconcileProviderFaults(t *testing.T) {
 				srv := httptest.NewServer(&objectsAPI{attempts: map[int]int{}, fault: tc.fault})
 				defer srv.Close()
 				c, err := provider.NewClient("billete", adapter.ClientConfig{BaseURL: srv.URL, Key: "sk_test_x",
-					HTTP: &http.Client{Timeout: 200 * time.Millisecond}})
+					// Long enough that only the hanging answers time out,
+					// however busy the machine.
+					HTTP: &http.Client{Timeout: time.Second}})
 				if err != nil {
 					t.Fatal(err)
 				}

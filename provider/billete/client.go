@@ -58,4 +58,3 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 	}
 	return b, nil
 }
-
