@@ -13,7 +13,11 @@
 # $PAYHOOK_CACHE) and exports its path as PAYHOOK_STRIPE_MOCK.
 #
 # Environment:
-#   PAYHOOK_NEED_CHROMIUM=1   install Debian's chromium first (browser tests)
+#   PAYHOOK_NEED_CHROMIUM=1   install Debian's chromium first (the console's
+#                             browser tests, which then fail rather than skip
+#                             without it; .ci/run sets it)
+#   PAYHOOK_SCREENSHOTS=DIR   the browser tests save the console's screenshots
+#                             there (docs/screenshots is the committed set)
 #   PAYHOOK_RACE=0            run without -race (benchmarks)
 set -euo pipefail
 
