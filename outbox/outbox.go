@@ -488,6 +488,10 @@ func (o *Outbox) sinkNamesLocked() []string {
 	return names
 }
 
+// AlertSinkPaused is the alert kind payhook serve raises when a sink is
+// paused (Config.OnPause); its subject is the sink.
+const AlertSinkPaused = "sink_paused"
+
 // Delivery statuses.
 const (
 	StatusPending   = "pending"

@@ -21,6 +21,7 @@ type fileConfig struct {
 	Sources    []sourceConfig   `yaml:"sources"`
 	Processing processingConfig `yaml:"processing"`
 	Admin      adminConfig      `yaml:"admin"`
+	Sinks      []sinkConfig     `yaml:"sinks"` // sinks.go
 	path       string           // the file, named in errors
 }
 
@@ -134,7 +135,15 @@ func loadConfig(path string, getenv func(string) string) (*fileConfig, error) {
 			return nil, fmt.Errorf("%s%s: %v: %w", c.prefix(), c.Sources[i].label(i), err, payhook.ErrConfig)
 		}
 	}
+	for i := range c.Sinks {
+		if err := c.Sinks[i].expand(getenv); err != nil {
+			return nil, fmt.Errorf("%s%s: %v: %w", c.prefix(), c.Sinks[i].label(i), err, payhook.ErrConfig)
+		}
+	}
 	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := c.validateSinks(); err != nil {
 		return nil, err
 	}
 	return &c, nil

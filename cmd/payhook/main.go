@@ -81,6 +81,7 @@ func commands() []command {
 		{name: "backfill", args: "--source S [--since 3h] [--until T] [--type T...] [--dry-run] [--json]", summary: "store the provider's events that webhooks never brought", run: (*Main).backfill},
 		{name: "reconcile", args: "--source S [--since 24h] [--json] | runs [--json]", summary: "compare with the provider's payments and subscriptions", run: (*Main).reconcile},
 		{name: "alerts", subs: []string{"list", "ack"}, summary: "conflicts, failed events", run: (*Main).alerts},
+		{name: "deliveries", subs: []string{"list", "resend"}, summary: "facts sent to the sinks, and their attempts", run: (*Main).deliveries},
 		{name: "bench", args: "[--floor] [--db URL]... [--url URL]", summary: "measure acks/s, latency and drain against a floor", run: (*Main).bench},
 		{name: "help", args: "[COMMAND [SUBCOMMAND]]", summary: "this text, or a command's flags and examples"},
 	}

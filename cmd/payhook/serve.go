@@ -80,11 +80,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 
-	qcfg, err := process.New(process.Config{DB: db, Sources: sources, Now: m.Now, Logger: log})
+	box, err := cfg.outbox(db, log, m.Now)
+	if err != nil {
+		return err
+	}
+	qcfg, err := process.New(process.Config{DB: db, Sources: sources, Now: m.Now, Logger: log, Outbox: box})
 	if err != nil {
 		return err
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
+	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
 	if qcfg.Periodic, err = m.schedules(cfg, db, log); err != nil {
 		return err
 	}

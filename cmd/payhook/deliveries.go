@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
+)
+
+const deliveriesHelp = `Usage: payhook deliveries list|resend [flags]
+
+  payhook deliveries list   [--sink S] [--status S] [--limit N] [--json]
+  payhook deliveries resend ID
+
+A delivery is one fact (docs/facts.md) sent to one sink of the config's
+sinks:, retried with backoff on its own. list shows the deliveries, newest
+first, with the last attempt of each; --json adds every attempt (status,
+response excerpt, latency). Statuses: pending, delivered, failed (every
+attempt failed), paused (its sink answered 410 Gone). resend sends one
+again whatever its status, and resumes its sink if paused; a running
+payhook serve on this database sends it. Every subcommand takes --db URL
+(env PAYHOOK_DB) like serve.
+
+Examples:
+  payhook deliveries list --status failed
+  payhook deliveries list --sink app --json
+  payhook deliveries resend 42`
+
+func (m *Main) deliveries(ctx context.Context, args []string) error {
+	return m.subcommand(ctx, args, deliveriesHelp, subs{"list": m.deliveriesList, "resend": m.deliveriesResend})
+}
+
+func (m *Main) deliveriesList(ctx context.Context, args []string) error {
+	fs := m.flags("deliveries list", deliveriesHelp)
+	var f outbox.DeliveryFilter
+	fs.StringVar(&f.Sink, "sink", "", "only deliveries to this sink")
+	fs.StringVar(&f.Status, "status", "", "only deliveries with this status: pending, delivered, failed or paused")
+	limitVar(fs, &f.Limit, "deliveries, newest first")
+	return m.runView(ctx, fs, args, view{
+		check: func() error {
+			if err := checkOneOf("status", f.Status, outbox.DeliveryStatuses); err != nil {
+				return err
+			}
+			return checkLimit(f.Limit)
+		},
+		load: func(db *store.DB, _ string) (any, error) { return outbox.ListDeliveries(ctx, db, f) },
+		print: table("(no deliveries)", "ID\tSINK\tSTATUS\tATTEMPTS\tLAST\tTYPE\tSUBJECT\tFACT_ID\tUPDATED_AT",
+			func(tw io.Writer, d outbox.DeliveryView) {
+				last := "-"
+				if n := len(d.Log); n > 0 {
+					a := d.Log[n-1]
+					last = fmt.Sprintf("%s %.0fms", dash(strconv.Itoa(a.Status)), a.LatencyMS)
+					if a.Status == 0 {
+						last = fmt.Sprintf("- %.0fms", a.LatencyMS)
+					}
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Sink, d.Status, d.Attempts, last,
+					d.Type, d.Subject, d.FactID, formatTime(d.UpdatedAt))
+			}),
+	})
+}
+
+func (m *Main) deliveriesResend(ctx context.Context, args []string) error {
+	fs := m.flags("deliveries resend", deliveriesHelp)
+	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
+	key, err := oneArg(fs, args, "ID")
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(key, 10, 64)
+	if err != nil || id <= 0 {
+		return fmt.Errorf("%w: deliveries resend takes the delivery's numeric id, got %q (see payhook deliveries list)", errUsage, key)
+	}
+	db, err := m.openExisting(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	q, err := jobs.New(db, jobs.Config{Logger: m.logger(), Now: m.Now})
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if m.Now != nil {
+		now = m.Now()
+	}
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("resend delivery %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	if err := outbox.ResendTx(ctx, db, tx, id, now); err != nil {
+		return err
+	}
+	if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{id}, true); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("resend delivery %d: commit: %w", id, err)
+	}
+	fmt.Fprintf(m.Stdout, "delivery %d queued again; a running payhook serve on this database sends it\n", id)
+	return nil
+}
