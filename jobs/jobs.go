@@ -6,6 +6,8 @@
 // inside the transaction that marks it processed (Process), re-enqueues on
 // purpose (Replay), and sweeps events left waiting without a job, so that
 // the events table, not the queue, is the truth about what is processed.
+// It also runs the after-commit deliveries of the outbox, one job each
+// (Config.Deliver, EnqueueDeliveries), retried on their own.
 package jobs
 
 import (
