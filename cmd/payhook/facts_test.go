@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -272,6 +274,35 @@ func TestDeliveriesCommands(t *testing.T) {
 		var jobs int
 		if err := db.SQL.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE kind = 'payhook_deliver'`).Scan(&jobs); err != nil || jobs != 1 {
 			t.Errorf("%d delivery jobs after resend (%v); want 1", jobs, err)
+		}
+	})
+}
+
+// TestServeLogSinkByDefault: serve without sinks logs one line per fact.
+func TestServeLogSinkByDefault(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_DEMO_SECRET_FILE": filepath.Join(t.TempDir(), "demo.secret")}
+		var stdout, stderr syncBuffer
+		m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+		p, err := startInProcess(context.Background(), m)
+		if err != nil {
+			t.Fatalf("%v: %s", err, stderr.String())
+		}
+		defer p.stop()
+		secret := regexp.MustCompile(`whsec_\S+`).FindString(stdout.String())
+		if code, out, errOut := run(t, env, "send", "--url", p.url+"/webhooks/demo", "--secret", secret, "--id", "evt_log"); code != 0 {
+			t.Fatalf("send = %d %s %s", code, out, errOut)
+		}
+		waitFor(t, func() bool { return strings.Contains(stderr.String(), "msg=fact") })
+		var line string
+		for _, l := range strings.Split(stderr.String(), "\n") {
+			if strings.Contains(l, "msg=fact") && strings.Contains(l, "type=order.paid") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "id=fct_") || !strings.Contains(line, "subject=ord_evt_log") || !strings.Contains(line, "source=demo") {
+			t.Fatalf("no log line for order.paid ord_evt_log:\n%s", stderr.String())
 		}
 	})
 }
