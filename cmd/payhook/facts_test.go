@@ -294,13 +294,15 @@ func TestServeLogSinkByDefault(t *testing.T) {
 		if code, out, errOut := run(t, env, "send", "--url", p.url+"/webhooks/demo", "--secret", secret, "--id", "evt_log"); code != 0 {
 			t.Fatalf("send = %d %s %s", code, out, errOut)
 		}
-		waitFor(t, func() bool { return strings.Contains(stderr.String(), "msg=fact") })
 		var line string
-		for _, l := range strings.Split(stderr.String(), "\n") {
-			if strings.Contains(l, "msg=fact") && strings.Contains(l, "type=order.paid") {
-				line = l
+		waitFor(t, func() bool {
+			for _, l := range strings.Split(stderr.String(), "\n") {
+				if strings.Contains(l, "msg=fact") && strings.Contains(l, "type=order.paid") {
+					line = l
+				}
 			}
-		}
+			return line != ""
+		})
 		if !strings.Contains(line, "id=fct_") || !strings.Contains(line, "subject=ord_evt_log") || !strings.Contains(line, "source=demo") {
 			t.Fatalf("no log line for order.paid ord_evt_log:\n%s", stderr.String())
 		}
