@@ -7,6 +7,7 @@ import (
 	"io"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,6 +97,7 @@ func checkNode(n *yaml.Node, t reflect.Type, where string, fail func(int, string
 		for k := range keys {
 			names = append(names, k)
 		}
+		slices.Sort(names) // the hint's order, not the map's
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
