@@ -342,15 +342,17 @@ func TestBackfillRefusesMalformedItems(t *testing.T) {
 	})
 }
 
-// fixedLister lists through billete's client at url.
+// fixedLister lists through billete's client at url, with no clock: a
+// request fails with a timeout only when the API says it hangs on it.
 type fixedLister struct {
-	t   *testing.T
-	url string
+	t       *testing.T
+	url     string
+	hanging chan struct{}
 }
 
 func (l *fixedLister) ListEvents(ctx context.Context, q adapter.EventQuery) (adapter.EventPage, error) {
 	c, err := provider.NewClient("billete", adapter.ClientConfig{BaseURL: l.url, Key: "sk_test_x",
-		HTTP: &http.Client{Timeout: 200 * time.Millisecond}})
+		HTTP: &http.Client{Transport: timeoutTransport{hanging: l.hanging}}})
 	if err != nil {
 		l.t.Fatal(err)
 	}

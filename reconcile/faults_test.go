@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,6 +26,18 @@ type pagedAPI struct {
 	mu       sync.Mutex
 	attempts map[int]int
 	fault    func(w http.ResponseWriter, r *http.Request, page, attempt int) bool
+	// hanging tells the client that the API will not answer this request
+	// (see timeoutTransport): a timeout, however fast or slow the machine.
+	hanging chan struct{}
+}
+
+// hangingKey carries the API's hanging channel to a fault in the request.
+type hangingKey struct{}
+
+// hang answers nothing until the client gives up.
+func hang(w http.ResponseWriter, r *http.Request) {
+	r.Context().Value(hangingKey{}).(chan struct{}) <- struct{}{}
+	<-r.Context().Done()
 }
 
 var pages = [][]string{{"evt_a1", "evt_a2"}, {"evt_b1", "evt_b2"}, {"evt_c1", "evt_c2"}}
@@ -52,6 +65,7 @@ func (a *pagedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attempt := a.attempts[n]
 	fault := a.fault
 	a.mu.Unlock()
+	r = r.WithContext(context.WithValue(r.Context(), hangingKey{}, a.hanging))
 	if fault != nil && fault(w, r, n, attempt) {
 		return
 	}
@@ -89,7 +103,6 @@ func TestBackfillProviderFaults(t *testing.T) {
 	body := func(s string) func(w http.ResponseWriter, r *http.Request) {
 		return func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, s) }
 	}
-	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 	for _, tc := range []struct {
 		name   string
 		fault  func(http.ResponseWriter, *http.Request, int, int) bool
@@ -118,11 +131,11 @@ func TestBackfillProviderFaults(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
 				w := newWorld(t, dbURL, flavour.Billete(), 0)
-				api := &pagedAPI{attempts: map[int]int{}, fault: tc.fault}
+				api := &pagedAPI{attempts: map[int]int{}, fault: tc.fault, hanging: make(chan struct{}, 1)}
 				srv := httptest.NewServer(api)
 				defer srv.Close()
 				cfg := w.cfg
-				cfg.Lister = &fixedLister{t: t, url: srv.URL}
+				cfg.Lister = &fixedLister{t: t, url: srv.URL, hanging: api.hanging}
 				var sleeps []time.Duration
 				cfg.Sleep = func(_ context.Context, d time.Duration) error { sleeps = append(sleeps, d); return nil }
 				sum, err := reconcile.Backfill(ctx, cfg)
@@ -218,4 +231,56 @@ func TestBackfillStoreRetried(t *testing.T) {
 			t.Fatalf("Backfill with a store that keeps failing = %v; want the store's error after 5 attempts", err)
 		}
 	})
+}
+
+// timeoutTransport fails a request with a timeout when the API says it
+// will not answer it: the client's timeout, without a clock.
+type timeoutTransport struct {
+	hanging chan struct{}
+}
+
+// errTimeout is what an http.Client's timeout returns: a net.Error whose
+// Timeout is true.
+type errTimeout struct{}
+
+func (errTimeout) Error() string   { return "timeout awaiting response headers" }
+func (errTimeout) Timeout() bool   { return true }
+func (errTimeout) Temporary() bool { return true }
+
+func (tt timeoutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(r.Context())
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultTransport.RoundTrip(r.WithContext(ctx))
+		done <- result{resp, err}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			cancel()
+			return nil, res.err
+		}
+		res.resp.Body = cancelOnClose{res.resp.Body, cancel}
+		return res.resp, nil
+	case <-tt.hanging:
+		cancel()
+		<-done
+		return nil, errTimeout{}
+	}
+}
+
+// cancelOnClose cancels the request's context once its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
 }
