@@ -306,7 +306,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		_, err := q.Sweep(ctx)
 		return err
 	}))
-	periodic, periodicWorker, err := periodicJobs(cfg.Periodic, cfg.Logger.Error)
+	periodic, periodicWorker, err := periodicJobs(db, cfg.Periodic, cfg.Now, cfg.Logger.Error)
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %v: %w", err, payhook.ErrConfig)
 	}

@@ -7,13 +7,16 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/payhook/payhook/store"
 )
 
 // Periodic is work run every Every (a source's scheduled backfill and
 // reconcile). When several instances share a PostgreSQL database it runs
 // on one of them: River's elected leader inserts the periodic jobs, and
 // each period's job is unique (by name and period), so a change of leader
-// in the middle of a period does not run it twice.
+// in the middle of a period does not run it twice; a claim in the
+// database (store.ClaimPeriod) makes sure.
 type Periodic struct {
 	// Name identifies the work, e.g. "reconcile:shop": letters, digits,
 	// '_', '-', '.' and ':', unique within a Config.
@@ -39,7 +42,7 @@ func (periodicArgs) Kind() string { return "payhook_periodic" }
 
 // periodicJobs checks ps and returns their River periodic jobs and the
 // worker that runs them.
-func periodicJobs(ps []Periodic, logf func(msg string, args ...any)) ([]*river.PeriodicJob, river.Worker[periodicArgs], error) {
+func periodicJobs(db *store.DB, ps []Periodic, now func() time.Time, logf func(msg string, args ...any)) ([]*river.PeriodicJob, river.Worker[periodicArgs], error) {
 	byName := map[string]Periodic{}
 	var out []*river.PeriodicJob
 	for _, p := range ps {
@@ -70,6 +73,15 @@ func periodicJobs(ps []Periodic, logf func(msg string, args ...any)) ([]*river.P
 			return river.JobCancel(fmt.Errorf("no periodic job %q here", job.Args.Name))
 		}
 		period := job.CreatedAt.UTC().Truncate(p.Every)
+		// River inserts one job per period; the claim makes sure, should
+		// it insert two (a change of leader, a cancelled first job).
+		claimed, err := db.ClaimPeriod(ctx, p.Name, period, now())
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			return nil
+		}
 		if err := p.Run(ctx, period); err != nil {
 			logf("periodic job failed", "job", p.Name, "period", period, "err", err)
 			return river.JobCancel(err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/provider/adapter"
@@ -44,9 +45,10 @@ func (c *scheduleConfig) parse() (every, window time.Duration, err error) {
 }
 
 // schedules returns the periodic jobs of the sources with a reconcile
-// schedule: one job per source reconciles its window ending at the
-// period's start.
-func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger) ([]jobs.Periodic, error) {
+// schedule: one job per source backfills the window ending now that
+// starts window before the period, storing what is missing through
+// inbox(), then reconciles the same window.
+func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox func() payhook.Inbox) ([]jobs.Periodic, error) {
 	var out []jobs.Periodic
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
@@ -62,7 +64,20 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger) ([]job
 			return nil, fmt.Errorf("%s%s: %w", cfg.prefix(), s.label(i), err)
 		}
 		name, version := s.Name, s.APIVersion
+		a, _ := provider.Lookup(s.Provider)
+		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment}
 		out = append(out, jobs.Periodic{Name: "reconcile:" + name, Every: every, Run: func(ctx context.Context, period time.Time) error {
+			// A backfill first: what it brings is not reported missing.
+			if lister, ok := client.(adapter.EventLister); ok && a.Envelope != nil {
+				sum, err := reconcile.Backfill(ctx, reconcile.BackfillConfig{
+					DB: db, Inbox: inbox(), Source: src, Envelope: a.Envelope, Lister: lister,
+					From: period.Add(-window), Logger: log, Now: m.Now,
+				})
+				if err != nil {
+					return err
+				}
+				log.Info("scheduled backfill", "source", name, "period", period, "listed", sum.Listed, "new", sum.New)
+			}
 			rep, err := reconcile.Reconcile(ctx, reconcile.Config{
 				DB: db, Source: name, Client: client, Since: period.Add(-window), Now: m.Now, APIVersion: version,
 			})

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/jobs"
@@ -90,10 +91,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
-	if qcfg.Periodic, err = m.schedules(cfg, db, log); err != nil {
+	// The scheduled backfills store through the queue made next.
+	var queue *jobs.Queue
+	if qcfg.Periodic, err = m.schedules(cfg, db, log, func() payhook.Inbox { return queue }); err != nil {
 		return err
 	}
-	queue, err := jobs.New(db, qcfg)
+	queue, err = jobs.New(db, qcfg)
 	if err != nil {
 		return err
 	}

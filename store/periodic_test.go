@@ -1,0 +1,52 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
+)
+
+// TestClaimPeriod: each (name, period) is claimed once, also by
+// concurrent callers; another period or name is another claim.
+func TestClaimPeriod(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ok, err := db.ClaimPeriod(ctx, "reconcile:shop", t0, t0)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					wins.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("%d concurrent claims of one period won; want 1", n)
+		}
+		for _, tc := range []struct {
+			name   string
+			period time.Time
+			want   bool
+		}{
+			{"reconcile:shop", t0, false},
+			{"reconcile:shop", t0.Add(time.Hour), true},
+			{"reconcile:other", t0, true},
+		} {
+			if ok, err := db.ClaimPeriod(ctx, tc.name, tc.period, t0); ok != tc.want || err != nil {
+				t.Errorf("ClaimPeriod(%s, %s) = %v, %v; want %v", tc.name, tc.period, ok, err, tc.want)
+			}
+		}
+	})
+}
