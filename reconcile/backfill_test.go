@@ -376,3 +376,32 @@ func TestBackfillStripeRetention(t *testing.T) {
 		}
 	})
 }
+
+// An interrupted backfill (Ctrl-C: its context cancelled) records its run
+// as failed, with the cursor of the last page stored; the next one
+// resumes from there.
+func TestBackfillInterrupted(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		w := newWorld(t, dbURL, flavour.Billete(), 5) // 10 events, pages of 3
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := w.cfg
+		cfg.Progress = func(reconcile.Summary) { cancel() }
+		sum, err := reconcile.Backfill(ctx, cfg)
+		if err == nil || !strings.Contains(err.Error(), "interrupted") || sum.New != 3 {
+			t.Fatalf("interrupted Backfill = %+v, %v; want an error saying so after the first page", sum, err)
+		}
+		r, _ := w.db.Run(context.Background(), sum.Runs[0])
+		if !r.Failed() || r.Cursor == "" || r.New != 3 {
+			t.Fatalf("interrupted run %+v; want failed, with its cursor", r)
+		}
+		cfg.Progress = nil
+		sum, err = reconcile.Backfill(context.Background(), cfg)
+		if err != nil || sum.New != len(w.ids)-3 || sum.Known != 0 {
+			t.Fatalf("next Backfill = %+v, %v; want the %d left, resumed", sum, err, len(w.ids)-3)
+		}
+		if len(w.stored(t)) != len(w.ids) {
+			t.Fatalf("%d stored; want %d", len(w.stored(t)), len(w.ids))
+		}
+	})
+}
