@@ -19,7 +19,11 @@
 // down), the inbox's error says that no event caused it (see WholeBatch):
 // every request of the batch is then answered with it at once. Trying each
 // alone would repeat the failure once per request, one transaction after
-// another, while the others wait to their deadline.
+// another, while the others wait to their deadline. Until a commit
+// succeeds again, a request that arrives while a commit is under way gets
+// that error at once instead of waiting behind it: the store is still
+// tried, one batch at a time, by the requests that arrive while no commit
+// runs.
 package groupcommit
 
 import (
@@ -88,6 +92,8 @@ type Committer struct {
 	queue   []*request
 	closed  bool
 	blocked map[key]int // keys of requests being retried alone, and how many
+	busy    bool        // a commit is under way
+	failing error       // the store's error (WholeBatch) of the last commit, if it failed so
 }
 
 type key struct{ source, eventID string }
@@ -144,7 +150,9 @@ func (c *Committer) Queued() int {
 // which events were new. If ctx ends first, it returns an error wrapping
 // payhook.ErrUnavailable: the events may or may not have been stored, and
 // the provider's retry finds out (a duplicate then answers 200). An event
-// locked by another transaction is retried until ctx ends.
+// locked by another transaction is retried until ctx ends. While the store
+// fails as a whole (the last commit failed with an error WholeBatch
+// reports) and a commit is under way, it returns that error at once.
 func (c *Committer) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
 	r := &request{ctx: ctx, evs: evs, out: make(chan result, 1)}
 	c.mu.Lock()
@@ -155,6 +163,11 @@ func (c *Committer) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, e
 	if c.isBlocked(evs) {
 		c.mu.Unlock()
 		return c.ingestAlone(ctx, evs)
+	}
+	if c.failing != nil && c.busy {
+		err := c.failing
+		c.mu.Unlock()
+		return nil, fmt.Errorf("store failing, tried again by the commit under way: %w", err)
 	}
 	c.queue = append(c.queue, r)
 	c.mu.Unlock()
@@ -249,7 +262,10 @@ func (c *Committer) loop() {
 			if len(batch) == 0 {
 				break
 			}
-			c.commit(batch)
+			failing := c.commit(batch)
+			c.mu.Lock()
+			c.busy, c.failing = false, failing
+			c.mu.Unlock()
 		}
 	}
 }
@@ -280,6 +296,7 @@ func (c *Committer) take() []*request {
 		break
 	}
 	c.queue = slices.Delete(c.queue, 0, i)
+	c.busy = len(batch) > 0
 	return batch
 }
 
@@ -288,7 +305,8 @@ func (c *Committer) take() []*request {
 // rest committed again without it; a failure of the store as a whole
 // (WholeBatch) is every request's answer; any other failure has each
 // request tried on its own, so that one bad event cannot fail the others.
-func (c *Committer) commit(live []*request) {
+// It returns the store's error when the batch ended failing as a whole.
+func (c *Committer) commit(live []*request) (failing error) {
 	for len(live) > 1 {
 		evs, order, owner := sorted(live)
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
@@ -303,13 +321,13 @@ func (c *Committer) commit(live []*request) {
 				r.out <- result{inserted: inserted[:len(r.evs)]}
 				inserted = inserted[len(r.evs):]
 			}
-			return
+			return nil
 		}
 		if WholeBatch(err) {
 			for _, r := range live {
 				answer(r, nil, err)
 			}
-			return
+			return err
 		}
 		var one *payhook.EventError
 		if !errors.As(err, &one) || one.Index < 0 || one.Index >= len(evs) {
@@ -326,9 +344,10 @@ func (c *Committer) commit(live []*request) {
 			for _, r := range live[i+1:] {
 				answer(r, nil, err)
 			}
-			return
+			return err
 		}
 	}
+	return nil
 }
 
 // answer returns a request its outcome, or sends it to be retried alone
