@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/payhook/payhook"
@@ -162,6 +163,41 @@ func TestSweepRoutesUnrouted(t *testing.T) {
 		waitProgress(t, "swept fact delivered", func() (bool, string) { return got.get("order.paid ord_s") == 1, "" })
 		if n := count(t, db, `SELECT count(*) FROM payhook_facts WHERE NOT routed`); n != 0 {
 			t.Errorf("%d facts still unrouted", n)
+		}
+	})
+}
+
+// TestDeliverUnknownSink: a delivery whose sink this instance does not
+// have is retried, failed only at the last attempt.
+func TestDeliverUnknownSink(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		writer := newOutbox(t, db)
+		if err := writer.AddFunc("crm", nil, func(context.Context, outbox.Fact) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := billing.Begin(ctx, db, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := billing.ApplyOutcome(ctx, tx.WithOutbox(writer), "shop", []billing.Fact{billing.OrderPaid{OrderID: "ord_u", PaymentRef: "pi_u", At: t0}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		id := tx.Deliveries()[0]
+		other := newOutbox(t, db) // an instance without the sink
+		for _, final := range []bool{false, true} {
+			if err := other.Deliver(ctx, id, final); err == nil || !strings.Contains(err.Error(), "not configured") {
+				t.Fatalf("Deliver (final %v) = %v; want not configured", final, err)
+			}
+			ds, err := outbox.ListDeliveries(ctx, db, outbox.DeliveryFilter{})
+			want := map[bool]string{false: "pending", true: "failed"}[final]
+			if err != nil || ds[0].Status != want {
+				t.Fatalf("after Deliver (final %v): %+v, %v; want %s", final, ds, err, want)
+			}
 		}
 	})
 }

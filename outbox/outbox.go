@@ -245,7 +245,8 @@ type delivery struct {
 // the job to be retried with backoff; final marks the last attempt, whose
 // failure leaves the delivery failed. A sink that answers gone (ErrGone:
 // HTTP 410) is paused: this delivery and its others wait, paused, and
-// OnPause is called. A delivery of a sink not registered fails at once.
+// OnPause is called. A delivery of a sink not registered here is retried
+// as a failure (another instance may have it), failed at the last attempt.
 func (o *Outbox) Deliver(ctx context.Context, id int64, final bool) error {
 	d, err := o.load(ctx, id)
 	if err != nil || d == nil || d.status != "pending" {
@@ -255,8 +256,14 @@ func (o *Outbox) Deliver(ctx context.Context, id int64, final bool) error {
 	r := o.routes[d.sink]
 	o.mu.RUnlock()
 	if r == nil {
-		err := fmt.Errorf("sink %s is not configured", d.sink)
-		return o.record(ctx, d, "failed", Receipt{}, err, 0)
+		// Another instance may have it (a sink being added across a
+		// rolling deploy): retried like a failure, failed at the last.
+		err := fmt.Errorf("sink %s is not configured on this instance", d.sink)
+		status := "pending"
+		if final {
+			status = "failed"
+		}
+		return errors.Join(err, o.record(ctx, d, status, Receipt{}, err, 0))
 	}
 	if paused, err := o.paused(ctx, r); err != nil {
 		return err

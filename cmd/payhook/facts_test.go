@@ -308,3 +308,57 @@ func TestServeLogSinkByDefault(t *testing.T) {
 		}
 	})
 }
+
+// TestSinkGoneRaisesAlert: serve's outbox raises a sink_paused alert when
+// an http sink answers 410 Gone.
+func TestSinkGoneRaisesAlert(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		gone := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "this endpoint was removed", http.StatusGone)
+		}))
+		defer gone.Close()
+		path := writeConfig(t, fmt.Sprintf("sources:\n  - {name: shop, provider: stripe, secrets: [whsec_x]}\n"+
+			"sinks:\n  - {name: app, type: http, url: %q, secret: %s, allow_private: true}\n", gone.URL, sinkSecret))
+		cfg, err := loadConfig(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := migrateAll(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		box, err := cfg.outbox(db, discardLogger(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := billing.Begin(ctx, db, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := billing.ApplyOutcome(ctx, tx.WithOutbox(box), "shop", []billing.Fact{
+			billing.OrderPaid{OrderID: "ord_gone", PaymentRef: "pi_gone", At: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := box.Deliver(ctx, tx.Deliveries()[0], false); err != nil {
+			t.Fatalf("Deliver to a gone sink = %v; want the sink paused, no error", err)
+		}
+		alerts, err := billing.ListAlerts(ctx, db, billing.AlertFilter{Kind: outbox.AlertSinkPaused})
+		if err != nil || len(alerts) != 1 || alerts[0].Subject != "app" || !strings.Contains(alerts[0].Message, "410") {
+			t.Fatalf("alerts = %+v, %v; want one sink_paused alert for app", alerts, err)
+		}
+		ds, err := outbox.ListDeliveries(ctx, db, outbox.DeliveryFilter{Sink: "app"})
+		if err != nil || len(ds) != 1 || ds[0].Status != outbox.StatusPaused || ds[0].Log[0].Status != http.StatusGone ||
+			!strings.Contains(ds[0].Log[0].Response, "removed") {
+			t.Fatalf("deliveries = %+v, %v", ds, err)
+		}
+	})
+}
