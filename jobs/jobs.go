@@ -91,7 +91,9 @@ type Config struct {
 	// row id delivery (an outbox delivery, enqueued by EnqueueDeliveries
 	// or the sweep) in a job of its own, after the commit that wrote it:
 	// an error retries it with DeliveryBackoff, never touching the event
-	// that made it; final marks the last of DeliveryAttempts.
+	// that made it; final marks the last of DeliveryAttempts. The attempt
+	// of a process that died is retried by River's rescuer once it has run
+	// for RescueAfter: deliveries are at least once.
 	Deliver func(ctx context.Context, delivery int64, final bool) error
 	// DeliverySweep, if set, is called by every sweep inside its
 	// transaction: it returns up to limit deliveries to enqueue (pending,
