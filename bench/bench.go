@@ -72,7 +72,7 @@ type Phase struct {
 	Rate float64
 	// Timeout bounds one delivery. Default 30 s.
 	Timeout time.Duration
-	// Interval is the width of a Timeline sample. Default 100 ms.
+	// Interval is the width of a Timeline sample. Default 1 s.
 	Interval time.Duration
 	// Stall is how long the drain may see no progress before Run gives
 	// up waiting for it. Default 1 min.
@@ -161,7 +161,7 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 		return nil, fmt.Errorf("bench: target %s has a database but no source", t.Name)
 	}
 	p.Timeout = cmpOr(p.Timeout, 30*time.Second)
-	p.Interval = cmpOr(p.Interval, 100*time.Millisecond)
+	p.Interval = cmpOr(p.Interval, time.Second)
 	p.Stall = cmpOr(p.Stall, time.Minute)
 	client := p.Client
 	if client == nil {

@@ -111,7 +111,7 @@ func TestFloor(t *testing.T) {
 	defer f.Close()
 	secret, _ := NewSecret("stripe")
 	for _, p := range []Phase{{Concurrency: 4}, {Rate: 2000}} {
-		p.Provider, p.Secret, p.Events, p.Duplicates = "stripe", secret, 200, 20
+		p.Provider, p.Secret, p.Events, p.Duplicates, p.Interval = "stripe", secret, 200, 20, 10*time.Millisecond
 		res, err := Run(context.Background(), Target{Name: "floor", URL: f.URL}, p)
 		if err != nil {
 			t.Fatal(err)
@@ -121,7 +121,7 @@ func TestFloor(t *testing.T) {
 		}
 		sum := 0.0
 		for _, s := range res.Timeline {
-			sum += s.AcksPerSec * (100 * time.Millisecond).Seconds()
+			sum += s.AcksPerSec * p.Interval.Seconds()
 		}
 		if int(sum+0.5) != res.Acked {
 			t.Errorf("%s: timeline sums to %g acks; want %d", res.Load(), sum, res.Acked)
