@@ -56,4 +56,9 @@ type Source struct {
 	// processing acts on it rather than on a possibly older event. Sources
 	// configured with API credentials have one.
 	Fetch func(ctx context.Context, ev *Event) ([]byte, error)
+	// APIVersion, if set, is the provider API version the source pins: an
+	// event of another version (its payload's top-level api_version) is
+	// processed all the same and raises an api_version_drift alert, once
+	// per version seen.
+	APIVersion string
 }

@@ -55,7 +55,19 @@ const (
 	// SHA-256 digests. Raised once per event by the store at ingest;
 	// subject is source/event id.
 	AlertEventBodyConflict = store.AlertEventBodyConflict
+	// AlertAPIVersionDrift: an event or a listed object came in another
+	// API version than its source pins; it is stored and processed all
+	// the same. Subject is the source, raised once per version seen.
+	AlertAPIVersionDrift = "api_version_drift"
 )
+
+// RaiseVersionDrift raises AlertAPIVersionDrift for source inside tx:
+// what (an event, a listed object) came in version seen, not pinned.
+// Once per version seen: it reports whether this call raised it.
+func RaiseVersionDrift(ctx context.Context, tx *Tx, source, pinned, seen, what string) (bool, error) {
+	return RaiseAlertOnce(ctx, tx, AlertAPIVersionDrift, source, source+"/"+seen,
+		fmt.Sprintf("source %s pins API version %s, but %s came in version %s (stored all the same)", source, pinned, what, seen))
+}
 
 // RaiseAlert raises the alert (kind, subject) inside tx, at tx's time.
 // The first time it inserts it; again, it counts one more, moves

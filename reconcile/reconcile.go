@@ -23,9 +23,8 @@ const (
 	// (the same difference found by the next run counts nothing).
 	AlertDifference = "reconcile_difference"
 	// AlertAPIVersionDrift: an event or a listed object came in another
-	// API version than the source pins; subject is the source, raised
-	// once per version seen.
-	AlertAPIVersionDrift = "api_version_drift"
+	// API version than the source pins (billing.AlertAPIVersionDrift).
+	AlertAPIVersionDrift = billing.AlertAPIVersionDrift
 )
 
 // What a Difference is.
@@ -496,7 +495,7 @@ func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed ma
 				if o.APIVersion == "" || o.APIVersion == cfg.APIVersion {
 					continue
 				}
-				if _, err := RaiseDrift(ctx, tx, cfg.Source, cfg.APIVersion, o.APIVersion, "listed "+o.Kind+" "+o.Ref); err != nil {
+				if _, err := billing.RaiseVersionDrift(ctx, tx, cfg.Source, cfg.APIVersion, o.APIVersion, "listed "+o.Kind+" "+o.Ref); err != nil {
 					return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
 				}
 			}
@@ -506,12 +505,4 @@ func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed ma
 		return fmt.Errorf("reconcile %s: commit alerts: %w", cfg.Source, err)
 	}
 	return nil
-}
-
-// RaiseDrift raises AlertAPIVersionDrift for source inside tx: what (an
-// event, a listed object) came in version seen, not the pinned one. Once
-// per version seen: it reports whether this call raised it.
-func RaiseDrift(ctx context.Context, tx *billing.Tx, source, pinned, seen, what string) (bool, error) {
-	return billing.RaiseAlertOnce(ctx, tx, AlertAPIVersionDrift, source, source+"/"+seen,
-		fmt.Sprintf("source %s pins API version %s, but %s came in version %s (stored all the same)", source, pinned, what, seen))
 }

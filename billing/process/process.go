@@ -100,7 +100,11 @@ type processor struct {
 
 // apply turns ev into billing facts and applies them in tx.
 func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-	name := p.bySource[ev.Source].Provider
+	src := p.bySource[ev.Source]
+	name := src.Provider
+	if err := p.drift(ctx, tx, src, ev); err != nil {
+		return err
+	}
 	read, err := mapping.Read(name, current(name, ev))
 	if err != nil {
 		return err
@@ -120,6 +124,25 @@ func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) er
 		p.log.Info("subscription ended", "source", ev.Source, "subscription", ref, "event", ev.EventID)
 	}
 	return nil
+}
+
+// drift raises billing.AlertAPIVersionDrift, once per version, when the
+// source pins an API version and ev's payload says another in its
+// top-level api_version (Stripe's and billete's events do). The event is
+// processed all the same.
+func (p *processor) drift(ctx context.Context, tx *sql.Tx, src payhook.Source, ev *payhook.Event) error {
+	if src.APIVersion == "" {
+		return nil
+	}
+	var v struct {
+		APIVersion string `json:"api_version"`
+	}
+	if json.Unmarshal(ev.Payload, &v) != nil || v.APIVersion == "" || v.APIVersion == src.APIVersion {
+		return nil
+	}
+	_, err := billing.RaiseVersionDrift(ctx, billing.Wrap(p.db, tx, p.now()), src.Name, src.APIVersion,
+		payhook.Storable(v.APIVersion), "event "+ev.EventID)
+	return err
 }
 
 // fetch reads the resource ev is about with its source's Fetch, if any.

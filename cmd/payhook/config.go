@@ -170,7 +170,7 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s%s: %w", c.prefix(), s.label(i), err) // wraps payhook.ErrConfig
 		}
-		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v}
+		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment, Verifier: v, APIVersion: s.APIVersion}
 		if s.APIURL != "" {
 			client, err := provider.NewClient(s.Provider, adapter.ClientConfig{BaseURL: s.APIURL, Key: s.APIKey, APIVersion: s.APIVersion})
 			if err != nil {

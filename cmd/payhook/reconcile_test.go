@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +34,8 @@ type reconcileWorld struct {
 	db       *store.DB
 	source   string
 	endpoint string
+	mu       sync.Mutex
+	asked    []string // the API version each request to the API pinned
 }
 
 func newReconcileWorld(t *testing.T, engine, name string, events []string, extra ...string) *reconcileWorld {
@@ -46,10 +50,16 @@ func newReconcileWorld(t *testing.T, engine, name string, events []string, extra
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(p.Handler())
+	w := &reconcileWorld{t: t, f: f, p: p, secret: f.NewSecret(), source: "shop"}
+	h := p.Handler()
+	api := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		w.asked = append(w.asked, r.Header.Get("Billete-Version")+r.Header.Get("Stripe-Version"))
+		w.mu.Unlock()
+		h.ServeHTTP(rw, r)
+	}))
 	t.Cleanup(api.Close)
 
-	w := &reconcileWorld{t: t, f: f, p: p, secret: f.NewSecret(), source: "shop"}
 	dbURL := dbtest.URL(t, engine)
 	config := filepath.Join(t.TempDir(), "payhook.yaml")
 	os.WriteFile(config, fmt.Appendf(nil, "sources:\n  - name: shop\n    provider: %s\n    secrets: [\"${SECRET}\"]\n"+
@@ -263,4 +273,55 @@ func TestReconcileErrors(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "--config or PAYHOOK_CONFIG") {
 		t.Errorf("reconcile without a config = %d, %q", code, errOut)
 	}
+}
+
+// TestAPIVersionPinned: a source that pins api_version sends it with
+// every request to the provider's API; events and listed objects of
+// another version are stored and processed all the same, and raise one
+// api_version_drift alert per version seen.
+func TestAPIVersionPinned(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		for _, name := range []string{"billete", "stripe"} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				// The endpoint and the account are on sim.DefaultAPIVersion.
+				w := newReconcileWorld(t, engine, name, []string{"*"}, "    api_version: 2024-06-01\n")
+				for i := range 3 {
+					co, err := w.p.CreateCheckout(sim.EnvTest, 1000+int64(i), "EUR", fmt.Sprint("ord_", i))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := w.p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
+				w.waitProcessed(6)
+				if code, rep, errOut := w.reconcile(); code != 0 {
+					t.Fatalf("reconcile = %d, %+v, %s; want 0: the drift is no difference", code, rep.Differences, errOut)
+				}
+				var kinds, subjects []string
+				var counts []int
+				rows, err := w.db.SQL.Query(`SELECT kind, subject, count FROM payhook_alerts ORDER BY id`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for rows.Next() {
+					var k, s string
+					var n int
+					rows.Scan(&k, &s, &n)
+					kinds, subjects, counts = append(kinds, k), append(subjects, s), append(counts, n)
+				}
+				rows.Close()
+				if !slices.Equal(kinds, []string{reconcile.AlertAPIVersionDrift}) || subjects[0] != "shop" || counts[0] != 1 {
+					t.Errorf("alerts %v %v %v; want one api_version_drift of shop, raised once", kinds, subjects, counts)
+				}
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if len(w.asked) == 0 || slices.ContainsFunc(w.asked, func(v string) bool { return v != "2024-06-01" }) {
+					t.Errorf("requests pinned %v; want 2024-06-01 on every one", w.asked)
+				}
+			})
+		}
+	})
 }
