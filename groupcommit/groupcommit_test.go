@@ -83,8 +83,10 @@ func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 		close(counting.gate)
 		wg.Wait()
 		sizes := counting.seen()
-		if sizes[0] < 50 && sizes[1] != 50-sizes[0] {
-			t.Fatalf("commits of %v events: the second holds %d, want the %d requests queued during the first", sizes[:2], sizes[1], 50-sizes[0])
+		// A requester freed by the first commit may queue its next
+		// delivery before the second batch is taken: at least, not exactly.
+		if sizes[0] < 50 && sizes[1] < 50-sizes[0] {
+			t.Fatalf("commits of %v events: the second holds %d, want at least the %d requests queued during the first", sizes[:2], sizes[1], 50-sizes[0])
 		}
 		if len(sizes) >= 400 {
 			t.Fatalf("400 deliveries in %d commits, want fewer", len(sizes))
