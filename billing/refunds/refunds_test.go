@@ -1,0 +1,231 @@
+package refunds_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/billing/refunds"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/internal/stripemock"
+	"github.com/payhook/payhook/provider/adapter"
+	"github.com/payhook/payhook/provider/billete"
+	"github.com/payhook/payhook/provider/stripe"
+	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/deliver"
+	"github.com/payhook/payhook/sim/flavour"
+	"github.com/payhook/payhook/store"
+)
+
+// nowhere is a Sender that delivers nothing: only the API is under test.
+type nowhere struct{}
+
+func (nowhere) Send(deliver.Target, flavour.Event) {}
+func (nowhere) Log(string) []deliver.Attempt       { return nil }
+func (nowhere) Resend(string) error                { return nil }
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func openDB(t *testing.T, dbURL string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// capture stores a captured payment in billing, as its webhook would.
+func capture(t *testing.T, db *store.DB, source, ref string, amount int64) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := billing.Begin(ctx, db, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.ApplyOutcome(ctx, tx, source, []billing.Fact{billing.Captured{Payment: billing.Payment{
+		Ref: ref, Amount: amount, Currency: "EUR", CapturedAt: t0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countingRefunder counts the calls that reach the provider.
+type countingRefunder struct {
+	adapter.Refunder
+	calls int
+}
+
+func (c *countingRefunder) Refund(ctx context.Context, r adapter.RefundRequest) (adapter.RefundResult, error) {
+	c.calls++
+	return c.Refunder.Refund(ctx, r)
+}
+
+// billeteWorld is the simulator with one payment of 1000, known to billing.
+func billeteWorld(t *testing.T, db *store.DB) (*sim.Provider, string, *countingRefunder) {
+	t.Helper()
+	p, err := sim.New(sim.Config{Flavour: flavour.Billete(), Sender: nowhere{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(p.Handler())
+	t.Cleanup(api.Close)
+	co, err := p.CreateCheckout(sim.EnvTest, 1000, "eur", "ord_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay, err := p.CompleteCheckout(sim.EnvTest, co.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capture(t, db, "shop", pay.ID, 1000)
+	key, _ := p.Keys()
+	return p, pay.ID, &countingRefunder{Refunder: &billete.Client{BaseURL: api.URL, Key: key}}
+}
+
+func refunded(t *testing.T, p *sim.Provider, id string) int64 {
+	t.Helper()
+	pay, err := p.GetPayment(sim.EnvTest, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pay.RefundedAmount
+}
+
+func TestRefundTwiceRefundsOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		p, id, c := billeteWorld(t, db)
+		cfg := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0 }}
+		ask := refunds.Ask{Payment: id, Amount: 300}
+		r, err := refunds.Refund(ctx, cfg, ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != refunds.StatusCompleted || r.Seq != 1 || r.Key != "refund-shop-"+id+"-1" || r.ProviderRef == "" {
+			t.Fatalf("first run: %+v", r)
+		}
+		if _, err := refunds.Refund(ctx, cfg, ask); !errors.Is(err, payhook.ErrInvalid) {
+			t.Fatalf("second run with the same arguments: %v, want a refusal", err)
+		}
+		if got := refunded(t, p, id); got != 300 || c.calls != 1 {
+			t.Fatalf("provider refunded %d in %d calls, want 300 in 1", got, c.calls)
+		}
+		// --again refunds again, with the next seq's key.
+		ask.Again = true
+		r2, err := refunds.Refund(ctx, cfg, ask)
+		if err != nil || r2.Seq != 2 || r2.ProviderRef == r.ProviderRef {
+			t.Fatalf("--again: %+v, %v", r2, err)
+		}
+		if got := refunded(t, p, id); got != 600 {
+			t.Fatalf("provider refunded %d, want 600", got)
+		}
+	})
+}
+
+func TestRefundCrashBeforeRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		p, id, c := billeteWorld(t, db)
+		failed := false
+		cfg := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0 },
+			Record: func(ctx context.Context, db *store.DB, r *refunds.Request, res adapter.RefundResult, at time.Time) error {
+				if !failed {
+					failed = true
+					return errors.New("killed before recording")
+				}
+				return refunds.Complete(ctx, db, r, res, at)
+			}}
+		ask := refunds.Ask{Payment: id} // all that is left
+		if _, err := refunds.Refund(ctx, cfg, ask); err == nil {
+			t.Fatal("the record step failed but Refund did not say so")
+		}
+		rs, err := refunds.List(ctx, db, "shop", id)
+		if err != nil || len(rs) != 1 || rs[0].Status != refunds.StatusPending {
+			t.Fatalf("after the crash: %+v, %v", rs, err)
+		}
+		r, err := refunds.Refund(ctx, cfg, ask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Reused || !r.Replayed || r.Seq != 1 || r.Status != refunds.StatusCompleted || r.Attempts != 2 {
+			t.Fatalf("retry: %+v", r)
+		}
+		if got := refunded(t, p, id); got != 1000 || c.calls != 2 {
+			t.Fatalf("provider refunded %d in %d calls, want 1000 once (2 calls, one key)", got, c.calls)
+		}
+	})
+}
+
+func TestRefundRefusedBeforeAnyCall(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		p, id, c := billeteWorld(t, db)
+		cfg := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0 }}
+		for _, tc := range []struct {
+			name string
+			ask  refunds.Ask
+			want error
+		}{
+			{"more than the payment keeps", refunds.Ask{Payment: id, Amount: 1001}, payhook.ErrInvalid},
+			{"negative amount", refunds.Ask{Payment: id, Amount: -1}, payhook.ErrInvalid},
+			{"beyond MaxAmount", refunds.Ask{Payment: id, Amount: payhook.MaxAmount + 1}, payhook.ErrMalformed},
+			{"unknown payment", refunds.Ask{Payment: "pay_nope", Amount: 1}, payhook.ErrNotFound},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if _, err := refunds.Refund(ctx, cfg, tc.ask); !errors.Is(err, tc.want) {
+					t.Fatalf("got %v, want %v", err, tc.want)
+				}
+				rs, _ := refunds.List(ctx, db, "shop", id)
+				if c.calls != 0 || len(rs) != 0 || refunded(t, p, id) != 0 {
+					t.Fatalf("refused, yet %d calls and %d requests", c.calls, len(rs))
+				}
+			})
+		}
+	})
+}
+
+func TestRefundPendingOtherAmountRefused(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		_, id, _ := billeteWorld(t, db)
+		if _, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 200}, t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 300}, t0); !errors.Is(err, payhook.ErrInvalid) {
+			t.Fatalf("another amount while one is pending: %v", err)
+		}
+		r, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 200}, t0)
+		if err != nil || !r.Reused || r.Seq != 1 {
+			t.Fatalf("same amount: %+v, %v", r, err)
+		}
+	})
+}
+
+func TestStripeMockAcceptsRefund(t *testing.T) {
+	base := stripemock.Start(t)
+	for _, ref := range []string{"pi_123", "ch_123"} {
+		c := &stripe.Client{BaseURL: base, Key: "sk_test_123"}
+		res, err := c.Refund(context.Background(), adapter.RefundRequest{Payment: ref, Amount: 100, Reason: "requested_by_customer", Key: "refund-stripe-" + ref + "-1"})
+		if err != nil {
+			t.Fatalf("%s: %v", ref, err)
+		}
+		if res.Ref == "" {
+			t.Fatalf("%s: no refund id in %+v", ref, res)
+		}
+	}
+}
