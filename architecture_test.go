@@ -42,7 +42,7 @@ var importRules = []importRule{
 	{"reconcile", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
 		"backfill and reconciliation store through the root's Inbox and compare with billing state; they never serve HTTP"},
 	{"api", []string{"", "billing/...", "store", "internal/..."}, "the HTTP API over billing's views"},
-	{"console", []string{"", "api", "billing/...", "store", "jobs", "internal/..."}, "the web console over billing's views and the queue's replay"},
+	{"console", []string{"", "api", "billing/...", "outbox", "store", "jobs", "internal/..."}, "the web console over billing's and the outbox's views and the queue's replay"},
 	{"sim/...", []string{"", "sim/...", "provider/...", "internal/..."}, "the simulated provider knows nothing of the server"},
 	{"bench", []string{"", "sim/...", "provider/...", "internal/..."}, "the load generator signs as providers do and reads counts through database/sql"},
 	{"cmd/...", []string{"..."}, "the binary wires everything"},

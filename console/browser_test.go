@@ -145,8 +145,9 @@ func (b *tab) shot(name string) {
 
 // TestBrowser drives the console in headless chromium: the login (a
 // wrong token refused), the event filter, one event, its replay and the
-// new attempt, an alert acknowledged, an action without its CSRF token
-// refused, and a payload holding <script> shown as text.
+// new attempt, an alert acknowledged, a delivery resent, an action
+// without its CSRF token refused, and a payload holding <script> shown as
+// text.
 func TestBrowser(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := browser(t)
@@ -234,6 +235,15 @@ func TestBrowser(t *testing.T) {
 		as, err := billing.ListAlerts(context.Background(), e.db, billing.AlertFilter{Unacknowledged: true})
 		if err != nil || len(as) != 0 || strings.Contains(b.text("#alerts"), "shop/evt_flaky") {
 			t.Fatalf("open alerts after acknowledge: %+v, %v; page %q", as, err, b.text("#alerts"))
+		}
+
+		// Resend a failed delivery.
+		delivery := e.delivery("ord_7")
+		b.do("open the deliveries", chromedp.Navigate(e.url+"/console/deliveries"), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+		shot("deliveries")
+		b.do("resend", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#delivery-%d button`, delivery))), chromedp.WaitVisible(chromedp.CSS("#flash")))
+		if got := b.text(fmt.Sprintf("#delivery-%d", delivery)); !strings.Contains(got, "pending") {
+			t.Fatalf("delivery after resend: %q; want pending", got)
 		}
 
 		// An action whose form lost its CSRF token is refused.

@@ -15,6 +15,7 @@
 //	GET  /console/payments               ?source= &status=; /console/payments/{source}/{ref} with postings
 //	GET  /console/ledger                 balances per currency
 //	GET  /console/subscriptions, /console/orders, /console/runs, /console/sources
+//	GET  /console/deliveries             ?sink= &status=; POST /console/deliveries/{id}/resend
 //	GET  /console/alerts                 ?all=1; POST /console/alerts/{id}/ack
 //	     /console/jobs/                  River's UI (riverui), when Config.Jobs is set
 //	     /api/v1/...                     the read API (package api)
@@ -97,6 +98,9 @@ type Config struct {
 	// then one every LoginEvery. Defaults 10 and 6 seconds.
 	LoginBurst int
 	LoginEvery time.Duration
+	// Resend, if set, sends an outbox delivery again (outbox.ResendTx and
+	// its job, in one transaction): the deliveries page's Resend button.
+	Resend func(ctx context.Context, delivery int64) error
 	// Jobs, if set, is River's UI (jobs.Queue.UIHandler with JobsPrefix),
 	// served under JobsPrefix behind the login.
 	Jobs http.Handler
@@ -179,6 +183,8 @@ func New(cfg Config) (*Console, error) {
 	m.HandleFunc("GET /console/alerts", c.page(c.alerts))
 	m.HandleFunc("POST /console/alerts/{id}/ack", c.action(c.ack))
 	m.HandleFunc("GET /console/runs", c.page(c.runs))
+	m.HandleFunc("GET /console/deliveries", c.page(c.deliveries))
+	m.HandleFunc("POST /console/deliveries/{id}/resend", c.action(c.resend))
 	m.HandleFunc("GET /console/sources", c.page(c.sources))
 	if cfg.Jobs != nil {
 		m.Handle(JobsPrefix+"/", c.jobs(cfg.Jobs))

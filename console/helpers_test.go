@@ -87,6 +87,7 @@ func newEnv(t *testing.T, dbURL string, opts ...options) *env {
 	}
 	cfg := console.Config{DB: db, Queue: q, Token: token, Jobs: ui, Logger: slog.New(slog.DiscardHandler),
 		Sources: []console.Source{{Name: "shop", Provider: "billete", Environment: "test", Fingerprints: []string{"sha256:aaaaaaaaaaaa", "sha256:bbbbbbbbbbbb"}}}}
+	cfg.Resend = e.resend
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -2,11 +2,14 @@ package console
 
 import (
 	"fmt"
+
+	"github.com/payhook/payhook"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -215,4 +218,35 @@ func (c *Console) sources(w http.ResponseWriter, r *http.Request, v *view) error
 	}
 	v.Title, v.Nav, v.Data = "Sources", "sources", out
 	return nil
+}
+
+type deliveriesData struct {
+	Rows      []outbox.DeliveryView
+	Statuses  []string
+	CanResend bool
+}
+
+func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, v *view) error {
+	ds, err := outbox.ListDeliveries(r.Context(), c.cfg.DB, outbox.DeliveryFilter{
+		Sink: r.URL.Query().Get("sink"), Status: r.URL.Query().Get("status"), Limit: ListSize})
+	if err != nil {
+		return err
+	}
+	v.Title, v.Nav, v.Data = "Outbox deliveries", "deliveries", deliveriesData{Rows: ds, Statuses: outbox.DeliveryStatuses, CanResend: c.cfg.Resend != nil}
+	return nil
+}
+
+func (c *Console) resend(w http.ResponseWriter, r *http.Request, s *session) (string, error) {
+	id, err := rowID(r, "delivery")
+	if err != nil {
+		return "", err
+	}
+	if c.cfg.Resend == nil {
+		return "", fmt.Errorf("resend delivery %d: %w: resending is not set up on this server", id, payhook.ErrInvalid)
+	}
+	if err := c.cfg.Resend(r.Context(), id); err != nil {
+		return "", err
+	}
+	c.log.Info("console resend", "delivery", id, "user", s.User)
+	return "/console/deliveries?done=resent", nil
 }

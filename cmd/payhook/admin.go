@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/payhook/payhook/console"
 	"github.com/payhook/payhook/internal/signing"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -69,7 +71,14 @@ func (m *Main) newConsole(ctx context.Context, cfg *fileConfig, db *store.DB, qu
 		return nil, err
 	}
 	c, err := console.New(console.Config{DB: db, Queue: queue, Sources: sources, Token: token, Users: users,
-		TrustProxy: cfg.Admin.TrustProxy, Jobs: ui, Logger: log, Now: m.Now})
+		TrustProxy: cfg.Admin.TrustProxy, Jobs: ui, Logger: log, Now: m.Now,
+		Resend: func(ctx context.Context, id int64) error {
+			now := time.Now()
+			if m.Now != nil {
+				now = m.Now()
+			}
+			return resendDelivery(ctx, db, queue, id, now)
+		}})
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", cfg.prefix(), err)
 	}
@@ -86,4 +95,24 @@ func adminServer(h http.Handler) *http.Server {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
+}
+
+// resendDelivery makes a delivery pending again and enqueues its job, in
+// one transaction.
+func resendDelivery(ctx context.Context, db *store.DB, q *jobs.Queue, id int64, now time.Time) error {
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("resend delivery %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	if err := outbox.ResendTx(ctx, db, tx, id, now); err != nil {
+		return err
+	}
+	if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{id}, true); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("resend delivery %d: commit: %w", id, err)
+	}
+	return nil
 }
