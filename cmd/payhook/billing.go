@@ -25,7 +25,7 @@ import (
 // answers under its key ({"payments": [...]}).
 
 func (m *Main) payments(ctx context.Context, args []string) error {
-	return m.subcommand(ctx, args, paymentsHelp, subs{"list": m.paymentsList, "show": m.paymentsShow})
+	return m.subcommand(ctx, args, paymentsHelp, subs{"list": m.paymentsList, "show": m.paymentsShow, "refund": m.paymentsRefund})
 }
 
 func (m *Main) orders(ctx context.Context, args []string) error {
@@ -190,10 +190,11 @@ func (m *Main) runView(ctx context.Context, fs *flag.FlagSet, args []string, v v
 
 // --- payments ---------------------------------------------------------------
 
-const paymentsHelp = `Usage: payhook payments list|show [flags]
+const paymentsHelp = `Usage: payhook payments list|show|refund [flags]
 
   payhook payments list [--source S] [--kind K] [--status S] [--order ID] [--limit N] [--json]
   payhook payments show REF [--source S] [--json]
+  payhook payments refund REF [--amount N] [--reason R] [--source S] [--again] [--json] (see payhook help payments refund)
 
 REF is the provider's payment reference (pi_..., txn_..., an invoice id).
 When it exists in several sources, give --source. show prints the payment

@@ -74,7 +74,7 @@ func commands() []command {
 		{name: "events", subs: []string{"list", "show", "replay"}, summary: "inspect and replay events", run: (*Main).events},
 		{name: "send", args: "--secret S [--url URL] [--type T] [--id EVENT_ID]", summary: "send a signed test event", run: (*Main).send},
 		{name: "sim", subs: []string{"run", "serve", "check"}, summary: "a local provider that breaks like real ones", run: (*Main).sim},
-		{name: "payments", subs: []string{"list", "show"}, summary: "payments and their ledger postings", run: (*Main).payments},
+		{name: "payments", subs: []string{"list", "show", "refund"}, summary: "payments and their ledger postings; refund one", run: (*Main).payments},
 		{name: "orders", subs: []string{"list", "show"}, summary: "orders and what paid them", run: (*Main).orders},
 		{name: "subscriptions", subs: []string{"list", "show"}, summary: "subscriptions and their status", run: (*Main).subscriptions},
 		{name: "ledger", subs: []string{"balances"}, args: "balances [--json]", summary: "balances per currency and account", run: (*Main).ledger},
