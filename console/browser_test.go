@@ -155,7 +155,9 @@ func TestBrowser(t *testing.T) {
 		xss := "{\"id\":\"evt_xss\",\"note\":\"<script>window.__xss=1</script><img src=x onerror=\\\"window.__xss=2\\\">\"}"
 		var evs []*payhook.Event
 		for i := range 12 {
-			evs = append(evs, event(fmt.Sprintf("evt_ok_%02d", i), "checkout.completed", fmt.Sprintf(`{"id":"evt_ok_%02d","amount":%d}`, i, 1000+i)))
+			ev := event(fmt.Sprintf("evt_ok_%02d", i), "checkout.completed", fmt.Sprintf(`{"id":"evt_ok_%02d","amount":%d}`, i, 1000+i))
+			ev.ReceivedAt = ev.ReceivedAt.Add(-time.Duration(12-i) * 100 * time.Minute) // spread over the chart's day
+			evs = append(evs, ev)
 		}
 		evs = append(evs, event("evt_xss", "checkout.completed", xss), event("evt_flaky", "flaky", `{"id":"evt_flaky","order":"ord_7"}`))
 		ids := e.ingest(evs...)

@@ -138,10 +138,21 @@ func renderChart(counts map[payhook.Status][]int, now time.Time) string {
 		x := left + hr*60
 		t := start.Add(time.Duration(hr) * time.Hour)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="12" fill="#555" text-anchor="%s">%s</text>`,
-			x, top+h+16, map[bool]string{true: "start", false: "middle"}[hr == 0], t.Format("15:04"))
+			x, top+h+16, anchor(hr), t.Format("15:04"))
 	}
 	b.WriteString(`</svg>`)
 	return b.String()
+}
+
+// anchor aligns an hour label inside the chart at both ends.
+func anchor(hr int) string {
+	switch hr {
+	case 0:
+		return "start"
+	case 24:
+		return "end"
+	}
+	return "middle"
 }
 
 func (c *Console) chartSVG(w http.ResponseWriter, r *http.Request, v *view) error {

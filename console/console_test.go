@@ -162,6 +162,8 @@ func TestActionsNeedTheirCSRFToken(t *testing.T) {
 		id := e.alert("test_kind", "csrf")
 		ev := e.ingest(event("evt_csrf", "checkout.completed", `{"id":"evt_csrf"}`))[0]
 		e.wait(ev, payhook.StatusProcessed)
+		ignored := e.ingest(event("evt_ignored", "nobody.handles.this", `{}`))[0]
+		e.wait(ignored, payhook.StatusIgnored)
 		c := e.client()
 		csrf := c.login()
 		other := e.client()
@@ -180,6 +182,7 @@ func TestActionsNeedTheirCSRFToken(t *testing.T) {
 			{"ack with another session's token", ack, url.Values{"csrf": {otherCSRF}}, nil, 403},
 			{"ack cross-site with the token", ack, url.Values{"csrf": {csrf}}, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
 			{"replay without token", replay, url.Values{}, nil, 403},
+			{"replay an ignored event", fmt.Sprintf("/console/events/%d/replay", ignored), url.Values{"csrf": {csrf}}, nil, 400},
 			{"ack", ack, url.Values{"csrf": {csrf}}, nil, 303},
 			{"replay", replay, url.Values{"csrf": {csrf}}, nil, 303},
 		} {

@@ -249,6 +249,13 @@ func (c *Console) replay(w http.ResponseWriter, r *http.Request, s *session) (st
 	if err != nil {
 		return "", err
 	}
+	ev, err := c.cfg.DB.Event(r.Context(), id)
+	if err != nil {
+		return "", err
+	}
+	if ev.Status == payhook.StatusIgnored {
+		return "", invalid("event %d was ignored (%s): there is nothing to replay", id, ev.LastError)
+	}
 	if err := c.cfg.Queue.Replay(r.Context(), id); err != nil {
 		return "", err
 	}
