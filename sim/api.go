@@ -2,11 +2,13 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/payhook/payhook/sim/flavour"
@@ -35,6 +37,7 @@ const maxBody = 1 << 20
 //	POST   /payments/{id}/chargeback/win         → the payment, back to succeeded or partially_refunded
 //	POST   /refunds                              {payment_id, amount, simulate_failure?} + Idempotency-Key → 201
 //	GET    /refunds/{id}
+//	POST   /v1/refunds                           stripe flavour: form payment_intent|charge, amount + Idempotency-Key → 200
 //	POST   /subscriptions                        {customer, plan} → 201
 //	GET    /subscriptions/{id}
 //	POST   /subscriptions/{id}                   {plan}
@@ -185,6 +188,30 @@ func (p *Provider) Handler() http.Handler {
 	h("GET /refunds/{id}", func(w http.ResponseWriter, r *http.Request, env string) error {
 		return reply(w, http.StatusOK)(p.GetRefund(env, r.PathValue("id")))
 	})
+	if p.cfg.Flavour.Provider() == "stripe" {
+		// Stripe's create-refund, form-encoded; the simulator's charge and
+		// payment intent are both its payment.
+		h("POST /v1/refunds", func(w http.ResponseWriter, r *http.Request, env string) error {
+			if err := r.ParseForm(); err != nil {
+				return invalid("the body is not a form: %v", err)
+			}
+			pay := cmp.Or(r.PostForm.Get("payment_intent"), r.PostForm.Get("charge"))
+			amount, err := strconv.ParseInt(r.PostForm.Get("amount"), 10, 64)
+			if err != nil {
+				return invalid("amount must be an integer of minor units, got %q", r.PostForm.Get("amount"))
+			}
+			ref, replayed, err := p.refund(env, pay, amount, r.Header.Get("Idempotency-Key"), false)
+			if err != nil {
+				return err
+			}
+			if replayed {
+				w.Header().Set("Idempotent-Replayed", "true")
+			}
+			return writeJSON(w, http.StatusOK, map[string]any{"id": ref.ID, "object": "refund", "amount": ref.Amount,
+				"currency": ref.Currency, "payment_intent": ref.PaymentID, "charge": ref.PaymentID, "status": ref.Status,
+				"reason": r.PostForm.Get("reason"), "created": ref.CreatedAt.Unix()})
+		})
+	}
 
 	h("POST /subscriptions", func(w http.ResponseWriter, r *http.Request, env string) error {
 		var in struct {

@@ -73,8 +73,14 @@ func (c *countingRefunder) Refund(ctx context.Context, r adapter.RefundRequest) 
 
 // billeteWorld is the simulator with one payment of 1000, known to billing.
 func billeteWorld(t *testing.T, db *store.DB) (*sim.Provider, string, *countingRefunder) {
+	return simWorld(t, db, flavour.Billete())
+}
+
+// simWorld is the simulator of flavour f (billete or stripe) with one
+// payment of 1000, known to billing, and its provider's Refunder.
+func simWorld(t *testing.T, db *store.DB, f flavour.Flavour) (*sim.Provider, string, *countingRefunder) {
 	t.Helper()
-	p, err := sim.New(sim.Config{Flavour: flavour.Billete(), Sender: nowhere{}})
+	p, err := sim.New(sim.Config{Flavour: f, Sender: nowhere{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +96,9 @@ func billeteWorld(t *testing.T, db *store.DB) (*sim.Provider, string, *countingR
 	}
 	capture(t, db, "shop", pay.ID, 1000)
 	key, _ := p.Keys()
+	if f.Provider() == "stripe" {
+		return p, pay.ID, &countingRefunder{Refunder: &stripe.Client{BaseURL: api.URL, Key: key}}
+	}
 	return p, pay.ID, &countingRefunder{Refunder: &billete.Client{BaseURL: api.URL, Key: key}}
 }
 
@@ -102,11 +111,20 @@ func refunded(t *testing.T, p *sim.Provider, id string) int64 {
 	return pay.RefundedAmount
 }
 
+// providers are the simulator's flavours whose API refunds.
+var providers = []func() flavour.Flavour{flavour.Billete, flavour.Stripe}
+
 func TestRefundTwiceRefundsOnce(t *testing.T) {
+	for _, f := range providers {
+		t.Run(f().Provider(), func(t *testing.T) { testRefundTwice(t, f()) })
+	}
+}
+
+func testRefundTwice(t *testing.T, f flavour.Flavour) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := openDB(t, dbURL)
-		p, id, c := billeteWorld(t, db)
+		p, id, c := simWorld(t, db, f)
 		cfg := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0 }}
 		ask := refunds.Ask{Payment: id, Amount: 300}
 		r, err := refunds.Refund(ctx, cfg, ask)
@@ -135,10 +153,16 @@ func TestRefundTwiceRefundsOnce(t *testing.T) {
 }
 
 func TestRefundCrashBeforeRecord(t *testing.T) {
+	for _, f := range providers {
+		t.Run(f().Provider(), func(t *testing.T) { testRefundCrash(t, f()) })
+	}
+}
+
+func testRefundCrash(t *testing.T, f flavour.Flavour) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := openDB(t, dbURL)
-		p, id, c := billeteWorld(t, db)
+		p, id, c := simWorld(t, db, f)
 		failed := false
 		cfg := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0 },
 			Record: func(ctx context.Context, db *store.DB, r *refunds.Request, res adapter.RefundResult, at time.Time) error {
@@ -228,4 +252,28 @@ func TestStripeMockAcceptsRefund(t *testing.T) {
 			t.Fatalf("%s: no refund id in %+v", ref, res)
 		}
 	}
+}
+
+// TestRefundProviderRefuses: a refund the provider refuses (here: billing
+// does not know yet of a refund made elsewhere, the provider does) is
+// failed, not pending, and the next run makes a new request.
+func TestRefundProviderRefuses(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		p, id, c := billeteWorld(t, db)
+		if _, err := p.Refund(sim.EnvTest, id, 900, "", false); err != nil {
+			t.Fatal(err)
+		}
+		cfg := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0 }}
+		for seq := 1; seq <= 2; seq++ {
+			r, err := refunds.Refund(ctx, cfg, refunds.Ask{Payment: id, Amount: 500})
+			if !errors.Is(err, payhook.ErrInvalid) || r == nil || r.Status != refunds.StatusFailed || r.Seq != seq || r.Error == "" {
+				t.Fatalf("run %d: %+v, %v; want request %d failed", seq, r, err, seq)
+			}
+		}
+		if got := refunded(t, p, id); got != 900 {
+			t.Fatalf("provider refunded %d, want the 900 made elsewhere", got)
+		}
+	})
 }
