@@ -20,7 +20,9 @@
 //     run makes a new one.
 //
 // Refunding more than the payment keeps (its amount less what its
-// refunds took, as billing knows it) is refused before any call. The
+// refunds took: billing's refunded amount, or the sum of payhook's
+// completed requests when their webhooks have not arrived yet, whichever
+// is more) is refused before any call. The
 // request only records the call: the payment's refunded amount changes
 // when the refund's webhook arrives, through the normal path.
 package refunds
@@ -179,18 +181,28 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 		r.Reused = true
 		return r, nil
 	}
-	left := p.Amount - p.RefundedAmount
+	// What the payment keeps: billing's refunded amount, or what payhook's
+	// completed requests took when their webhooks have not arrived yet.
+	taken := p.RefundedAmount
+	var completed int64
+	for _, r := range reqs {
+		if r.Status == StatusCompleted {
+			completed += r.Amount
+		}
+	}
+	taken = max(taken, completed)
+	left := p.Amount - taken
 	amount := a.Amount
 	if amount == 0 {
 		amount = left
 	}
 	if left <= 0 {
 		return nil, fmt.Errorf("refund %s of %s: nothing left to refund (amount %d %s, refunded %d): %w",
-			p.Ref, p.Source, p.Amount, p.Currency, p.RefundedAmount, payhook.ErrInvalid)
+			p.Ref, p.Source, p.Amount, p.Currency, taken, payhook.ErrInvalid)
 	}
 	if amount > left {
 		return nil, fmt.Errorf("refund %s of %s: %d is more than the %d %s the payment keeps (amount %d, refunded %d): %w",
-			p.Ref, p.Source, amount, left, p.Currency, p.Amount, p.RefundedAmount, payhook.ErrInvalid)
+			p.Ref, p.Source, amount, left, p.Currency, p.Amount, taken, payhook.ErrInvalid)
 	}
 	seq := 1
 	if n := len(reqs); n > 0 {

@@ -149,6 +149,12 @@ func testRefundTwice(t *testing.T, f flavour.Flavour) {
 		if got := refunded(t, p, id); got != 600 {
 			t.Fatalf("provider refunded %d, want 600", got)
 		}
+		// Billing has not seen the webhooks (none is delivered here): the
+		// completed requests' 600 count all the same.
+		calls := c.calls
+		if _, err := refunds.Refund(ctx, cfg, refunds.Ask{Payment: id, Amount: 500, Again: true}); !errors.Is(err, payhook.ErrInvalid) || c.calls != calls {
+			t.Fatalf("500 of the 400 left: %v after %d calls, want a refusal before any call", err, c.calls-calls)
+		}
 	})
 }
 
