@@ -3,7 +3,9 @@ package refunds_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,6 +282,36 @@ func TestRefundProviderRefuses(t *testing.T) {
 		}
 		if got := refunded(t, p, id); got != 900 {
 			t.Fatalf("provider refunded %d, want the 900 made elsewhere", got)
+		}
+	})
+}
+
+// TestPrepareConcurrent: runs preparing the same refund at once store one
+// request; each of them gets it, or is told another run stored it.
+func TestPrepareConcurrent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		_, id, _ := billeteWorld(t, db)
+		const n = 8
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				r, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 100}, t0)
+				if err == nil && r.Seq != 1 {
+					err = fmt.Errorf("prepared request %d, want 1", r.Seq)
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil && !errors.Is(err, payhook.ErrLocked) && !store.IsLockTimeout(err) && !strings.Contains(err.Error(), "locked") {
+				t.Error(err)
+			}
+		}
+		rs, err := refunds.List(ctx, db, "shop", id)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%d requests stored (%v), want 1", len(rs), err)
 		}
 	})
 }
