@@ -313,6 +313,7 @@ func (c *Committer) commit(live []*request) (failing error) {
 		got, err := c.ingest(ctx, evs)
 		cancel()
 		if err == nil {
+			c.settle(nil)
 			inserted := make([]bool, len(evs))
 			for i, j := range order {
 				inserted[j] = got[i]
@@ -324,6 +325,7 @@ func (c *Committer) commit(live []*request) (failing error) {
 			return nil
 		}
 		if WholeBatch(err) {
+			c.settle(err)
 			for _, r := range live {
 				answer(r, nil, err)
 			}
@@ -339,15 +341,28 @@ func (c *Committer) commit(live []*request) (failing error) {
 	}
 	for i, r := range live {
 		inserted, err := c.ingest(r.ctx, r.evs)
-		answer(r, inserted, err)
 		if WholeBatch(err) {
-			for _, r := range live[i+1:] {
+			c.settle(err)
+			for _, r := range live[i:] {
 				answer(r, nil, err)
 			}
 			return err
 		}
+		if err == nil {
+			c.settle(nil)
+		}
+		answer(r, inserted, err)
 	}
 	return nil
+}
+
+// settle records how the commit under way ended before its requests are
+// answered, so that a caller's next Ingest never meets the state of the
+// commit that has just answered it.
+func (c *Committer) settle(failing error) {
+	c.mu.Lock()
+	c.busy, c.failing = false, failing
+	c.mu.Unlock()
 }
 
 // answer returns a request its outcome, or sends it to be retried alone
