@@ -77,6 +77,9 @@ type sourceConfig struct {
 	// Reconcile, if set, schedules the source's reconciliation (see
 	// scheduleConfig); it needs api_url and api_key.
 	Reconcile scheduleConfig `yaml:"reconcile"`
+	// Silence, if set (e.g. 6h), raises source_silent when nothing was
+	// received from the source for that long; default off.
+	Silence string `yaml:"silence"`
 
 	// The options of provider hmac only; see hmac.Config.
 	Header          string `yaml:"header"`
@@ -239,6 +242,9 @@ func (s *sourceConfig) validate() error {
 		if f.hmacOnly && *f.value != "" && s.Provider != "hmac" {
 			return fmt.Errorf("%s is only allowed with provider hmac, not %s", f.key, s.Provider)
 		}
+	}
+	if _, err := s.silence(); err != nil {
+		return err
 	}
 	if s.Reconcile.set() {
 		if _, _, err := s.Reconcile.parse(); err != nil {

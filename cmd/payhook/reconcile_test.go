@@ -257,6 +257,7 @@ func TestReconcileErrors(t *testing.T) {
 		{"bad every", withAPI + "    reconcile: {every: soon}\n", []string{"--source", "shop"}, 1, `every "soon" is not a duration`},
 		{"every too short", withAPI + "    reconcile: {every: 1ms}\n", []string{"--source", "shop"}, 1, "at least 1s"},
 		{"bad window", withAPI + "    reconcile: {every: 1h, window: -3h}\n", []string{"--source", "shop"}, 1, `window "-3h"`},
+		{"bad silence", withAPI + "    silence: quiet\n", []string{"--source", "shop"}, 1, `silence "quiet" is not a duration`},
 		{"unknown schedule key", withAPI + "    reconcile: {every: 1h, windows: 3h}\n", []string{"--source", "shop"}, 1, "windows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -322,6 +323,47 @@ func TestAPIVersionPinned(t *testing.T) {
 					t.Errorf("requests pinned %v; want 2024-06-01 on every one", w.asked)
 				}
 			})
+		}
+	})
+}
+
+// TestSilenceAlert: with silence: 2s on its source, serve raises
+// source_silent once nothing came in for 2s, and clears it when an event
+// comes in again.
+func TestSilenceAlert(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		w := newReconcileWorld(t, engine, "billete", []string{"*"}, "    silence: 2s\n")
+		co, err := w.p.CreateCheckout(sim.EnvTest, 1000, "EUR", "ord_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+			t.Fatal(err)
+		}
+		state := func() (int, bool) {
+			var n int
+			var acked bool
+			w.db.SQL.QueryRow(`SELECT count, acknowledged FROM payhook_alerts WHERE kind = $1 AND subject = 'shop'`, reconcile.AlertSilence).Scan(&n, &acked)
+			return n, acked
+		}
+		waitProgress(t, "source_silent raised", func() (bool, string) {
+			n, acked := state()
+			return n == 1 && !acked, fmt.Sprint(n, acked)
+		})
+		co, err = w.p.CreateCheckout(sim.EnvTest, 2000, "EUR", "ord_2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitProgress(t, "source_silent cleared", func() (bool, string) {
+			n, acked := state()
+			return acked || n > 1, fmt.Sprint(n, acked)
+		})
+		if n, acked := state(); n != 1 || !acked {
+			t.Fatalf("source_silent count %d, acknowledged %v; want raised once, then cleared", n, acked)
 		}
 	})
 }

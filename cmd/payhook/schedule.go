@@ -44,6 +44,18 @@ func (c *scheduleConfig) parse() (every, window time.Duration, err error) {
 	return every, window, nil
 }
 
+// silence parses the source's silence; 0 when off.
+func (s *sourceConfig) silence() (time.Duration, error) {
+	if s.Silence == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.Silence)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("silence %q is not a duration of at least 1s, such as 6h", s.Silence)
+	}
+	return d, nil
+}
+
 // schedules returns the periodic jobs of the sources with a reconcile
 // schedule: one job per source backfills the window ending now that
 // starts window before the period, storing what is missing through
@@ -52,6 +64,20 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 	var out []jobs.Periodic
 	for i := range cfg.Sources {
 		s := &cfg.Sources[i]
+		if silence, err := s.silence(); err != nil {
+			return nil, fmt.Errorf("%s%s: %w", cfg.prefix(), s.label(i), err)
+		} else if silence > 0 {
+			// Checked four times per silence, at least every minute.
+			name := s.Name
+			out = append(out, jobs.Periodic{Name: "silence:" + name, Every: min(max(silence/4, time.Second), time.Minute),
+				Run: func(ctx context.Context, period time.Time) error {
+					silent, err := reconcile.CheckSilence(ctx, db, name, silence, m.Now())
+					if silent {
+						log.Warn("source silent", "source", name, "silence", silence)
+					}
+					return err
+				}})
+		}
 		if !s.Reconcile.set() {
 			continue
 		}
