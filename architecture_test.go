@@ -42,6 +42,7 @@ var importRules = []importRule{
 	{"reconcile", []string{"", "billing/...", "store", "jobs", "provider/...", "internal/..."},
 		"backfill and reconciliation store through the root's Inbox and compare with billing state; they never serve HTTP"},
 	{"api", []string{"", "billing/...", "store", "internal/..."}, "the HTTP API over billing's views"},
+	{"metrics", []string{"", "store", "outbox", "internal/..."}, "counters fed by hooks, gauges read from the store at scrape time"},
 	{"console", []string{"", "api", "billing/...", "outbox", "store", "jobs", "internal/..."}, "the web console over billing's and the outbox's views and the queue's replay"},
 	{"sim/...", []string{"", "sim/...", "provider/...", "internal/..."}, "the simulated provider knows nothing of the server"},
 	{"bench", []string{"", "sim/...", "provider/...", "internal/..."}, "the load generator signs as providers do and reads counts through database/sql"},
@@ -61,7 +62,7 @@ var testOnly = []string{"internal/dbtest", "internal/stripemock", "provider/prov
 // serverParts and simParts: no package but cmd may depend on both, even
 // through others.
 var (
-	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "reconcile", "api", "outbox", "console"}
+	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "reconcile", "api", "outbox", "console", "metrics"}
 	simParts    = []string{"sim/..."}
 )
 
@@ -76,6 +77,7 @@ var thirdParty = []struct {
 	{"github.com/jackc/pgx/", []string{"store", "internal/dbtest"}, "the store translates database errors"},
 	{"modernc.org/sqlite", []string{"store", "internal/dbtest"}, "the store translates database errors"},
 	{"go.yaml.in/yaml/", []string{"cmd/..."}, "configuration files are read only in cmd"},
+	{"github.com/prometheus/", []string{"metrics"}, "metrics is the only package that knows Prometheus; others call its hooks through func fields"},
 }
 
 const module = "github.com/payhook/payhook"

@@ -76,6 +76,9 @@ func WholeBatch(err error) bool {
 type Config struct {
 	// MaxEvents bounds the events of one commit. Default 100.
 	MaxEvents int
+	// OnCommit, if set, is called after each successful commit with the
+	// number of events it held (metrics). It must be cheap.
+	OnCommit func(events int)
 }
 
 // Committer is a payhook.Inbox that groups concurrent Ingest calls into fewer
@@ -122,6 +125,15 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 	}
 	if b, ok := inbox.(BoundedInbox); ok {
 		c.ingest = b.IngestBounded
+	}
+	if on, ingest := cfg.OnCommit, c.ingest; on != nil {
+		c.ingest = func(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+			got, err := ingest(ctx, evs)
+			if err == nil {
+				on(len(evs))
+			}
+			return got, err
+		}
 	}
 	c.done.Add(1)
 	go c.loop()

@@ -73,6 +73,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// OnDone, if set, is called after an attempt ends an event's
+	// processing (metrics): status is processed, ignored or failed (its
+	// last attempt), took the attempt's time, ev the event as it was
+	// claimed (its Source and ReceivedAt). It must be cheap. For a
+	// failure it costs one read of the event, off the hot path.
+	OnDone func(ev *payhook.Event, status payhook.Status, took time.Duration)
 	// Fetch, if set, reads the current state of the resource an event is
 	// about from the provider's API before each attempt, outside any
 	// transaction, and the handlers find it in Event.Resource. It returns
@@ -421,7 +427,8 @@ func (q *Queue) Process(ctx context.Context, id int64) error {
 // cannot read the event) is final at once: retrying cannot fix it, and a
 // replay after a fix processes the event again.
 func (q *Queue) process(ctx context.Context, id int64, final bool) error {
-	err := q.apply(ctx, id)
+	start := time.Now()
+	err := q.apply(ctx, id, start)
 	if err == nil {
 		return nil
 	}
@@ -435,6 +442,10 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	ctx = context.WithoutCancel(ctx)
 	if rerr := q.recordFailure(ctx, id, err, final); rerr != nil {
 		q.cfg.Logger.Error("record processing failure", "event", id, "err", rerr)
+	} else if final && q.cfg.OnDone != nil {
+		if ev, eerr := q.db.Event(ctx, id); eerr == nil && ev.Status == payhook.StatusFailed {
+			q.cfg.OnDone(ev, payhook.StatusFailed, time.Since(start))
+		}
 	}
 	level := slog.LevelWarn
 	if final {
@@ -475,7 +486,7 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 	return nil
 }
 
-func (q *Queue) apply(ctx context.Context, id int64) (err error) {
+func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error) {
 	// A panicking handler or Fetch is a failed attempt like any other:
 	// recorded, retried, and failed at the last attempt. Left to River,
 	// its value and trace would go to River's JSONB unmade storable.
@@ -523,6 +534,9 @@ func (q *Queue) apply(ctx context.Context, id int64) (err error) {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit processing of event %d: %w", id, err)
+	}
+	if q.cfg.OnDone != nil {
+		q.cfg.OnDone(ev, status, time.Since(start))
 	}
 	return nil
 }

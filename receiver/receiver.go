@@ -80,6 +80,11 @@ type Config struct {
 	// StoreTimeout bounds the wait for the store's commit; past it the
 	// delivery is answered 503 and the provider retries. Default 5s.
 	StoreTimeout time.Duration
+	// OnAnswer, if set, is called once per delivery after its answer is
+	// written (metrics): source is "" for an unknown source, outcome the
+	// Outcome of a 200 ("" otherwise), status the HTTP status, took the
+	// time since the request was taken. It must be cheap.
+	OnAnswer func(source string, outcome Outcome, status int, took time.Duration)
 }
 
 // Outcome is how an accepted delivery was answered (the "status" of a 200).
@@ -154,6 +159,14 @@ type response struct {
 // when the handler is mounted on a pattern with it, else the last segment
 // of the path.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if r.cfg.OnAnswer != nil {
+		start := time.Now()
+		w = &answerWriter{ResponseWriter: w}
+		defer func() {
+			a := w.(*answerWriter)
+			r.cfg.OnAnswer(a.source, a.outcome, a.status, time.Since(start))
+		}()
+	}
 	name := req.PathValue("source")
 	if name == "" {
 		name = path.Base(req.URL.Path)
@@ -167,6 +180,9 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		r.reject(w, "", http.StatusNotFound, fmt.Sprintf("unknown source %q", name))
 		return
+	}
+	if a, ok := w.(*answerWriter); ok {
+		a.source = name // a configured source: a bounded label
 	}
 	now := r.cfg.Now()
 	if hc, ok := src.Verifier.(payhook.HeaderChecker); ok {
@@ -213,8 +229,29 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	default:
 		resp.Status, resp.ID = Stored, ev.ID
 	}
+	if a, ok := w.(*answerWriter); ok {
+		a.outcome = resp.Status
+	}
 	writeJSON(w, http.StatusOK, resp)
 }
+
+// answerWriter keeps what OnAnswer is told of a delivery.
+type answerWriter struct {
+	http.ResponseWriter
+	source  string
+	outcome Outcome
+	status  int
+}
+
+func (a *answerWriter) WriteHeader(status int) {
+	if a.status == 0 {
+		a.status = status
+	}
+	a.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // checkEnvelope returns an error wrapping payhook.ErrMalformed when the
 // envelope of a verified delivery cannot be stored as it is, whichever

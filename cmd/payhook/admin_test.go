@@ -91,6 +91,9 @@ func TestServeAdminAddr(t *testing.T) {
 			{admin + "/api/v1/alerts", token, 200},
 			{admin + "/api/v1/alerts", "", 401},
 			{admin + "/healthz", "", 200},
+			{p.url + "/metrics", token, 404},
+			{admin + "/metrics", "", 401},
+			{admin + "/metrics", token, 200},
 		} {
 			if got := get(tc.url, tc.bearer); got != tc.want {
 				t.Errorf("GET %s = %d; want %d", tc.url, got, tc.want)

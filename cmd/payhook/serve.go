@@ -11,6 +11,7 @@ import (
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/metrics"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
 )
@@ -96,20 +97,28 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if qcfg.Periodic, err = m.schedules(cfg, db, log, func() payhook.Inbox { return queue }); err != nil {
 		return err
 	}
+	met, err := metrics.New(metrics.Config{DB: db, Outbox: box, Now: m.Now})
+	if err != nil {
+		return err
+	}
+	qcfg.OnDone = met.Done
 	queue, err = jobs.New(db, qcfg)
 	if err != nil {
 		return err
 	}
 	// Deliveries that arrive together share one durable commit.
-	committer := groupcommit.New(queue, groupcommit.Config{})
+	committer := groupcommit.New(queue, groupcommit.Config{OnCommit: met.Committed})
 	defer committer.Close()
-	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: committer, Logger: log, Now: m.Now})
+	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: committer, Logger: log, Now: m.Now,
+		OnAnswer: func(source string, o receiver.Outcome, status int, took time.Duration) {
+			met.Answered(source, string(o), status, took)
+		}})
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/webhooks/{source}", recv)
-	// The console, /api/v1 (and, later, /metrics) go on adminMux: the main
+	// The console, /api/v1 and /metrics go on adminMux: the main
 	// listener's mux, or that of --admin-addr.
 	adminMux := mux
 	if m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", "") != "" {
@@ -123,6 +132,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	if con != nil {
 		con.Mount(adminMux)
+		adminMux.Handle("/metrics", con.Protect(met.Handler()))
+	} else {
+		log.Warn("/metrics served without login: no admin token or users configured")
+		adminMux.Handle("GET /metrics", met.Handler())
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("GET /readyz", &readiness{db: db, now: m.Now, log: log, timeout: readyTimeout})

@@ -1,0 +1,291 @@
+// Package metrics exposes payhook's Prometheus metrics at /metrics.
+//
+// The hot path only touches counters and histograms, through the func
+// fields the receiver, the group committer and the queue take in their
+// Config (OnAnswer, OnCommit, OnDone), so that those packages know nothing
+// of Prometheus. Gauges that describe the database (queue depth, oldest
+// waiting event, outbox backlog, open alerts, reconcile differences) are
+// read at scrape time by a Collector. Labels are bounded: configured
+// source and sink names, alert kinds, reasons and statuses; never an event
+// id.
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
+)
+
+// Config says where the scrape-time gauges are read.
+type Config struct {
+	// DB is the store whose events, alerts and runs are counted at
+	// scrape time (required).
+	DB *store.DB
+	// Outbox, if set, gives the backlog per sink.
+	Outbox *outbox.Outbox
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// ScrapeTimeout bounds the queries of one scrape. Default 5s.
+	ScrapeTimeout time.Duration
+}
+
+// Metrics holds payhook's metrics and their registry.
+type Metrics struct {
+	cfg Config
+	reg *prometheus.Registry
+
+	received   *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
+	rejected   *prometheus.CounterVec
+	ignored    *prometheus.CounterVec
+	processed  *prometheus.CounterVec
+	failed     *prometheus.CounterVec
+	batch      prometheus.Histogram
+	ack        *prometheus.HistogramVec
+	processing *prometheus.HistogramVec
+	endToEnd   *prometheus.HistogramVec
+}
+
+// New returns the metrics of one process, registered with the Go runtime
+// and process collectors and the database collector over cfg.DB.
+func New(cfg Config) (*Metrics, error) {
+	if cfg.DB == nil {
+		return nil, fmt.Errorf("metrics: no database: %w", payhook.ErrConfig)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ScrapeTimeout <= 0 {
+		cfg.ScrapeTimeout = 5 * time.Second
+	}
+	latency := prometheus.ExponentialBuckets(0.001, 2, 16) // 1 ms .. 33 s
+	m := &Metrics{
+		cfg: cfg,
+		reg: prometheus.NewRegistry(),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_received_total",
+			Help: "Events stored for the first time (new rows, whether queued or ignored at once)."}, []string{"source"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_duplicates_total",
+			Help: "Deliveries of an event already stored, answered 200 without a new row."}, []string{"source"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_deliveries_rejected_total",
+			Help: "Deliveries answered with an error, by reason (source is empty for an unknown source)."}, []string{"source", "reason"}),
+		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_ignored_total",
+			Help: "Events ignored, at receipt (stage=receive) or by processing (stage=process)."}, []string{"source", "stage"}),
+		processed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_processed_total",
+			Help: "Processing attempts that marked an event processed (a replay counts again)."}, []string{"source"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_failed_total",
+			Help: "Events marked failed after their last attempt."}, []string{"source"}),
+		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payhook_groupcommit_batch_events",
+			Help: "Events per group commit.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100, 200, 500}}),
+		ack: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_ack_duration_seconds",
+			Help: "Time from taking a delivery to answering it.", Buckets: latency}, []string{"source"}),
+		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_processing_duration_seconds",
+			Help: "Time of the processing attempt that ended an event's processing.", Buckets: latency}, []string{"source"}),
+		endToEnd: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_end_to_end_duration_seconds",
+			Help: "Time from an event's receipt to the end of its processing.", Buckets: latency}, []string{"source"}),
+	}
+	for _, c := range []prometheus.Collector{m.received, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
+		m.batch, m.ack, m.processing, m.endToEnd,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&dbCollector{cfg: cfg}} {
+		if err := m.reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Answered is the receiver's OnAnswer hook.
+func (m *Metrics) Answered(source, outcome string, status int, took time.Duration) {
+	switch outcome {
+	case "stored":
+		m.received.WithLabelValues(source).Inc()
+	case "duplicate":
+		m.duplicates.WithLabelValues(source).Inc()
+	case "ignored":
+		m.received.WithLabelValues(source).Inc()
+		m.ignored.WithLabelValues(source, "receive").Inc()
+	default:
+		m.rejected.WithLabelValues(source, reason(status)).Inc()
+	}
+	if source != "" {
+		m.ack.WithLabelValues(source).Observe(took.Seconds())
+	}
+}
+
+// reason names a rejection by its status: a bounded label.
+func reason(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return "malformed"
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return "signature"
+	case http.StatusNotFound:
+		return "unknown_source"
+	case http.StatusMethodNotAllowed:
+		return "method"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		return "unavailable"
+	case http.StatusRequestTimeout:
+		return "timeout"
+	}
+	return "other"
+}
+
+// Committed is the group committer's OnCommit hook.
+func (m *Metrics) Committed(events int) { m.batch.Observe(float64(events)) }
+
+// Done is the queue's OnDone hook.
+func (m *Metrics) Done(ev *payhook.Event, status payhook.Status, took time.Duration) {
+	switch status {
+	case payhook.StatusProcessed:
+		m.processed.WithLabelValues(ev.Source).Inc()
+	case payhook.StatusIgnored:
+		m.ignored.WithLabelValues(ev.Source, "process").Inc()
+	case payhook.StatusFailed:
+		m.failed.WithLabelValues(ev.Source).Inc()
+	}
+	m.processing.WithLabelValues(ev.Source).Observe(took.Seconds())
+	if !ev.ReceivedAt.IsZero() {
+		if d := m.cfg.Now().Sub(ev.ReceivedAt); d >= 0 {
+			m.endToEnd.WithLabelValues(ev.Source).Observe(d.Seconds())
+		}
+	}
+}
+
+var (
+	eventsDesc = prometheus.NewDesc("payhook_events", "Stored events by status, read from the database at scrape time.",
+		[]string{"status"}, nil)
+	depthDesc  = prometheus.NewDesc("payhook_queue_depth", "Events waiting to be processed (status received).", nil, nil)
+	oldestDesc = prometheus.NewDesc("payhook_queue_oldest_age_seconds",
+		"Age of the oldest event waiting to be processed; 0 when none waits.", nil, nil)
+	backlogDesc = prometheus.NewDesc("payhook_outbox_backlog", "Deliveries pending per sink.", []string{"sink"}, nil)
+	pausedDesc  = prometheus.NewDesc("payhook_outbox_paused", "Deliveries waiting for their sink to resume.", []string{"sink"}, nil)
+	alertsDesc  = prometheus.NewDesc("payhook_alerts_open", "Alerts not acknowledged, by kind.", []string{"kind"}, nil)
+	diffsDesc   = prometheus.NewDesc("payhook_reconcile_differences",
+		"Differences found by the last finished reconcile run of each source.", []string{"source"}, nil)
+	scrapeErrDesc = prometheus.NewDesc("payhook_metrics_scrape_errors",
+		"Database reads of this scrape that failed (their gauges are missing).", nil, nil)
+)
+
+// dbCollector reads the gauges that describe the database at scrape time.
+type dbCollector struct{ cfg Config }
+
+func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{eventsDesc, depthDesc, oldestDesc, backlogDesc, pausedDesc, alertsDesc, diffsDesc, scrapeErrDesc} {
+		ch <- d
+	}
+}
+
+func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ScrapeTimeout)
+	defer cancel()
+	errs := 0
+	for _, read := range []func(context.Context, chan<- prometheus.Metric) error{
+		c.events, c.oldest, c.outbox, c.alerts, c.differences,
+	} {
+		if err := read(ctx, ch); err != nil {
+			errs++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, float64(errs))
+}
+
+func (c *dbCollector) events(ctx context.Context, ch chan<- prometheus.Metric) error {
+	counts, err := c.cfg.DB.CountByStatus(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range []payhook.Status{payhook.StatusReceived, payhook.StatusProcessed, payhook.StatusIgnored, payhook.StatusFailed} {
+		ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+	}
+	ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(counts[payhook.StatusReceived]))
+	return nil
+}
+
+func (c *dbCollector) oldest(ctx context.Context, ch chan<- prometheus.Metric) error {
+	var id *int64
+	if err := c.cfg.DB.SQL.QueryRowContext(ctx,
+		`SELECT MIN(id) FROM payhook_events WHERE status = 'received'`).Scan(&id); err != nil {
+		return fmt.Errorf("oldest waiting event: %w", err)
+	}
+	age := 0.0
+	if id != nil {
+		ev, err := c.cfg.DB.Event(ctx, *id)
+		if err != nil {
+			return err
+		}
+		if d := c.cfg.Now().Sub(ev.ReceivedAt); d > 0 {
+			age = d.Seconds()
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, age)
+	return nil
+}
+
+func (c *dbCollector) outbox(ctx context.Context, ch chan<- prometheus.Metric) error {
+	if c.cfg.Outbox == nil {
+		return nil
+	}
+	stats, err := c.cfg.Outbox.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range stats {
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(s.Backlog), s.Sink)
+		ch <- prometheus.MustNewConstMetric(pausedDesc, prometheus.GaugeValue, float64(s.Paused), s.Sink)
+	}
+	return nil
+}
+
+func (c *dbCollector) alerts(ctx context.Context, ch chan<- prometheus.Metric) error {
+	rows, err := c.cfg.DB.SQL.QueryContext(ctx,
+		`SELECT kind, COUNT(*) FROM payhook_alerts WHERE acknowledged = $1 GROUP BY kind`, false)
+	if err != nil {
+		return fmt.Errorf("open alerts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind string
+		var n int64
+		if err := rows.Scan(&kind, &n); err != nil {
+			return fmt.Errorf("open alerts: %w", err)
+		}
+		ch <- prometheus.MustNewConstMetric(alertsDesc, prometheus.GaugeValue, float64(n), kind)
+	}
+	return rows.Err()
+}
+
+func (c *dbCollector) differences(ctx context.Context, ch chan<- prometheus.Metric) error {
+	rows, err := c.cfg.DB.SQL.QueryContext(ctx, `SELECT r.source, r.differences FROM payhook_reconcile_runs r
+		WHERE r.id IN (SELECT MAX(id) FROM payhook_reconcile_runs
+			WHERE kind = 'reconcile' AND finished_at IS NOT NULL GROUP BY source)`)
+	if err != nil {
+		return fmt.Errorf("reconcile differences: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var source string
+		var n int64
+		if err := rows.Scan(&source, &n); err != nil {
+			return fmt.Errorf("reconcile differences: %w", err)
+		}
+		ch <- prometheus.MustNewConstMetric(diffsDesc, prometheus.GaugeValue, float64(n), source)
+	}
+	return rows.Err()
+}
