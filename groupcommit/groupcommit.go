@@ -76,9 +76,10 @@ func WholeBatch(err error) bool {
 type Config struct {
 	// MaxEvents bounds the events of one commit. Default 100.
 	MaxEvents int
-	// OnCommit, if set, is called after each successful commit with the
-	// number of events it held (metrics). It must be cheap.
-	OnCommit func(events int)
+	// OnCommit, if set, is called after each successful commit with its
+	// events and which of them were inserted (metrics). It must be cheap
+	// and not keep the slices.
+	OnCommit func(evs []*payhook.Event, inserted []bool)
 }
 
 // Committer is a payhook.Inbox that groups concurrent Ingest calls into fewer
@@ -130,7 +131,7 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 		c.ingest = func(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
 			got, err := ingest(ctx, evs)
 			if err == nil {
-				on(len(evs))
+				on(evs, got)
 			}
 			return got, err
 		}

@@ -110,15 +110,9 @@ func (m *Metrics) Handler() http.Handler {
 
 // Answered is the receiver's OnAnswer hook.
 func (m *Metrics) Answered(source, outcome string, status int, took time.Duration) {
-	switch outcome {
-	case "stored":
-		m.received.WithLabelValues(source).Inc()
-	case "duplicate":
-		m.duplicates.WithLabelValues(source).Inc()
-	case "ignored":
-		m.received.WithLabelValues(source).Inc()
-		m.ignored.WithLabelValues(source, "receive").Inc()
-	default:
+	// Stored, duplicate and ignored are counted by Committed, at the
+	// commit: an answer lost after it must not lose the count.
+	if outcome == "" {
 		m.rejected.WithLabelValues(source, reason(status)).Inc()
 	}
 	if source != "" {
@@ -147,8 +141,22 @@ func reason(status int) string {
 	return "other"
 }
 
-// Committed is the group committer's OnCommit hook.
-func (m *Metrics) Committed(events int) { m.batch.Observe(float64(events)) }
+// Committed is the group committer's OnCommit hook: it counts the
+// events received (new rows), ignored at receipt and duplicates.
+func (m *Metrics) Committed(evs []*payhook.Event, inserted []bool) {
+	m.batch.Observe(float64(len(evs)))
+	for i, ev := range evs {
+		switch {
+		case i >= len(inserted) || !inserted[i]:
+			m.duplicates.WithLabelValues(ev.Source).Inc()
+		case ev.Status == payhook.StatusIgnored:
+			m.received.WithLabelValues(ev.Source).Inc()
+			m.ignored.WithLabelValues(ev.Source, "receive").Inc()
+		default:
+			m.received.WithLabelValues(ev.Source).Inc()
+		}
+	}
+}
 
 // Done is the queue's OnDone hook.
 func (m *Metrics) Done(ev *payhook.Event, status payhook.Status, took time.Duration) {
