@@ -301,6 +301,11 @@ func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) (body []by
 		}
 		return body, n, nil
 	}
+	if a, ok := w.(*answerWriter); ok {
+		// MaxBytesReader closes the connection past the limit only when
+		// it is handed net/http's own writer.
+		w = a.ResponseWriter
+	}
 	src := http.MaxBytesReader(w, req.Body, limit)
 	for {
 		if int64(len(body)) == held {
