@@ -82,27 +82,6 @@ func (a *pagedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // one; the next backfill, the API healthy again, resumes from the cursor.
 func TestBackfillProviderFaults(t *testing.T) {
 	t.Parallel()
-	on := func(p, upTo int, do func(w http.ResponseWriter, r *http.Request)) func(http.ResponseWriter, *http.Request, int, int) bool {
-		return func(w http.ResponseWriter, r *http.Request, page, attempt int) bool {
-			if page != p || (upTo > 0 && attempt > upTo) {
-				return false
-			}
-			do(w, r)
-			return true
-		}
-	}
-	status := func(code int, retryAfter string) func(w http.ResponseWriter, r *http.Request) {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if retryAfter != "" {
-				w.Header().Set("Retry-After", retryAfter)
-			}
-			w.WriteHeader(code)
-			fmt.Fprint(w, `{"error":{"type":"api_error"}}`)
-		}
-	}
-	body := func(s string) func(w http.ResponseWriter, r *http.Request) {
-		return func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, s) }
-	}
 	for _, tc := range []struct {
 		name   string
 		fault  func(http.ResponseWriter, *http.Request, int, int) bool
@@ -283,4 +262,32 @@ func (c cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
+}
+
+// on makes a fault that answers page p's attempts up to upTo (0: every
+// attempt) with do, and lets the others through.
+func on(p, upTo int, do http.HandlerFunc) func(http.ResponseWriter, *http.Request, int, int) bool {
+	return func(w http.ResponseWriter, r *http.Request, page, attempt int) bool {
+		if page != p || (upTo > 0 && attempt > upTo) {
+			return false
+		}
+		do(w, r)
+		return true
+	}
+}
+
+// status answers code with an API error body, and Retry-After if given.
+func status(code int, retryAfter string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.WriteHeader(code)
+		fmt.Fprint(w, `{"error":{"type":"api_error"}}`)
+	}
+}
+
+// body answers s as it is.
+func body(s string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, s) }
 }

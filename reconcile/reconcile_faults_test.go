@@ -68,27 +68,6 @@ func (a *objectsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with a clear error, recorded as failed, and no alert raised.
 func TestReconcileProviderFaults(t *testing.T) {
 	t.Parallel()
-	on := func(p, upTo int, do func(w http.ResponseWriter, r *http.Request)) func(http.ResponseWriter, *http.Request, int, int) bool {
-		return func(w http.ResponseWriter, r *http.Request, page, attempt int) bool {
-			if page != p || (upTo > 0 && attempt > upTo) {
-				return false
-			}
-			do(w, r)
-			return true
-		}
-	}
-	status := func(code int, retryAfter string) func(w http.ResponseWriter, r *http.Request) {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if retryAfter != "" {
-				w.Header().Set("Retry-After", retryAfter)
-			}
-			w.WriteHeader(code)
-			fmt.Fprint(w, `{"error":{"type":"api_error"}}`)
-		}
-	}
-	body := func(s string) func(w http.ResponseWriter, r *http.Request) {
-		return func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, s) }
-	}
 	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 	backoffs := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 	for _, tc := range []struct {
