@@ -483,13 +483,9 @@ func (m *Main) alertsList(ctx context.Context, args []string) error {
 func (m *Main) alertsAck(ctx context.Context, args []string) error {
 	fs := m.flags("alerts ack", alertsHelp)
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	key, err := oneArg(fs, args, "ID")
+	id, err := idArg(fs, args, "alert", "alerts list")
 	if err != nil {
 		return err
-	}
-	id, err := strconv.ParseInt(key, 10, 64)
-	if err != nil || id <= 0 {
-		return fmt.Errorf("%w: alerts ack takes the alert's numeric id, got %q (see payhook alerts list)", errUsage, key)
 	}
 	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {

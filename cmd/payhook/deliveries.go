@@ -68,13 +68,9 @@ func (m *Main) deliveriesList(ctx context.Context, args []string) error {
 func (m *Main) deliveriesResend(ctx context.Context, args []string) error {
 	fs := m.flags("deliveries resend", deliveriesHelp)
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	key, err := oneArg(fs, args, "ID")
+	id, err := idArg(fs, args, "delivery", "deliveries list")
 	if err != nil {
 		return err
-	}
-	id, err := strconv.ParseInt(key, 10, 64)
-	if err != nil || id <= 0 {
-		return fmt.Errorf("%w: deliveries resend takes the delivery's numeric id, got %q (see payhook deliveries list)", errUsage, key)
 	}
 	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {

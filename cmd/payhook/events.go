@@ -153,6 +153,20 @@ func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	return pos[0], nil
 }
 
+// idArg is oneArg for a row's numeric id; list names the command that
+// shows the ids.
+func idArg(fs *flag.FlagSet, args []string, thing, list string) (int64, error) {
+	key, err := oneArg(fs, args, "ID")
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseInt(key, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("%w: %s takes the %s's numeric id, got %q (see payhook %s)", errUsage, fs.Name(), thing, key, list)
+	}
+	return id, nil
+}
+
 // findEvent finds one event by row id, or else by provider event id,
 // within source when source is not "". An event id that exists in several
 // sources is a *billing.AmbiguousError naming them; none, an error
