@@ -73,6 +73,14 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// StampWithNow, if true, makes River's own times (a job's creation,
+	// schedule, attempt and end, leadership) read Now instead of the
+	// database's clock, which River's queries use by default (SQLite's
+	// datetime('now'), PostgreSQL's now()). A simulation on fake time
+	// (testing/synctest) needs it: there the database's clock is the real
+	// one. Default false: one clock, the database's, for every instance
+	// sharing it.
+	StampWithNow bool
 	// OnDone, if set, is called after an attempt ends an event's
 	// processing (metrics): status is processed, ignored or failed (its
 	// last attempt), took the attempt's time, ev the event as it was
@@ -173,6 +181,10 @@ type Queue struct {
 	db     *store.DB
 	cfg    Config
 	client *river.Client[*sql.Tx]
+	// periodic and retry are what Step runs and retries with, as River
+	// does (retry nil: River's default policy).
+	periodic river.Worker[periodicArgs]
+	retry    river.ClientRetryPolicy
 }
 
 // processArgs is the job of one event: payhook's row id of the event.
@@ -302,23 +314,15 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 	}
 	q := &Queue{db: db, cfg: cfg}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[processArgs]) error {
-		err := q.process(ctx, job.Args.EventID, job.Attempt >= job.MaxAttempts)
-		if errors.Is(err, payhook.ErrMalformed) {
-			return river.JobCancel(err) // retrying cannot fix it
-		}
-		return err
-	}))
+	river.AddWorker(workers, river.WorkFunc(q.work))
 	river.AddWorker(workers, river.WorkFunc(q.deliver))
-	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, _ *river.Job[sweepArgs]) error {
-		_, err := q.Sweep(ctx)
-		return err
-	}))
+	river.AddWorker(workers, river.WorkFunc(q.sweep))
 	periodic, periodicWorker, err := periodicJobs(db, cfg.Periodic, cfg.Now, cfg.Logger.Error)
 	if err != nil {
 		return nil, fmt.Errorf("job queue: %v: %w", err, payhook.ErrConfig)
 	}
 	river.AddWorker(workers, periodicWorker)
+	q.periodic = periodicWorker
 	rc := &river.Config{
 		Logger:        quiet(cfg.Logger),
 		Workers:       workers,
@@ -338,6 +342,9 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		)},
 	}
 	rc.PeriodicJobs = append(rc.PeriodicJobs, periodic...)
+	if cfg.StampWithNow {
+		rc.Test.Time = stampClock(cfg.Now)
+	}
 	if cfg.Backoff != nil || cfg.DeliveryBackoff != nil {
 		rc.RetryPolicy = retryPolicy{events: cfg.Backoff, deliveries: cfg.DeliveryBackoff, now: cfg.Now,
 			river: &river.DefaultClientRetryPolicy{}}
@@ -347,7 +354,23 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	q.client = client
+	q.retry = rc.RetryPolicy
 	return q, nil
+}
+
+// work runs one attempt of an event's job.
+func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
+	err := q.process(ctx, job.Args.EventID, job.Attempt >= job.MaxAttempts)
+	if errors.Is(err, payhook.ErrMalformed) {
+		return river.JobCancel(err) // retrying cannot fix it
+	}
+	return err
+}
+
+// sweep runs the periodic sweep's job.
+func (q *Queue) sweep(ctx context.Context, _ *river.Job[sweepArgs]) error {
+	_, err := q.Sweep(ctx)
+	return err
 }
 
 // storableError is an error whose text any text column or JSONB document

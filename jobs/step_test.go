@@ -1,0 +1,73 @@
+package jobs_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+)
+
+// TestStepOnTheQueuesClock steps a queue that is never started on a clock
+// of its own, far from the database's: River's times follow it
+// (StampWithNow), a failed attempt is retried only once the clock reaches
+// its backoff, and the retry processes the event.
+func TestStepOnTheQueuesClock(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		now := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+		fail := true
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			if fail {
+				return errors.New("not yet")
+			}
+			return effect(ctx, tx, ev)
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, StampWithNow: true, Now: func() time.Time { return now },
+			Backoff: func(int) time.Duration { return time.Hour }})
+		ev := event("evt_step")
+		ev.ReceivedAt = now
+		ingest(t, q, ev)
+		stamped := func(col string) time.Time {
+			t.Helper()
+			var at time.Time
+			if err := db.SQL.QueryRow(`SELECT ` + col + ` FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&at); err != nil {
+				t.Fatal(err)
+			}
+			return at.UTC()
+		}
+		step := func(want bool) {
+			t.Helper()
+			ran, err := q.Step(ctx)
+			if err != nil || ran != want {
+				t.Fatalf("Step() = %v, %v; want %v, nil", ran, err, want)
+			}
+		}
+		if got := stamped("created_at"); !got.Equal(now) {
+			t.Fatalf("job created at %s; want the queue's clock %s", got, now)
+		}
+		step(true) // fails
+		if got, want := stamped("scheduled_at"), now.Add(time.Hour); !got.Equal(want) {
+			t.Fatalf("retry scheduled at %s; want %s", got, want)
+		}
+		step(false) // not due yet
+		fail, now = false, now.Add(time.Hour)
+		step(true)
+		step(false)
+		if got := stamped("finalized_at"); !got.Equal(now) {
+			t.Fatalf("job finalized at %s; want %s", got, now)
+		}
+		if n := effects(t, db, "evt_step"); n != 1 {
+			t.Fatalf("%d effects; want 1", n)
+		}
+		var attempts int
+		if err := db.SQL.QueryRow(`SELECT attempt FROM river_job`).Scan(&attempts); err != nil || attempts != 2 {
+			t.Fatalf("job attempts %d (%v); want 2", attempts, err)
+		}
+	})
+}
