@@ -6,7 +6,8 @@ import (
 )
 
 // Adapter is what payhook knows of Paddle: its verifier, its envelope
-// and its API client, which lists events for backfill. Paddle events do
+// and its API client, which lists events for backfill and transactions,
+// adjustments and subscriptions for reconciliation. Paddle events do
 // not say their environment.
 var Adapter = adapter.Adapter{
 	Name: "paddle",
@@ -15,6 +16,6 @@ var Adapter = adapter.Adapter{
 	},
 	Envelope: adapter.CheckedEnvelope("paddle", envelope),
 	Client: func(c adapter.ClientConfig) adapter.Client {
-		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP}
+		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
 }

@@ -2,7 +2,6 @@ package paddle
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/payhook/payhook"
-	"github.com/payhook/payhook/internal/apiget"
 	"github.com/payhook/payhook/provider/adapter"
 )
 
 // Client reads Paddle Billing's API (or the simulator's paddle flavour)
-// with an API key: its events list, for backfill.
+// with an API key: its events list, for backfill, and its transactions,
+// adjustments and subscriptions, for reconciliation.
 type Client struct {
 	// BaseURL is the API's address, e.g. "https://api.paddle.com" (or
 	// "https://sandbox-api.paddle.com").
@@ -24,6 +23,9 @@ type Client struct {
 	Key string
 	// HTTP sends the requests; nil means a client with a 10 s timeout.
 	HTTP *http.Client
+	// APIVersion, if set, is the version every request pins
+	// (Paddle-Version).
+	APIVersion string
 }
 
 var (
@@ -36,7 +38,7 @@ func (c *Client) Fetch(context.Context, *payhook.Event) ([]byte, error) { return
 
 // ListEvents returns one page of GET /events: event_type q.Types
 // (comma-separated), after q.Cursor, per_page q.Limit (1 to 200, default
-// 100). Paddle lists oldest first (by id) and cannot filter by time, so
+// 100), with the pinned Paddle-Version if any. Paddle lists oldest first (by id) and cannot filter by time, so
 // q.From is left to the caller; q.Undelivered is refused (Paddle's list
 // does not say which events were delivered). Next is the after of
 // meta.pagination.next when has_more. Errors are adapter.EventLister's.
@@ -56,35 +58,15 @@ func (c *Client) ListEvents(ctx context.Context, q adapter.EventQuery) (adapter.
 	if q.Cursor != "" {
 		v.Set("after", q.Cursor)
 	}
-	b, err := apiget.List(ctx, c.HTTP, c.BaseURL, c.Key, "events", v)
+	list, err := c.list(ctx, "events", v)
 	if err != nil {
-		return adapter.EventPage{}, fmt.Errorf("paddle: list events: %w", err)
+		return adapter.EventPage{}, err
 	}
-	var list struct {
-		Data []json.RawMessage `json:"data"`
-		Meta struct {
-			Pagination struct {
-				Next    string `json:"next"`
-				HasMore bool   `json:"has_more"`
-			} `json:"pagination"`
-		} `json:"meta"`
-	}
-	if err := json.Unmarshal(b, &list); err != nil || list.Data == nil {
-		return adapter.EventPage{}, fmt.Errorf("paddle: list events: the answer is not a Paddle list (%.100q): %w", b, payhook.ErrMalformed)
-	}
-	events := make([][]byte, len(list.Data))
-	for i, d := range list.Data {
+	events := make([][]byte, len(list.items))
+	for i, d := range list.items {
 		events[i] = d
 	}
-	var next string
-	if list.Meta.Pagination.HasMore {
-		u, err := url.Parse(list.Meta.Pagination.Next)
-		if err != nil {
-			return adapter.EventPage{}, fmt.Errorf("paddle: list events: meta.pagination.next %q is no URL: %w", list.Meta.Pagination.Next, payhook.ErrMalformed)
-		}
-		next = u.Query().Get("after")
-	}
-	page, err := adapter.NewEventPage(events, list.Meta.Pagination.HasMore, next)
+	page, err := adapter.NewEventPage(events, list.next != "", list.next)
 	if err != nil {
 		return adapter.EventPage{}, fmt.Errorf("paddle: list events: %w", err)
 	}
