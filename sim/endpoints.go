@@ -61,7 +61,7 @@ func checkURL(raw string) error {
 // signing secret, which is never shown again. apiVersion "" means the
 // provider's version.
 func (p *Provider) CreateEndpoint(env, rawURL string, events []string, apiVersion string) (Endpoint, string, error) {
-	return p.createEndpoint(env, rawURL, events, apiVersion, p.cfg.Flavour.NewSecret())
+	return p.createEndpoint(env, rawURL, events, apiVersion, p.cfg.Flavour.NewSecretFrom(p.cfg.Rand))
 }
 
 // CreateEndpointWithSecret is CreateEndpoint with a signing secret chosen
@@ -195,7 +195,7 @@ func (p *Provider) DeleteEndpoint(env, id string) error {
 // one, for Config.Grace.
 func (p *Provider) RotateSecret(env, id string) (string, error) {
 	return onEndpoint(p, env, id, func(e *endpointState) (string, error) {
-		e.previous, e.secret = e.secret, p.cfg.Flavour.NewSecret()
+		e.previous, e.secret = e.secret, p.cfg.Flavour.NewSecretFrom(p.cfg.Rand)
 		e.rotatedAt = p.now()
 		e.UpdatedAt = e.rotatedAt
 		return e.secret, nil

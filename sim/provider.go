@@ -6,9 +6,11 @@
 package sim
 
 import (
+	crand "crypto/rand"
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -48,6 +50,11 @@ type Config struct {
 	// Seed seeds the ids (and generated API keys), so runs are
 	// reproducible.
 	Seed int64
+	// Rand is where the signing secrets of new and rotated endpoints are
+	// drawn from. Default crypto/rand: a secret must not be guessable. A
+	// simulation gives one seeded by its run, so that a seed replays the
+	// same secrets.
+	Rand io.Reader
 	// APIVersion is the provider's API version: the default of new
 	// endpoints and the version of events.list; default "2026-01-01".
 	APIVersion string
@@ -158,6 +165,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = crand.Reader
 	}
 	if cfg.APIVersion == "" {
 		cfg.APIVersion = DefaultAPIVersion

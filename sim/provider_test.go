@@ -85,6 +85,7 @@ func (*fakeFlavour) Provider() string { return "standard" }
 func (f *fakeFlavour) NewSecret() string {
 	return fmt.Sprintf("whsec_fake%d", f.n.Add(1))
 }
+func (f *fakeFlavour) NewSecretFrom(io.Reader) string                { return f.NewSecret() }
 func (*fakeFlavour) Body(ev flavour.Event, _ string) ([]byte, error) { return json.Marshal(ev) }
 func (*fakeFlavour) Sign([]string, flavour.Event, string, []byte, time.Time) (http.Header, error) {
 	return http.Header{}, nil

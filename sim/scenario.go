@@ -1,8 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"context"
+	crand "crypto/rand"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -74,6 +77,10 @@ type RunConfig struct {
 	Flavour flavour.Flavour
 	// Seed makes the story and the faults reproducible.
 	Seed int64
+	// Rand is where the secrets (of the endpoint, when Secret is empty)
+	// and the delivery ids' prefix are drawn from; default crypto/rand.
+	// Give one seeded like Seed to replay them too.
+	Rand io.Reader
 	// TimeScale divides every delay of the retry schedule and of the
 	// faults; default 1000 (the first retry after 60 ms).
 	TimeScale float64
@@ -197,7 +204,7 @@ func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, e
 		cfg.Environment = EnvTest
 	}
 	if cfg.Secret == "" {
-		cfg.Secret = cfg.Flavour.NewSecret()
+		cfg.Secret = cfg.Flavour.NewSecretFrom(cmp.Or[io.Reader](cfg.Rand, crand.Reader))
 	}
 	faults := sc.Faults
 	if cfg.Faults != nil {
@@ -205,10 +212,10 @@ func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, e
 	}
 	d := deliver.New(deliver.Config{
 		TimeScale: cfg.TimeScale, Faults: faults, Seed: cfg.Seed, Client: cfg.Client, Logger: cfg.Logger,
-		Clock: cfg.Clock,
+		Clock: cfg.Clock, Rand: cfg.Rand,
 	})
 	defer d.Close()
-	pc := Config{Flavour: cfg.Flavour, Sender: d, Seed: cfg.Seed}
+	pc := Config{Flavour: cfg.Flavour, Sender: d, Seed: cfg.Seed, Rand: cfg.Rand}
 	if cfg.Clock != nil {
 		pc.Now = cfg.Clock.Now
 	}

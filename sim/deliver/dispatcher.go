@@ -2,7 +2,10 @@ package deliver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -101,6 +104,10 @@ type Config struct {
 	// OnAlert, if set, is called when an endpoint becomes failing (once
 	// per transition). It must not call back into the Dispatcher's Close.
 	OnAlert func(endpointID, message string)
+	// Rand is where the delivery ids' prefix, unique per dispatcher, is
+	// drawn from (everything else is drawn from Seed). Default
+	// crypto/rand; a simulation gives one seeded by its run.
+	Rand io.Reader
 	// Clock is the time the dispatcher reads and waits on (see Clock).
 	// nil means the real one, RealClock.
 	Clock Clock
@@ -202,7 +209,7 @@ func New(cfg Config) *Dispatcher {
 		scale:      cfg.TimeScale,
 		client:     cfg.Client,
 		log:        cfg.Logger,
-		prefix:     fmt.Sprintf("%08x", rand.Uint32()), // not from the seeded generator
+		prefix:     idPrefix(cmp.Or[io.Reader](cfg.Rand, crand.Reader)), // not from Seed: unique per dispatcher
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x9e3779b97f4a7c15)),
 		shuffler:   rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x5bd1e9955bd1e995)),
 		timers:     map[uint64]Timer{},
@@ -741,4 +748,14 @@ func (d *Dispatcher) Delivered(eventID string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.delivered[eventID]
+}
+
+// idPrefix is 8 hex digits drawn from r; a read error (crypto/rand never
+// returns one) panics.
+func idPrefix(r io.Reader) string {
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		panic(fmt.Sprintf("deliver: draw the delivery id prefix: %v", err))
+	}
+	return fmt.Sprintf("%08x", binary.BigEndian.Uint32(b[:]))
 }

@@ -30,6 +30,8 @@ type fakeFlavour struct{}
 func (fakeFlavour) Name() string      { return "fake" }
 func (fakeFlavour) Provider() string  { return "hmac" }
 func (fakeFlavour) NewSecret() string { return "secret" }
+
+func (fakeFlavour) NewSecretFrom(io.Reader) string { return "secret" }
 func (fakeFlavour) Body(ev flavour.Event, deliveryID string) ([]byte, error) {
 	return json.Marshal(map[string]any{"id": ev.ID, "type": ev.Type, "delivery": deliveryID, "data": ev.Data})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -27,9 +28,15 @@ func (billete) Name() string     { return "billete" }
 func (billete) Provider() string { return "billete" }
 
 // NewSecret returns "whsec_" + base64 of 24 random bytes.
-func (billete) NewSecret() string {
+func (f billete) NewSecret() string { return f.NewSecretFrom(rand.Reader) }
+
+// NewSecretFrom is NewSecret drawing from r; a read error panics, as in
+// randomString.
+func (billete) NewSecretFrom(r io.Reader) string {
 	b := make([]byte, 24)
-	rand.Read(b)
+	if _, err := io.ReadFull(r, b); err != nil {
+		panic(fmt.Sprintf("flavour: draw a secret: %v", err))
+	}
 	return standard.SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 

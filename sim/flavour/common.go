@@ -2,12 +2,12 @@ package flavour
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -104,15 +104,18 @@ func Select(evs []Event, q Query) (page []Event, next string, err error) {
 	return page, "", nil
 }
 
-// randomString returns n characters drawn uniformly from chars with
-// crypto/rand.
-func randomString(n int, chars string) string {
+// randomString returns n characters drawn uniformly from chars with r.
+// A read error (crypto/rand never returns one) panics: a secret must not
+// be made of what was not drawn.
+func randomString(r io.Reader, n int, chars string) string {
 	b := make([]byte, n)
 	buf := make([]byte, n*2)
 	// Rejection sampling keeps the draw unbiased.
 	limit := 256 - 256%len(chars)
 	for i := 0; i < n; {
-		rand.Read(buf) // never fails (crypto/rand panics instead)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			panic(fmt.Sprintf("flavour: draw a secret: %v", err))
+		}
 		for _, c := range buf {
 			if int(c) < limit {
 				b[i] = chars[int(c)%len(chars)]

@@ -1,8 +1,10 @@
 package flavour
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -20,7 +22,7 @@ type cryptoFlavour struct {
 // is "<invoiceId>:<type>". BTCPay has no events list; the sim offers the
 // billete-style GET /events so that dropped events can be found again.
 // Each call returns a flavour with its own webhookId.
-func Crypto() Flavour { return cryptoFlavour{webhookID: randomString(22, alnum)} }
+func Crypto() Flavour { return cryptoFlavour{webhookID: randomString(rand.Reader, 22, alnum)} }
 
 // cryptoStore is the storeId of every payload.
 const cryptoStore = "store_sim"
@@ -46,7 +48,10 @@ func (cryptoFlavour) Name() string     { return "crypto" }
 func (cryptoFlavour) Provider() string { return "crypto" }
 
 // NewSecret returns 32 random letters and digits.
-func (cryptoFlavour) NewSecret() string { return randomString(32, alnum) }
+func (f cryptoFlavour) NewSecret() string { return f.NewSecretFrom(rand.Reader) }
+
+// NewSecretFrom is NewSecret drawing from r.
+func (cryptoFlavour) NewSecretFrom(r io.Reader) string { return randomString(r, 32, alnum) }
 
 // invoiceID is the invoiceId of ev's payload: the invoice for invoice
 // events, so that a settlement is stored once per invoice however often it

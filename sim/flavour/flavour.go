@@ -79,6 +79,7 @@
 package flavour
 
 import (
+	"io"
 	"net/http"
 	"time"
 )
@@ -127,8 +128,13 @@ type Flavour interface {
 	// Provider is the payhook provider that verifies this flavour's
 	// deliveries (the provider: key of payhook's config).
 	Provider() string
-	// NewSecret returns a fresh signing secret in the provider's format.
+	// NewSecret returns a fresh signing secret in the provider's format,
+	// drawn from crypto/rand: NewSecretFrom(rand.Reader).
 	NewSecret() string
+	// NewSecretFrom is NewSecret drawing its random bytes from r: a
+	// simulation passes a source seeded by its run so that a seed replays
+	// the same secrets.
+	NewSecretFrom(r io.Reader) string
 	// Body renders ev as the provider's webhook payload. deliveryID is
 	// unique per delivery attempt (BTCPay puts it in the body).
 	Body(ev Event, deliveryID string) ([]byte, error)

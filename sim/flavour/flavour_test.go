@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -499,6 +500,19 @@ func TestNewSecret(t *testing.T) {
 				t.Fatalf("%s: NewSecret repeated %q", f.Name(), s)
 			}
 			seen[s] = true
+		}
+		// From a seeded source: the same format, and the same secrets
+		// again from the same seed.
+		draw := func(seed byte) []string {
+			r := rand.NewChaCha8([32]byte{seed})
+			return []string{f.NewSecretFrom(r), f.NewSecretFrom(r)}
+		}
+		a, b, c := draw(1), draw(1), draw(2)
+		if !formats[f.Name()].MatchString(a[0]) || a[0] == a[1] {
+			t.Fatalf("%s: NewSecretFrom drew %q", f.Name(), a)
+		}
+		if !slices.Equal(a, b) || slices.Equal(a, c) {
+			t.Fatalf("%s: NewSecretFrom(seed 1) = %q, then %q; seed 2: %q", f.Name(), a, b, c)
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package flavour
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -43,8 +45,11 @@ func (paddleFlavour) Provider() string { return "paddle" }
 // NewSecret returns "pdl_ntfset_" + 26 random lower-case letters and
 // digits + "_" + 32 random letters and digits, shaped like Paddle's
 // notification-setting secret keys.
-func (paddleFlavour) NewSecret() string {
-	return "pdl_ntfset_" + randomString(26, lowerAlnum) + "_" + randomString(32, alnum)
+func (f paddleFlavour) NewSecret() string { return f.NewSecretFrom(rand.Reader) }
+
+// NewSecretFrom is NewSecret drawing from r.
+func (paddleFlavour) NewSecretFrom(r io.Reader) string {
+	return "pdl_ntfset_" + randomString(r, 26, lowerAlnum) + "_" + randomString(r, 32, alnum)
 }
 
 // paddleEvent is Paddle's notification payload.
@@ -265,7 +270,7 @@ func (f paddleFlavour) EventsPage(evs []Event, next string) ([]byte, error) {
 		nextURL = f.EventsPath() + "?" + url.Values{"after": {cursor}}.Encode()
 	}
 	return json.Marshal(paddleList{Data: data, Meta: paddleMeta{
-		RequestID:  randomString(8, lowerAlnum) + "-" + randomString(4, lowerAlnum) + "-" + randomString(12, lowerAlnum),
+		RequestID:  randomString(rand.Reader, 8, lowerAlnum) + "-" + randomString(rand.Reader, 4, lowerAlnum) + "-" + randomString(rand.Reader, 12, lowerAlnum),
 		Pagination: paddlePagination{PerPage: len(evs), Next: nextURL, HasMore: next != ""},
 	}})
 }

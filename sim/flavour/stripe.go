@@ -1,8 +1,10 @@
 package flavour
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,7 +43,10 @@ func (stripeFlavour) Name() string     { return "stripe" }
 func (stripeFlavour) Provider() string { return "stripe" }
 
 // NewSecret returns "whsec_" + 32 random letters and digits.
-func (stripeFlavour) NewSecret() string { return "whsec_" + randomString(32, alnum) }
+func (f stripeFlavour) NewSecret() string { return f.NewSecretFrom(rand.Reader) }
+
+// NewSecretFrom is NewSecret drawing from r.
+func (stripeFlavour) NewSecretFrom(r io.Reader) string { return "whsec_" + randomString(r, 32, alnum) }
 
 // stripeEvent is Stripe's event object.
 type stripeEvent struct {
