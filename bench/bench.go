@@ -58,6 +58,8 @@ type Phase struct {
 	// Provider is whose deliveries are sent: stripe, paddle, standard or
 	// billete (Providers).
 	Provider string
+	// Kind is the event sent (Kinds); "" is a completed checkout.
+	Kind string
 	// Secret signs the deliveries; the target's source must hold it.
 	Secret string
 	// Events is how many distinct events are sent. Must be positive.
@@ -108,6 +110,7 @@ type Sample struct {
 type Result struct {
 	Target      string  `json:"target"`
 	Provider    string  `json:"provider"`
+	Kind        string  `json:"kind,omitempty"`
 	Concurrency int     `json:"concurrency,omitempty"`
 	Rate        float64 `json:"rate,omitempty"`
 	// Sent counts the deliveries sent: Events + Duplicates.
@@ -170,7 +173,7 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 			MaxIdleConns: conns, MaxIdleConnsPerHost: conns, DisableCompression: true, IdleConnTimeout: time.Minute,
 		}}
 	}
-	gen, err := newEvents(p.Provider, p.Secret, time.Now())
+	gen, err := newEvents(p.Provider, p.Kind, p.Secret, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 		}
 	}
 	res.AckedEvents = len(acked)
-	res.Target, res.Provider, res.Concurrency, res.Rate = t.Name, p.Provider, p.Concurrency, p.Rate
+	res.Target, res.Provider, res.Kind, res.Concurrency, res.Rate = t.Name, p.Provider, p.Kind, p.Concurrency, p.Rate
 	res.Sent, res.Events, res.Duplicates, res.Stored = len(ids), p.Events, p.Duplicates, -1
 	if t.DB != nil {
 		if res.Drain, err = drain(ctx, t.DB, t.Source, start, p.Stall); err != nil {

@@ -10,13 +10,15 @@ import (
 	"github.com/payhook/payhook/provider"
 )
 
-// TestDeliveriesVerify checks that every provider's deliveries pass
-// payhook's own verifier for it and carry the event id they were made for.
+// TestDeliveriesVerify checks that every provider's deliveries of every
+// kind pass payhook's own verifier for it and carry the event id they
+// were made for.
 func TestDeliveriesVerify(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
-	for _, name := range Providers() {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range kindsByProvider() {
+		name, kind := tc[0], tc[1]
+		t.Run(name+"/"+kind, func(t *testing.T) {
 			t.Parallel()
 			secret, err := NewSecret(name)
 			if err != nil {
@@ -26,7 +28,7 @@ func TestDeliveriesVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			gen, err := newEvents(name, secret, now)
+			gen, err := newEvents(name, kind, secret, now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,6 +54,17 @@ func TestDeliveriesVerify(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kindsByProvider returns every {provider, kind} pair.
+func kindsByProvider() [][2]string {
+	var out [][2]string
+	for _, p := range Providers() {
+		for _, k := range Kinds() {
+			out = append(out, [2]string{p, k})
+		}
+	}
+	return out
 }
 
 func TestOrder(t *testing.T) {
@@ -138,6 +151,7 @@ func TestPhaseErrors(t *testing.T) {
 		{Provider: "stripe", Secret: "whsec_x", Events: 1, Concurrency: 1, Rate: 1},
 		{Provider: "nope", Secret: "whsec_x", Events: 1, Concurrency: 1},
 		{Provider: "stripe", Events: 1, Concurrency: 1},
+		{Provider: "stripe", Kind: "refund.failed", Secret: "whsec_x", Events: 1, Concurrency: 1},
 	} {
 		if _, err := Run(context.Background(), Target{Name: "x", URL: "http://127.0.0.1:1/"}, p); err == nil {
 			t.Errorf("Run(%+v) = nil error; want one", p)

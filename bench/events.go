@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,16 @@ import (
 
 // Providers lists the providers whose deliveries the generator signs.
 func Providers() []string { return []string{"stripe", "paddle", "standard", "billete"} }
+
+// Kinds lists the events the generator sends, by their neutral type (as
+// the simulator names them): a completed checkout (Stripe
+// checkout.session.completed), the default, or a succeeded payment
+// (Stripe payment_intent.succeeded, status succeeded). payhook's billing
+// turns either into a captured payment of an order paid. The second is
+// what stripe-sync-engine stores from the payload alone, where a
+// checkout.session.completed makes it call Stripe's API for the
+// session's line items.
+func Kinds() []string { return []string{flavour.CheckoutCompleted, flavour.PaymentSucceeded} }
 
 // idLen is the length of the part after "evt_" of every event id: a run
 // prefix then the event's number, zero-padded.
@@ -34,33 +45,50 @@ type events struct {
 	fl       flavour.Flavour // nil for standard
 }
 
-// newEvents returns the generator of provider's deliveries signed with
-// secret: completed checkouts of 19.99 USD, each with its own order and
-// payment, created at created.
-func newEvents(provider, secret string, created time.Time) (*events, error) {
+// newEvents returns the generator of provider's deliveries of kind (one
+// of Kinds; "" is the first) signed with secret: completed checkouts or
+// succeeded payments of 19.99 USD, each with its own order and payment,
+// created at created.
+func newEvents(provider, kind, secret string, created time.Time) (*events, error) {
 	if secret == "" {
 		return nil, fmt.Errorf("bench: a signing secret is required")
 	}
 	tok := string(token)
-	data := map[string]any{
-		"id": "chk_" + tok, "object": "checkout", "amount": 1999, "currency": "USD", "status": "completed",
-		"payment_id": "pay_" + tok, "metadata": map[string]any{"order_id": "ord_" + tok},
-		"created_at": created.UTC().Format(time.RFC3339), "updated_at": created.UTC().Format(time.RFC3339Nano),
+	kind = cmp.Or(kind, flavour.CheckoutCompleted)
+	var data map[string]any
+	objectID := ""
+	switch kind {
+	case flavour.CheckoutCompleted:
+		objectID = "chk_" + tok
+		data = map[string]any{
+			"id": objectID, "object": "checkout", "amount": 1999, "currency": "USD", "status": "completed",
+			"payment_id": "pay_" + tok, "metadata": map[string]any{"order_id": "ord_" + tok},
+			"created_at": created.UTC().Format(time.RFC3339), "updated_at": created.UTC().Format(time.RFC3339Nano),
+		}
+	case flavour.PaymentSucceeded:
+		objectID = "pay_" + tok
+		data = map[string]any{
+			"id": objectID, "object": "payment", "amount": 1999, "currency": "USD", "status": "succeeded",
+			"order_id": "ord_" + tok, "metadata": map[string]any{"order_id": "ord_" + tok},
+			"created_at": created.UTC().Format(time.RFC3339), "updated_at": created.UTC().Format(time.RFC3339Nano),
+		}
+	default:
+		return nil, fmt.Errorf("bench: unknown event kind %q (want one of %s)", kind, strings.Join(Kinds(), ", "))
 	}
 	e := &events{provider: provider, secret: secret}
 	var err error
 	switch provider {
 	case "standard":
 		e.template, err = json.Marshal(map[string]any{
-			"type": flavour.CheckoutCompleted, "timestamp": created.UTC().Format(time.RFC3339), "data": data,
+			"type": kind, "timestamp": created.UTC().Format(time.RFC3339), "data": data,
 		})
 	case "stripe", "paddle", "billete":
 		if e.fl, err = flavour.ByName(provider); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 		e.template, err = e.fl.Body(flavour.Event{
-			ID: "evt_" + tok, Type: flavour.CheckoutCompleted, CreatedAt: created,
-			Environment: "test", APIVersion: "2026-01-01", ObjectID: "chk_" + tok, Data: data,
+			ID: "evt_" + tok, Type: kind, CreatedAt: created,
+			Environment: "test", APIVersion: "2026-01-01", ObjectID: objectID, Data: data,
 		}, "")
 	default:
 		return nil, fmt.Errorf("bench: unknown provider %q (want one of %s)", provider, strings.Join(Providers(), ", "))

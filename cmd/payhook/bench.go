@@ -23,8 +23,8 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
-const benchHelp = `Usage: payhook bench [--floor] [--db URL]... [--url URL --secret S] [--provider P]
-                     [--events N] [--duplicates N] [--concurrency C,...] [--rate R,...]
+const benchHelp = `Usage: payhook bench [--floor] [--db URL]... [--url [NAME=]URL --secret S] [--provider P]
+                     [--event KIND] [--events N] [--duplicates N] [--concurrency C,...] [--rate R,...]
                      [--json] [--svg FILE]
 
 Sends validly signed webhook deliveries and measures what a provider sees:
@@ -38,12 +38,17 @@ Targets, measured one after the other for each load, all in one run:
   --db URL   a payhook serve started in this process on that database
              (sqlite://FILE or postgres://...), with one source for --provider
   --url URL  a payhook already running: the webhook URL of a source of
-             --provider holding --secret (drain only with --url-db)
+             --provider holding --secret (drain only with --url-db); or any
+             other receiver of --provider's webhooks verifying with --secret,
+             such as stripe-sync-engine (bench/peer). NAME=URL names the
+             target in the results (default "url")
 
 Loads: each --concurrency value is a closed loop of that many senders;
 each --rate value is an open loop of that many deliveries per second,
 whose latencies count from when each delivery was due. Every load sends
---events new events and --duplicates repeats of them.
+--events new events and --duplicates repeats of them, of the --event kind:
+checkout.completed (Stripe checkout.session.completed), the default, or
+payment.succeeded (Stripe payment_intent.succeeded).
 
 Examples:
   payhook bench --floor --db sqlite://bench.db --concurrency 16,64
@@ -85,6 +90,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	urlDB := fs.String("url-db", "", "the database of the --url target, to measure its drain")
 	secret := fs.String("secret", "", "the signing secret of the --url source")
 	provider := fs.String("provider", "stripe", "whose deliveries to send: "+strings.Join(bench.Providers(), ", "))
+	kind := fs.String("event", bench.Kinds()[0], "the event sent: "+strings.Join(bench.Kinds(), ", "))
 	events := fs.Int("events", 20000, "distinct events per load")
 	dups := fs.Int("duplicates", 2000, "deliveries repeating an event already sent, per load")
 	conc := fs.String("concurrency", "16,64", "closed-loop senders, comma-separated: one load each")
@@ -121,6 +127,14 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if !isProvider(*provider) {
 		return fmt.Errorf("%w: --provider %q: want one of %s", errUsage, *provider, strings.Join(bench.Providers(), ", "))
 	}
+	if !slices.Contains(bench.Kinds(), *kind) {
+		return fmt.Errorf("%w: --event %q: want one of %s", errUsage, *kind, strings.Join(bench.Kinds(), ", "))
+	}
+	for _, u := range urls {
+		if _, _, err := urlTarget(u); err != nil {
+			return err
+		}
+	}
 
 	rep := benchReport{Date: m.Now().UTC(), Args: args, Machine: benchMachine{CPUs: runtime.NumCPU(), CPU: cpuModel(),
 		Go: runtime.Version(), Databases: map[string]string{}}}
@@ -152,7 +166,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		var floorRes *bench.Result
 		for _, t := range targets {
 			p := load
-			p.Provider, p.Events, p.Duplicates = *provider, *events, *dups
+			p.Provider, p.Kind, p.Events, p.Duplicates = *provider, *kind, *events, *dups
 			p.Secret = t.secret
 			bar := m.progress(p.Events+p.Duplicates, t.Name+" "+phaseName(p))
 			if bar != nil {
@@ -269,9 +283,13 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string,
 		}
 	}
 	for i, u := range urls {
-		t := bench.Target{Name: "url", URL: u}
-		if len(urls) > 1 {
-			t.Name = fmt.Sprintf("url-%d", i+1)
+		name, u, _ := urlTarget(u)
+		t := bench.Target{Name: name, URL: u}
+		if name == "" {
+			t.Name = "url"
+			if len(urls) > 1 {
+				t.Name = fmt.Sprintf("url-%d", i+1)
+			}
 		}
 		if urlDB != "" {
 			db, err := store.Open(ctx, urlDB)
@@ -296,6 +314,22 @@ func (m *Main) progress(total int, what string) *progressbar.ProgressBar {
 	return progressbar.NewOptions(total, progressbar.OptionSetWriter(f), progressbar.OptionSetDescription(what),
 		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("deliveries"),
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+}
+
+// urlTarget splits a --url value, [NAME=]URL, into its name ("" when
+// none is given) and its URL, which must be http or https.
+func urlTarget(v string) (name, u string, err error) {
+	u = v
+	if n, rest, ok := strings.Cut(v, "="); ok && !strings.Contains(n, "/") {
+		name, u = n, rest
+	}
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return "", "", fmt.Errorf("%w: --url %q: want [NAME=]http://... or https://...", errUsage, v)
+	}
+	if name == "floor" || name == "sqlite" || name == "postgres" {
+		return "", "", fmt.Errorf("%w: --url %q: the name %s is a built-in target's", errUsage, v, name)
+	}
+	return name, u, nil
 }
 
 func phaseName(p bench.Phase) string {

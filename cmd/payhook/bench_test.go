@@ -16,21 +16,23 @@ import (
 
 // TestBench runs payhook bench in-process on each engine, for every
 // provider, against the floor and a payhook it starts itself, in both
-// loops. It checks counts only, never timing: every delivery answered (a
+// loops, each provider with one of the event kinds in turn. It checks
+// counts only, never timing: every delivery answered (a
 // 503 is allowed, the answer of a store that took longer than the
 // receiver waits, on a busy machine), every acked event stored once,
 // duplicates adding no rows, the drain complete.
 func TestBench(t *testing.T) {
 	t.Parallel()
 	dbtest.EachEngine(t, func(t *testing.T, engine string) {
-		for _, provider := range bench.Providers() {
-			t.Run(provider, func(t *testing.T) {
+		for i, provider := range bench.Providers() {
+			kind := bench.Kinds()[i%len(bench.Kinds())]
+			t.Run(provider+"/"+kind, func(t *testing.T) {
 				t.Parallel()
 				dbURL := dbtest.URL(t, engine)
 				svg := filepath.Join(t.TempDir(), "bench.svg")
 				var out, errs bytes.Buffer
 				m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
-				args := []string{"bench", "--floor", "--db", dbURL, "--provider", provider, "--events", "40", "--duplicates", "10",
+				args := []string{"bench", "--floor", "--db", dbURL, "--provider", provider, "--event", kind, "--events", "40", "--duplicates", "10",
 					"--concurrency", "4", "--rate", "50", "--json", "--svg", svg}
 				if code := m.Run(context.Background(), args); code != 0 {
 					t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
@@ -77,12 +79,13 @@ func TestBench(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer db.Close()
-				var rows, waiting int
-				if err := db.SQL.QueryRow(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'received' THEN 1 ELSE 0 END), 0) FROM payhook_events`).Scan(&rows, &waiting); err != nil {
+				var rows, waiting, failed int
+				if err := db.SQL.QueryRow(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN status = 'received' THEN 1 ELSE 0 END), 0),
+					COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0) FROM payhook_events`).Scan(&rows, &waiting, &failed); err != nil {
 					t.Fatal(err)
 				}
-				if want := rep.Results[1].Stored + rep.Results[3].Stored; rows != want || waiting != 0 {
-					t.Errorf("database holds %d events, %d waiting; want %d, 0", rows, waiting, want)
+				if want := rep.Results[1].Stored + rep.Results[3].Stored; rows != want || waiting != 0 || failed != 0 {
+					t.Errorf("database holds %d events, %d waiting, %d failed; want %d, 0, 0", rows, waiting, failed, want)
 				}
 				if b, err := os.ReadFile(svg); err != nil || !bytes.Contains(b, []byte("<polyline")) {
 					t.Errorf("svg: %v, %d bytes without a line", err, len(b))
@@ -106,11 +109,44 @@ func TestBenchUsage(t *testing.T) {
 		{"--floor", "--concurrency", "x"},
 		{"--floor", "--concurrency", "", "--rate", ""},
 		{"--floor", "--url-db", "sqlite://x.db"},
+		{"--floor", "--event", "refund.failed"},
+		{"--url", "peer=ftp://127.0.0.1:1/x", "--secret", "whsec_x"},
+		{"--url", "127.0.0.1:1/x", "--secret", "whsec_x"},
+		{"--url", "floor=http://127.0.0.1:1/x", "--secret", "whsec_x"},
 	} {
 		var errs bytes.Buffer
 		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &errs, Getenv: func(string) string { return "" }}
 		if code := m.Run(context.Background(), append([]string{"bench"}, args...)); code != 2 {
 			t.Errorf("payhook bench %v = %d; want 2\n%s", args, code, errs.String())
 		}
+	}
+}
+
+// TestBenchNamedURL measures a receiver given by URL under the name the
+// command line gives it, as make bench names stripe-sync-engine "peer":
+// here a floor server started by the test stands for it.
+func TestBenchNamedURL(t *testing.T) {
+	t.Parallel()
+	f, err := bench.StartFloor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out, errs bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
+	args := []string{"bench", "--floor", "--url", "peer=" + f.URL, "--secret", "whsec_x", "--event", "payment.succeeded",
+		"--events", "10", "--duplicates", "2", "--concurrency", "2", "--json"}
+	if code := m.Run(context.Background(), args); code != 0 {
+		t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, out.String())
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d results; want 2", len(rep.Results))
+	}
+	if r := rep.Results[1]; r.Target != "peer" || r.Kind != "payment.succeeded" || r.Acked != 12 || r.VsFloor == nil {
+		t.Errorf("second result: target %q, kind %q, %d acked, vs floor %v; want peer, payment.succeeded, 12, ratios", r.Target, r.Kind, r.Acked, r.VsFloor)
 	}
 }
