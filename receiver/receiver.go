@@ -85,6 +85,13 @@ type Config struct {
 	// Outcome of a 200 ("" otherwise), status the HTTP status, took the
 	// time since the request was taken. It must be cheap.
 	OnAnswer func(source string, outcome Outcome, status int, took time.Duration)
+	// OnSignature, if set, is called once per delivery to a configured
+	// source whose signature was judged: ok false when it was refused
+	// (payhook.ErrSignature: missing, malformed, wrong or expired), true
+	// when it matched; at is the delivery's time. It must be cheap: it
+	// runs on the ack path of refused deliveries too (signature health,
+	// reconcile.SignatureCounter).
+	OnSignature func(source string, ok bool, at time.Time)
 }
 
 // Outcome is how an accepted delivery was answered (the "status" of a 200).
@@ -187,6 +194,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := r.cfg.Now()
 	if hc, ok := src.Verifier.(payhook.HeaderChecker); ok {
 		if err := hc.CheckHeader(req.Header, now); err != nil {
+			r.signature(name, err, now)
 			r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 			return
 		}
@@ -201,6 +209,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	env, err := src.Verifier.Verify(payhook.Delivery{Header: req.Header, Body: body, ReceivedAt: now})
+	r.signature(name, err, now)
 	if err != nil {
 		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 		return
@@ -353,6 +362,22 @@ func (b *budget) give(n int64) {
 	b.mu.Lock()
 	b.left += n
 	b.mu.Unlock()
+}
+
+// signature tells OnSignature of the signature check of a delivery to
+// source that ended with err: refused if it wraps payhook.ErrSignature,
+// matched if nil; nothing for other errors (a body that could not be
+// judged).
+func (r *Receiver) signature(source string, err error, at time.Time) {
+	if r.cfg.OnSignature == nil {
+		return
+	}
+	switch {
+	case err == nil:
+		r.cfg.OnSignature(source, true, at)
+	case errors.Is(err, payhook.ErrSignature):
+		r.cfg.OnSignature(source, false, at)
+	}
 }
 
 func (r *Receiver) reject(w http.ResponseWriter, source string, status int, msg string) {
