@@ -48,7 +48,8 @@ const maxBody = 1 << 20
 //	GET    <Flavour.EventsPath()>                the flavour's events list
 //	GET    <Lister.ListPaths()>                  with a flavour.Lister (billete: /payments, /refunds,
 //	                                             /subscriptions; stripe: /v1/charges, /v1/refunds,
-//	                                             /v1/disputes, /v1/subscriptions): recent objects
+//	                                             /v1/disputes, /v1/subscriptions; paddle: /transactions,
+//	                                             /adjustments, /subscriptions): recent objects
 //	GET    <SubscriptionPath()>                  with a flavour.Retriever (stripe: /v1/subscriptions/{id}):
 //	                                             the subscription's current state in the provider's shape
 //

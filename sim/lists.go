@@ -2,14 +2,16 @@ package sim
 
 import (
 	"net/http"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/payhook/payhook/sim/flavour"
 )
 
 // objects returns one page of env's objects of kind (flavour.ObjectPayment
-// ...), oldest first, as flavour.Lister renders them, and the cursor of
-// the next page.
+// ...), oldest first (newest first when q.Descending), as flavour.Lister
+// renders them, and the cursor of the next page.
 func (p *Provider) objects(env, kind string, q flavour.Query) ([]flavour.Event, string, error) {
 	type result struct {
 		page []flavour.Event
@@ -17,8 +19,22 @@ func (p *Provider) objects(env, kind string, q flavour.Query) ([]flavour.Event, 
 	}
 	res, err := read(p, env, func(w *world) (result, error) {
 		var all []flavour.Event
+		typ := kind
 		obj := func(id string, at time.Time, data map[string]any) {
-			all = append(all, flavour.Event{ID: id, Type: kind, CreatedAt: at, Environment: env, ObjectID: id, Data: data})
+			all = append(all, flavour.Event{ID: id, Type: typ, CreatedAt: at, Environment: env, ObjectID: id, Data: data})
+		}
+		refunds := func() {
+			for _, id := range w.refundOrder {
+				r := w.refunds[id]
+				obj(id, r.CreatedAt, r.data())
+			}
+		}
+		disputes := func() {
+			for _, id := range w.paymentOrder {
+				if pay := w.payments[id]; pay.DisputeID != "" {
+					obj(pay.DisputeID, pay.ChargedBackAt, pay.data())
+				}
+			}
 		}
 		switch kind {
 		case flavour.ObjectPayment:
@@ -27,22 +43,25 @@ func (p *Provider) objects(env, kind string, q flavour.Query) ([]flavour.Event, 
 				obj(id, pay.CreatedAt, pay.data())
 			}
 		case flavour.ObjectRefund:
-			for _, id := range w.refundOrder {
-				r := w.refunds[id]
-				obj(id, r.CreatedAt, r.data())
-			}
+			refunds()
 		case flavour.ObjectDispute:
-			for _, id := range w.paymentOrder {
-				if pay := w.payments[id]; pay.DisputeID != "" {
-					obj(pay.DisputeID, pay.ChargedBackAt, pay.data())
-				}
-			}
+			disputes()
+		case flavour.ObjectAdjustment:
+			typ = flavour.ObjectRefund
+			refunds()
+			typ = flavour.ObjectDispute
+			disputes()
+			// In the order they were made (disputes by payment).
+			sort.SliceStable(all, func(i, j int) bool { return all[i].CreatedAt.Before(all[j].CreatedAt) })
 		case flavour.ObjectSubscription:
 			for _, id := range w.subOrder {
 				ev := w.subs[id].event(env)
 				ev.ID, ev.CreatedAt = id, w.subs[id].CreatedAt
 				all = append(all, ev)
 			}
+		}
+		if q.Descending {
+			slices.Reverse(all)
 		}
 		page, next, err := flavour.Select(all, q)
 		if err != nil {

@@ -18,6 +18,13 @@
 // subscription's current state as its events render it, plus the sim's
 // updated_at_ns.
 //
+// Billete, Stripe and Paddle list recent objects for reconciliation
+// (Lister): billete GET /payments, /refunds, /subscriptions; Stripe
+// /v1/charges, /v1/refunds, /v1/disputes, /v1/subscriptions; Paddle
+// /transactions (created_at[GTE]), /adjustments (action refund or
+// chargeback) and /subscriptions, by after and per_page, newest first on
+// order_by=id[DESC].
+//
 // Stripe, Paddle and billete sign with every secret given (a rotation);
 // BTCPay signs with one secret only, so crypto signs with the first.
 //
@@ -188,4 +195,8 @@ type Query struct {
 	Cursor string
 	// Limit is the page size; 0 means 100, at most 1000.
 	Limit int
+	// Descending lists newest first (Paddle's order_by=id[DESC]); the
+	// cursor is then the newest of what is left. Only object lists
+	// (Lister) honour it.
+	Descending bool
 }

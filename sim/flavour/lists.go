@@ -12,6 +12,10 @@ const (
 	ObjectRefund       = "refund"
 	ObjectDispute      = "dispute"
 	ObjectSubscription = "subscription"
+	// ObjectAdjustment lists refunds and disputes together, in the order
+	// they were made, each as an Event of Type ObjectRefund or
+	// ObjectDispute (Paddle's adjustments); filter them with Query.Type.
+	ObjectAdjustment = "adjustment"
 )
 
 // Lister is implemented by flavours whose API lists recent objects

@@ -270,7 +270,7 @@ func (f paddleFlavour) EventsPage(evs []Event, next string) ([]byte, error) {
 		nextURL = f.EventsPath() + "?" + url.Values{"after": {cursor}}.Encode()
 	}
 	return json.Marshal(paddleList{Data: data, Meta: paddleMeta{
-		RequestID:  randomString(rand.Reader, 8, lowerAlnum) + "-" + randomString(rand.Reader, 4, lowerAlnum) + "-" + randomString(rand.Reader, 12, lowerAlnum),
+		RequestID:  paddleRequestID(),
 		Pagination: paddlePagination{PerPage: len(evs), Next: nextURL, HasMore: next != ""},
 	}})
 }
