@@ -123,12 +123,12 @@ func (w *reconcileWorld) alerts() []int {
 // TestReconcileDroppedRefund: a refund made at the provider whose webhook
 // was dropped is reported (exit 1) with one alert, however often
 // reconcile runs; once a backfill brings its event through the normal path,
-// reconcile reports nothing (exit 0). Per flavour with an object list, on
-// both engines.
+// reconcile reports nothing (exit 0). Per flavour with an object list
+// (billete, Stripe, Paddle), on both engines.
 func TestReconcileDroppedRefund(t *testing.T) {
 	t.Parallel()
 	dbtest.EachEngine(t, func(t *testing.T, engine string) {
-		for _, name := range []string{"billete", "stripe"} {
+		for _, name := range []string{"billete", "stripe", "paddle"} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				// The endpoint hears of everything but refunds: the
