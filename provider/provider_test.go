@@ -104,8 +104,10 @@ func TestAdapters(t *testing.T) {
 		if got != want[name] {
 			t.Errorf("adapter %s has %+v; want %+v", name, got, want[name])
 		}
-		if a.Subject.TypePrefix != "" && (a.Client == nil || len(a.Subject.Path) == 0) {
-			t.Errorf("adapter %s has a fetched subject %+v but no client or no path", name, a.Subject)
+		for typ, r := range a.Resources {
+			if a.Client == nil || len(r.Path) == 0 || !strings.Contains(r.Route, "{id}") {
+				t.Errorf("adapter %s fetches %s (%+v) but has no client, no path or no {id} in its route", name, typ, r)
+			}
 		}
 	}
 	if got, want := provider.APIs(), []string{"billete", "paddle", "stripe"}; !slices.Equal(got, want) {

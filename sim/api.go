@@ -52,6 +52,9 @@ const maxBody = 1 << 20
 //	                                             /adjustments, /subscriptions): recent objects
 //	GET    <SubscriptionPath()>                  with a flavour.Retriever (stripe: /v1/subscriptions/{id}):
 //	                                             the subscription's current state in the provider's shape
+//	GET    <Getter.GetPaths()>                   with a flavour.Getter (stripe: /v1/checkout/sessions/{id},
+//	                                             /v1/payment_intents/{id}, /v1/charges/{id}[?expand[]=refunds],
+//	                                             /v1/refunds/{id}, /v1/disputes/{id}): one object's current state
 //
 // Errors are {"error": {"type", "message"}} with 400 (invalid_request),
 // 401 (authentication), 404 (not_found, also unknown routes), 405 (wrong
@@ -284,6 +287,15 @@ func (p *Provider) Handler() http.Handler {
 			w.Write(body)
 			return nil
 		})
+	}
+
+	// Flavours that retrieve each kind of object in their provider's
+	// shape (Stripe: checkout sessions, payment intents, charges, refunds,
+	// disputes), as receivers fetch them (sim/get.go).
+	if gf, ok := p.cfg.Flavour.(flavour.Getter); ok {
+		for path, kind := range gf.GetPaths() {
+			h("GET "+path, p.getHandler(gf, kind))
+		}
 	}
 
 	// Flavours that list objects (payments, refunds, disputes,

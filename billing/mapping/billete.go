@@ -122,6 +122,16 @@ func billeteRefund(e *event, d obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The refund as fetched now may have failed since the event.
+	if status, err := r.str("status"); err != nil {
+		return nil, err
+	} else if status == "failed" {
+		at, err := r.timeOr(e.at, "updated_at", "created_at")
+		if err != nil {
+			return nil, err
+		}
+		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
+	}
 	amount, err := r.needAmount("amount")
 	if err != nil {
 		return nil, err
@@ -183,7 +193,21 @@ func billeteChargeback(e *event, d obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []billing.Fact{billing.ChargedBack{Payment: snap, PaymentRef: pay, DisputeRef: dispute, At: at}}, nil
+	facts := []billing.Fact{billing.ChargedBack{Payment: snap, PaymentRef: pay, DisputeRef: dispute, At: at}}
+	// The payment as fetched now may be back to succeeded (or partially
+	// refunded) with its dispute: the dispute was won since the event.
+	status, err := d.str("status")
+	if err != nil {
+		return nil, err
+	}
+	if status == "succeeded" || status == "partially_refunded" {
+		won, err := d.timeOr(e.at, "updated_at")
+		if err != nil {
+			return nil, err
+		}
+		facts = append(facts, billing.ChargebackWon{PaymentRef: pay, DisputeRef: dispute, At: won})
+	}
+	return facts, nil
 }
 
 // billeteChargebackWon: data is the payment after its dispute was won,

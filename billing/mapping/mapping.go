@@ -25,6 +25,13 @@
 //
 // Facts only reads the payload: it never calls a provider's API and never
 // looks at stored state, so the same payload always gives the same facts.
+// When the source has API credentials, processing puts the object as the
+// provider's API returns it now in place of the event's (billing/process),
+// so the statuses below are read as they are now: a dispute won since its
+// event, a refund failed since, a subscription canceled since. Each
+// movement is applied once per provider reference and a subscription's
+// state only when newer, so an old event whose object is newer never
+// undoes what a newer event did.
 // Times come from the payload (the resource's own time where it has one,
 // else the event's envelope time) and fall back to Event.OccurredAt. They
 // are UTC. Amounts are integers of minor units (Paddle writes them as
@@ -37,11 +44,13 @@
 //	                       + OrderPaid{metadata.order_id, data.payment_id} (when the order id is there)
 //	payment.succeeded      Captured{data.id, order_id, amount, currency, at created_at}
 //	                       + OrderPaid{order_id, data.id} (when order_id is there)
-//	payment.refunded       Refunded{Payment: snapshot of data, data.id, refund.id, refund.amount, at refund.created_at}
+//	payment.refunded       Refunded{Payment: snapshot of data, data.id, refund.id, refund.amount, at refund.created_at};
+//	                       refund.status failed (the refund as fetched now): RefundFailed
 //	refund.failed          RefundFailed{data.payment_id, data.id, at updated_at or created_at}
 //	payment.charged_back   ChargedBack{Payment: snapshot of data, data.id, dispute "dp_"+data.id
 //	                       (or data.dispute_id / data.dispute.id when given), at charged_back_at
-//	                       or updated_at}
+//	                       or updated_at}; a payment back to succeeded or partially_refunded (as
+//	                       fetched now: the dispute was won since) + ChargebackWon
 //	payment.chargeback_won ChargebackWon{data.id, the dispute as for payment.charged_back, at updated_at}
 //	subscription.*         Subscription{id, customer, plan, status active|canceled|ended
 //	                       (subscription.ended: ended), current_period_end, updated_at}
@@ -71,7 +80,8 @@
 //	                               RefundFailed; requires_action → nil; another status is an error
 //	charge.dispute.created,        ChargedBack{payment_intent (else charge), dispute id, amount (the
 //	charge.dispute.funds_withdrawn disputed amount)} (no Payment snapshot); an inquiry (created with a
-//	                               status warning_*) or a prevented dispute moves no money: nil
+//	                               status warning_*) or a prevented dispute moves no money: nil;
+//	                               status won (the dispute as fetched now) + ChargebackWon
 //	charge.dispute.closed,         ChargebackWon when status is won (closed), else nil
 //	charge.dispute.funds_reinstated
 //	customer.subscription.created/updated

@@ -81,7 +81,15 @@ func stripe(e *event) ([]billing.Fact, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: dispute, Amount: amount, At: at}}, nil
+		facts := []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: dispute, Amount: amount, At: at}}
+		// The dispute as fetched now may have been won since the event:
+		// the money came back too.
+		if status, err := o.str("status"); err != nil {
+			return nil, err
+		} else if status == "won" {
+			facts = append(facts, billing.ChargebackWon{PaymentRef: pay, DisputeRef: dispute, At: e.at})
+		}
+		return facts, nil
 	case "charge.dispute.closed", "charge.dispute.funds_reinstated":
 		if e.typ == "charge.dispute.closed" {
 			status, err := o.str("status")

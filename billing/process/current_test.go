@@ -19,11 +19,16 @@ func TestCurrentReplacesTheSubject(t *testing.T) {
 			`{"id":"evt_1","data":{"object":{"id":"sub_1","status":"canceled"},"previous_attributes":{}}}`},
 		{"a missing subject is created", "stripe", "customer.subscription.updated",
 			`{"id":"evt_1"}`, `{"id":"sub_1"}`, `{"id":"evt_1","data":{"object":{"id":"sub_1"}}}`},
-		{"money events keep their own data", "billete", "payment.refunded",
-			`{"data":{"id":"pay_1"}}`, `{"id":"pay_1","status":"refunded"}`, `{"data":{"id":"pay_1"}}`},
+		{"a refund replaces the refund only", "billete", "payment.refunded",
+			`{"data":{"id":"pay_1","refund":{"id":"re_1","status":"succeeded"}}}`, `{"id":"re_1","status":"failed"}`,
+			`{"data":{"id":"pay_1","refund":{"id":"re_1","status":"failed"}}}`},
+		{"stripe dispute", "stripe", "charge.dispute.created",
+			`{"data":{"object":{"id":"dp_1","status":"needs_response"}}}`, `{"id":"dp_1","status":"won"}`,
+			`{"data":{"object":{"id":"dp_1","status":"won"}}}`},
+		{"a type not fetched", "stripe", "ping", `{"data":{"object":{}}}`, `{"id":"x"}`, `{"data":{"object":{}}}`},
 		{"nothing fetched", "stripe", "customer.subscription.updated", `{"data":{"object":{}}}`, "", `{"data":{"object":{}}}`},
 		{"a resource that is not JSON", "stripe", "customer.subscription.updated", `{"data":{"object":{}}}`, `{"id":`, `{"data":{"object":{}}}`},
-		{"provider without an API", "paddle", "subscription.updated", `{"data":{}}`, `{"id":"x"}`, `{"data":{}}`},
+		{"provider without an API", "crypto", "InvoiceSettled", `{"data":{}}`, `{"id":"x"}`, `{"data":{}}`},
 	} {
 		ev := &payhook.Event{Type: tc.typ, Payload: []byte(tc.payload)}
 		if tc.resource != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -50,12 +51,15 @@ type Config struct {
 // Every event goes through its provider's mapping (mapping.Read) to
 // billing facts, applied (billing.ApplyOutcome) in the transaction that
 // marks it processed; an event that carries no fact is ignored with the
-// mapping's reason. When the source has a Fetch, the resource is read
-// first, outside any transaction, and where it is the event's subject as a
-// whole (a subscription) its current state replaces the one the event
-// carried: the event tells, the resource decides. An event that fails for
-// good raises a billing.AlertEventFailed alert in the transaction that
-// marks it failed.
+// mapping's reason. When the source has a Fetch (API credentials), the
+// object the event is about (checkout, payment, charge, refund, dispute,
+// transaction, adjustment, subscription: the adapter's Resources) is read
+// first, outside any transaction, and its current state replaces the one
+// the event carried, for the mapping only: the event tells, the resource
+// decides. A fetch that fails fails the attempt, which is retried with
+// backoff; it never falls back to the payload (see fetch). An event that
+// fails for good raises a billing.AlertEventFailed alert in the
+// transaction that marks it failed.
 //
 // It returns an error wrapping payhook.ErrConfig when cfg.DB is nil.
 func New(cfg Config) (jobs.Config, error) {
@@ -146,11 +150,28 @@ func (p *processor) drift(ctx context.Context, tx *sql.Tx, src payhook.Source, e
 }
 
 // fetch reads the resource ev is about with its source's Fetch, if any.
+//
+// Any error fails the attempt and the job retries it with backoff; the
+// payload, maybe stale, is never applied instead. That includes a 404
+// (payhook.ErrNotFound): the provider does not know the object with this
+// key, which for an event it signed means the key is of another account
+// or environment, or the object is not visible yet (read-after-write
+// lag). Applying the payload would act on a state the provider no longer
+// confirms and hide a misconfigured key; the retries cover the lag, and
+// the last attempt fails the event with an event_failed alert, to be
+// replayed once the key is fixed. The 404 is logged as a warning naming
+// the source and event.
 func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-	if f := p.bySource[ev.Source].Fetch; f != nil {
-		return f(ctx, ev)
+	f := p.bySource[ev.Source].Fetch
+	if f == nil {
+		return nil, nil
 	}
-	return nil, nil
+	b, err := f(ctx, ev)
+	if errors.Is(err, payhook.ErrNotFound) {
+		p.log.Warn("the provider does not know the object of the event with this source's API key; the attempt fails and is retried",
+			"source", ev.Source, "event", ev.EventID, "type", ev.Type, "err", err)
+	}
+	return b, err
 }
 
 // failed raises the alert of an event that failed for good. The alert
@@ -165,17 +186,21 @@ func (p *processor) failed(ctx context.Context, tx *sql.Tx, ev *payhook.Event, c
 	return jobs.EnqueueDeliveries(ctx, tx, btx.Deliveries())
 }
 
-// current returns ev with the resource's current state in place of the
-// state the event carried, where the provider's adapter says the fetched
-// resource is the event's subject as a whole (subscriptions). Movements
-// (payments, refunds) keep the event's own data, which says which
-// movement it was. A resource that is not JSON leaves the event as it is.
+// current returns ev with the resource's current state, fetched from the
+// provider's API, in place of the object the event carried, at the place
+// the provider's adapter says (adapter.Resource.Path): the mapping then
+// reads the object as it is now, and billing's guards (each movement once
+// per provider reference, a subscription state only when newer) keep an
+// old event from undoing a newer one. The stored event is never changed.
+// An event without a fetched resource, or whose resource is not JSON,
+// is left as it is.
 func current(providerName string, ev *payhook.Event) *payhook.Event {
 	a, _ := provider.Lookup(providerName)
-	if ev.Resource == nil || !a.Subject.Takes(ev.Type) || !json.Valid(ev.Resource) {
+	r, ok := a.Resources.For(ev.Type)
+	if ev.Resource == nil || !ok || !json.Valid(ev.Resource) {
 		return ev
 	}
-	payload, err := sjson.SetRawBytes(ev.Payload, sjsonPath(a.Subject.Path), ev.Resource)
+	payload, err := sjson.SetRawBytes(ev.Payload, sjsonPath(r.Path), ev.Resource)
 	if err != nil {
 		return ev
 	}

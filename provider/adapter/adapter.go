@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -45,10 +44,10 @@ type Adapter struct {
 	// Client, if set, returns the provider's API client for one source's
 	// credentials. Nil when payhook reads no API of the provider.
 	Client func(c ClientConfig) Client
-	// Subject says which events are about a resource the Client fetches
-	// whose current state stands for the event's subject as a whole.
-	// Zero when there are none.
-	Subject Subject
+	// Resources are the objects the Client fetches, by event type: every
+	// event of a type listed is mapped from its object's current state
+	// (see Resource). Nil when there are none.
+	Resources Resources
 }
 
 // Options configure the verifier of one source.
@@ -86,10 +85,12 @@ type ClientConfig struct {
 // provider gains a part without every other one changing.
 type Client interface {
 	// Fetch returns the current state of the resource ev is about, as the
-	// API's JSON, when the adapter's Subject takes ev, and nil for every
-	// other event. Its errors wrap payhook.ErrNotFound when the API does
-	// not know the resource and payhook.ErrMalformed when ev names none;
-	// other errors (the API unreachable or failing) are to be retried.
+	// API's JSON object, when the adapter's Resources has one for ev's
+	// type, and nil for every other event. Its errors wrap
+	// payhook.ErrNotFound when the API does not know the resource (a 404)
+	// and payhook.ErrMalformed when ev names none or the answer is not
+	// one JSON object; other errors (the API unreachable, a timeout, a
+	// 429 or a 5xx) are to be retried.
 	Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error)
 }
 
@@ -164,25 +165,6 @@ type EventRetention interface {
 // return it: its Status, the RetryAfter it asked for, and Temporary (a
 // 429 or a 5xx, worth retrying).
 type APIError = apiget.APIError
-
-// Subject says which events are about a resource whose current state,
-// fetched from the provider's API, stands for the event's subject as a
-// whole (a subscription), and where in the event's payload that subject
-// is. Movements (payments, refunds) are never one: the event's own data
-// says which movement it was.
-type Subject struct {
-	// TypePrefix selects the events: those whose type starts with it. If
-	// empty, no event is selected.
-	TypePrefix string
-	// Path is the object keys from the top of the payload to the subject,
-	// e.g. {"data", "object"}. The subject's id is its "id".
-	Path []string
-}
-
-// Takes reports whether events of type eventType are about the subject.
-func (s Subject) Takes(eventType string) bool {
-	return s.TypePrefix != "" && strings.HasPrefix(eventType, s.TypePrefix)
-}
 
 // CheckedEnvelope returns an Adapter.Envelope: read, then
 // signing.CheckEnvelope (an id, type and time payhook can store), its

@@ -9,25 +9,60 @@ import (
 	"github.com/payhook/payhook/provider/adapter"
 )
 
-func TestSubjectTakes(t *testing.T) {
+func TestResourcesFor(t *testing.T) {
 	t.Parallel()
-	sub := adapter.Subject{TypePrefix: "customer.subscription.", Path: []string{"data", "object"}}
+	sub := adapter.Resource{Path: []string{"data", "object"}, Route: "v1/subscriptions/{id}"}
+	dispute := adapter.Resource{Path: []string{"data", "object"}, Route: "v1/disputes/{id}"}
+	deleted := adapter.Resource{Path: []string{"data"}, Route: "deleted/{id}"}
+	rs := adapter.Resources{
+		"customer.subscription.*":       sub,
+		"customer.subscription.deleted": deleted,
+		"charge.dispute.*":              dispute,
+		"charge.*":                      {Route: "v1/charges/{id}"},
+	}
 	for _, tc := range []struct {
-		s    adapter.Subject
-		typ  string
-		want bool
+		rs    adapter.Resources
+		typ   string
+		route string
 	}{
-		{sub, "customer.subscription.updated", true},
-		{sub, "customer.subscription.", true},
-		{sub, "customer.subscription", false},
-		{sub, "checkout.session.completed", false},
-		{sub, "", false},
-		{adapter.Subject{}, "customer.subscription.updated", false},
-		{adapter.Subject{}, "", false},
+		{rs, "customer.subscription.updated", "v1/subscriptions/{id}"},
+		{rs, "customer.subscription.", "v1/subscriptions/{id}"},
+		{rs, "customer.subscription.deleted", "deleted/{id}"}, // exact wins
+		{rs, "charge.dispute.created", "v1/disputes/{id}"},    // longer prefix wins
+		{rs, "charge.refunded", "v1/charges/{id}"},
+		{rs, "customer.subscription", ""},
+		{rs, "customer.subscription.*", "v1/subscriptions/{id}"}, // a type that is a pattern is only a type
+		{rs, "checkout.session.completed", ""},
+		{rs, "", ""},
+		{nil, "customer.subscription.updated", ""},
 	} {
-		if got := tc.s.Takes(tc.typ); got != tc.want {
-			t.Errorf("Subject{%q}.Takes(%q) = %v; want %v", tc.s.TypePrefix, tc.typ, got, tc.want)
+		r, ok := tc.rs.For(tc.typ)
+		if ok != (tc.route != "") || r.Route != tc.route {
+			t.Errorf("For(%q) = %q, %v; want %q", tc.typ, r.Route, ok, tc.route)
 		}
+	}
+}
+
+func TestResourceID(t *testing.T) {
+	t.Parallel()
+	r := adapter.Resource{Path: []string{"data", "object"}, Route: "v1/x/{id}"}
+	for _, tc := range []struct {
+		payload, want string
+	}{
+		{`{"data":{"object":{"id":"sub_1"}}}`, "sub_1"},
+		{`{"data":{}}`, ""},
+		{`{"data":{"object":{"id":7}}}`, ""},
+		{`{"data":{"object":{"id":""}}}`, ""},
+		{`{"data":{"object":{"id":"a","ID":"b"}}}`, ""}, // encoding/json would read "b"
+		{`not json`, ""},
+	} {
+		got, err := r.ID(&payhook.Event{EventID: "evt_1", Payload: []byte(tc.payload)})
+		if got != tc.want || (tc.want == "") != errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("ID(%s) = %q, %v; want %q", tc.payload, got, err, tc.want)
+		}
+	}
+	if got, want := r.URLPath("a/b c"), "v1/x/a%2Fb%20c"; got != want {
+		t.Errorf("URLPath = %q; want %q", got, want)
 	}
 }
 

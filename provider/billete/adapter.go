@@ -7,7 +7,7 @@ import (
 
 // Adapter is what payhook knows of Billete: its verifier, its envelope
 // (events say their environment) and its API client, which fetches the
-// subscription a subscription.* event is about.
+// object each event is about (resources, in fetch.go).
 var Adapter = adapter.Adapter{
 	Name: "billete",
 	Verifier: func(o adapter.Options) (payhook.Verifier, error) {
@@ -18,9 +18,5 @@ var Adapter = adapter.Adapter{
 	Client: func(c adapter.ClientConfig) adapter.Client {
 		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
-	Subject: subject,
+	Resources: resources,
 }
-
-// subject is the resource a subscription.* event is about: the
-// subscription, its data.
-var subject = adapter.Subject{TypePrefix: "subscription.", Path: []string{"data"}}

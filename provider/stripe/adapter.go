@@ -7,7 +7,7 @@ import (
 
 // Adapter is what payhook knows of Stripe: its verifier, its envelope
 // (events say livemode, so their environment) and its API client, which
-// fetches the subscription a customer.subscription.* event is about.
+// fetches the object each event is about (resources, in fetch.go).
 var Adapter = adapter.Adapter{
 	Name: "stripe",
 	Verifier: func(o adapter.Options) (payhook.Verifier, error) {
@@ -18,9 +18,5 @@ var Adapter = adapter.Adapter{
 	Client: func(c adapter.ClientConfig) adapter.Client {
 		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
-	Subject: subject,
+	Resources: resources,
 }
-
-// subject is the resource a customer.subscription.* event is about: the
-// subscription, its data.object.
-var subject = adapter.Subject{TypePrefix: "customer.subscription.", Path: []string{"data", "object"}}

@@ -1,22 +1,15 @@
 package stripe
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strings"
 
-	"github.com/payhook/payhook"
-	"github.com/payhook/payhook/internal/apiget"
-	"github.com/payhook/payhook/internal/signing"
 	"github.com/payhook/payhook/provider/adapter"
 )
 
 // Client reads resources from Stripe's API (or the simulator's stripe
 // flavour) with a secret API key (sk_test_… or sk_live_…), so that a job
 // acts on a resource's current state rather than on the snapshot, maybe
-// old, that an event carries: the resource decides.
+// old, that an event carries: the resource decides (Fetch, in fetch.go).
 type Client struct {
 	// BaseURL is the API's address, e.g. "https://api.stripe.com".
 	BaseURL string
@@ -30,35 +23,6 @@ type Client struct {
 }
 
 var _ adapter.Client = (*Client)(nil)
-
-// Fetch returns the current state of the subscription a
-// customer.subscription.* event is about (GET /v1/subscriptions/{id} of
-// its data.object.id), as the API's JSON, and nil for every other type:
-// payments, refunds and disputes keep the event's own object, which says
-// which movement it was. It returns an error wrapping payhook.ErrNotFound
-// when the API does not know the subscription, one wrapping
-// payhook.ErrMalformed when the event names none, and other errors (to be
-// retried) when the API cannot be reached or fails.
-func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-	if !subject.Takes(ev.Type) {
-		return nil, nil
-	}
-	// Read strictly, as the envelope is: a case variant ("ID") that
-	// encoding/json would have taken instead is refused.
-	o, err := signing.ObjectAt(ev.Payload, subject.Path...)
-	var id string
-	if err == nil {
-		id, err = o.RequiredString("id")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("stripe: event %s has no %s.id to fetch: %w", ev.EventID, strings.Join(subject.Path, "."), err)
-	}
-	b, _, err := apiget.GetWith(ctx, c.HTTP, c.BaseURL, c.Key, "v1/subscriptions/"+url.PathEscape(id), c.versionHeader())
-	if err != nil {
-		return nil, fmt.Errorf("stripe: %w", err)
-	}
-	return b, nil
-}
 
 // versionHeader pins the client's API version, if any.
 func (c *Client) versionHeader() http.Header {

@@ -1,0 +1,228 @@
+package process_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/provider"
+	"github.com/payhook/payhook/provider/adapter"
+	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/deliver"
+	"github.com/payhook/payhook/sim/flavour"
+	"github.com/payhook/payhook/store"
+)
+
+// nowhere is a Sender that delivers nothing: the events are read from the
+// simulator's events list, as a backfill reads them.
+type nowhere struct{}
+
+func (nowhere) Send(deliver.Target, flavour.Event) {}
+func (nowhere) Log(string) []deliver.Attempt       { return nil }
+func (nowhere) Resend(string) error                { return nil }
+
+// faulty is the simulator's API that answers with fault while it is set:
+// a status (503, 429 with Retry-After, 404) or 0 to hang until the
+// request is canceled.
+type faulty struct {
+	api   http.Handler
+	fault atomic.Int32 // -1: none
+}
+
+func (f *faulty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch fault := f.fault.Load(); {
+	case fault < 0 || strings.Contains(r.URL.Path, "events"):
+		f.api.ServeHTTP(w, r)
+	case fault == 0:
+		<-r.Context().Done()
+	default:
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(int(fault))
+	}
+}
+
+// world is one simulated provider whose checkout was paid, then charged
+// back, then the dispute won, and the events of it that payhook gets:
+// the payment's and the chargeback's, not the win's (dropped).
+type world struct {
+	api     *faulty
+	client  adapter.Client
+	payment string
+	events  []*payhook.Event // payment succeeded, then charged back
+}
+
+func newWorld(t *testing.T, fl flavour.Flavour) *world {
+	t.Helper()
+	p, err := sim.New(sim.Config{Flavour: fl, Sender: nowhere{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &world{api: &faulty{api: p.Handler()}}
+	w.api.fault.Store(-1)
+	srv := httptest.NewServer(w.api)
+	t.Cleanup(srv.Close)
+	key, _ := p.Keys()
+	chk, _ := p.CreateCheckout(sim.EnvTest, 1000, "usd", "ord_1")
+	pay, err := p.CompleteCheckout(sim.EnvTest, chk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.payment = pay.ID
+	if _, err := p.Chargeback(sim.EnvTest, pay.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WinChargeback(sim.EnvTest, pay.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.client, err = provider.NewClient(fl.Provider(), adapter.ClientConfig{BaseURL: srv.URL, Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := w.client.(adapter.EventLister).ListEvents(context.Background(), adapter.EventQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := provider.Lookup(fl.Provider())
+	for _, body := range page.Events {
+		env, err := a.Envelope(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch env.Type {
+		case "payment.succeeded", "payment_intent.succeeded", "payment.charged_back", "charge.dispute.created":
+			w.events = append(w.events, &payhook.Event{EventID: env.EventID, Type: env.Type,
+				OccurredAt: env.OccurredAt, Payload: body})
+		}
+	}
+	if len(w.events) != 2 {
+		t.Fatalf("the simulator listed %d payment and chargeback events; want 2", len(w.events))
+	}
+	return w
+}
+
+// fetch is the client's Fetch, whose request times out at once while the
+// API hangs (as the job's timeout would end it).
+func (w *world) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+	if w.api.fault.Load() == 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Millisecond)
+		defer cancel()
+	}
+	return w.client.Fetch(ctx, ev)
+}
+
+// ingest stores copies of w's events for source.
+func (w *world) ingest(t *testing.T, q *jobs.Queue, source string, now time.Time) []*payhook.Event {
+	t.Helper()
+	var evs []*payhook.Event
+	for _, e := range w.events {
+		cp := *e
+		cp.Source, cp.ReceivedAt = source, now
+		evs = append(evs, &cp)
+	}
+	if _, err := q.Ingest(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// status returns the payment's status in source's billing state.
+func status(t *testing.T, db *store.DB, source, ref string) string {
+	t.Helper()
+	p, err := billing.GetPayment(context.Background(), db, source, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Status
+}
+
+// TestTheResourceDecides: a chargeback event delivered after the provider
+// lost the dispute for the customer (the win's event dropped) is applied
+// from the dispute's (the payment's) current state, fetched from the
+// simulator's API in the flavour's shape: the payment holds its money. A
+// source without credentials applies the payload: charged back. A fetch
+// that fails (timeout, 503, 429, 404) fails the attempt with nothing
+// applied; the next attempt applies the current state. The stored
+// payloads stay byte-exact. (That a failed attempt's job is retried with
+// backoff is the queue's contract for every error, tested in jobs.)
+func TestTheResourceDecides(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		worlds := map[string]*world{}
+		for _, fl := range []flavour.Flavour{flavour.Billete(), flavour.Stripe()} {
+			worlds[fl.Name()] = newWorld(t, fl)
+		}
+		db := open(t, dbURL)
+		now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+		var sources []payhook.Source
+		for name, w := range worlds {
+			sources = append(sources,
+				payhook.Source{Name: name + "-api", Provider: name, Fetch: w.fetch},
+				payhook.Source{Name: name + "-payload", Provider: name})
+		}
+		q, err := jobs.New(db, config(t, db, sources, now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, w := range worlds {
+			plain := w.ingest(t, q, name+"-payload", now)
+			for _, ev := range plain {
+				if err := q.Process(ctx, ev.ID); err != nil {
+					t.Fatalf("%s-payload: process %s: %v", name, ev.Type, err)
+				}
+			}
+			if got := status(t, db, name+"-payload", w.payment); got != "charged_back" {
+				t.Errorf("%s without credentials: payment %s; want charged_back, as the payload says", name, got)
+			}
+
+			evs := w.ingest(t, q, name+"-api", now)
+			if err := q.Process(ctx, evs[0].ID); err != nil {
+				t.Fatalf("%s-api: process %s: %v", name, evs[0].Type, err)
+			}
+			chargeback := evs[1]
+			for i, fault := range []int32{0, 503, 429, 404} {
+				w.api.fault.Store(fault)
+				err := q.Process(ctx, chargeback.ID)
+				w.api.fault.Store(-1)
+				got, gerr := db.Event(ctx, chargeback.ID)
+				if gerr != nil {
+					t.Fatal(gerr)
+				}
+				if err == nil || got.Status != payhook.StatusReceived || got.Attempts != i+1 {
+					t.Fatalf("%s, fault %d: %v, event %s after %d attempts; want an error, the event received after %d",
+						name, fault, err, got.Status, got.Attempts, i+1)
+				}
+				if s := status(t, db, name+"-api", w.payment); s != "succeeded" {
+					t.Fatalf("%s, fault %d: payment %s after a failed fetch; want it untouched (succeeded)", name, fault, s)
+				}
+			}
+			if err := q.Process(ctx, chargeback.ID); err != nil {
+				t.Fatalf("%s-api: process the chargeback: %v", name, err)
+			}
+			got, err := db.Event(ctx, chargeback.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != payhook.StatusProcessed || string(got.Payload) != string(chargeback.Payload) {
+				t.Errorf("%s-api: chargeback %s, payload changed %v; want processed, the payload as received",
+					name, got.Status, string(got.Payload) != string(chargeback.Payload))
+			}
+			p, err := billing.GetPayment(ctx, db, name+"-api", w.payment)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Status != "succeeded" || p.Amount != 1000 {
+				t.Errorf("%s with credentials: payment %s of %d; want succeeded of 1000: the dispute was won",
+					name, p.Status, p.Amount)
+			}
+		}
+	})
+}

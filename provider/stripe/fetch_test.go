@@ -1,0 +1,132 @@
+package stripe_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/provider/adapter"
+	"github.com/payhook/payhook/provider/stripe"
+	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/flavour"
+)
+
+// Every object a Stripe event is about is fetched from the simulator's
+// stripe flavour in its current state, whatever the event's snapshot said.
+func TestClientFetchesEveryObject(t *testing.T) {
+	t.Parallel()
+	p, err := sim.New(sim.Config{Flavour: flavour.Stripe(), Sender: nowhere{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(p.Handler())
+	defer api.Close()
+	test, _ := p.Keys()
+	env := sim.EnvTest
+	chk, _ := p.CreateCheckout(env, 1000, "usd", "ord_1")
+	pay, _ := p.CompleteCheckout(env, chk.ID)
+	re, _ := p.Refund(env, pay.ID, 300, "", false)
+	failed, _ := p.Refund(env, pay.ID, 100, "", true)
+	cb, _ := p.Chargeback(env, pay.ID)
+	if _, err := p.WinChargeback(env, pay.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := &stripe.Client{BaseURL: api.URL, Key: test}
+	obj := func(id string) string { return `{"data":{"object":{"id":"` + id + `","status":"stale"}}}` }
+	for _, tc := range []struct {
+		typ, payload          string
+		wantObject, wantState string
+		wantRefunds           int
+	}{
+		{"checkout.session.completed", obj(chk.ID), "checkout.session", "complete", 0},
+		{"payment_intent.succeeded", obj(pay.ID), "payment_intent", "succeeded", 0},
+		{"charge.refunded", obj(pay.ID), "charge", "succeeded", 2},
+		{"refund.created", obj(re.ID), "refund", "succeeded", 0},
+		{"charge.refund.updated", obj(failed.ID), "refund", "failed", 0},
+		{"charge.dispute.created", obj(cb.DisputeID), "dispute", "won", 0},
+		{"ping", obj("x"), "", "", 0},
+	} {
+		b, err := c.Fetch(context.Background(), &payhook.Event{EventID: "evt_1", Type: tc.typ, Payload: []byte(tc.payload)})
+		if err != nil {
+			t.Fatalf("%s: Fetch: %v", tc.typ, err)
+		}
+		if tc.wantObject == "" {
+			if b != nil {
+				t.Errorf("%s: fetched %s; want nothing", tc.typ, b)
+			}
+			continue
+		}
+		var got struct {
+			Object, Status string
+			Refunds        struct{ Data []struct{ Status string } }
+		}
+		if err := json.Unmarshal(b, &got); err != nil || got.Object != tc.wantObject || got.Status != tc.wantState ||
+			len(got.Refunds.Data) != tc.wantRefunds {
+			t.Errorf("%s: fetched %s (%v); want a %s %s with %d refunds", tc.typ, b, err, tc.wantObject, tc.wantState, tc.wantRefunds)
+		}
+	}
+	_, err = c.Fetch(context.Background(), &payhook.Event{Type: "charge.dispute.closed", Payload: []byte(obj("dp_nope"))})
+	if !errors.Is(err, payhook.ErrNotFound) {
+		t.Errorf("an unknown dispute: Fetch error = %v; want one wrapping ErrNotFound", err)
+	}
+}
+
+// The fetch pins the source's Stripe-Version, expands a charge's refunds,
+// and says which answers are worth retrying: every one but a 404 and an
+// event that names no object.
+func TestClientFetchRequestsAndFaults(t *testing.T) {
+	t.Parallel()
+	var answer func(w http.ResponseWriter, r *http.Request)
+	var seen *http.Request
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = r
+		answer(w, r)
+	}))
+	defer api.Close()
+	c := &stripe.Client{BaseURL: api.URL, Key: "sk_test_1", APIVersion: "2024-06-20"}
+	ev := &payhook.Event{EventID: "evt_1", Type: "charge.refunded", Payload: []byte(`{"data":{"object":{"id":"ch_1"}}}`)}
+	for _, tc := range []struct {
+		name   string
+		answer func(w http.ResponseWriter, r *http.Request)
+		check  func(err error) bool
+	}{
+		{"ok", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"id":"ch_1","object":"charge"}`)) },
+			func(err error) bool { return err == nil }},
+		{"429", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, func(err error) bool {
+			var ae *adapter.APIError
+			return errors.As(err, &ae) && ae.Temporary() && ae.RetryAfter > 0 && !errors.Is(err, payhook.ErrNotFound)
+		}},
+		{"500", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
+			func(err error) bool {
+				var ae *adapter.APIError
+				return errors.As(err, &ae) && ae.Temporary() && !errors.Is(err, payhook.ErrNotFound)
+			}},
+		{"404", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) },
+			func(err error) bool { return errors.Is(err, payhook.ErrNotFound) }},
+		{"another object", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"id":"ch_2"}`)) },
+			func(err error) bool {
+				return err != nil && !errors.Is(err, payhook.ErrNotFound) && !errors.Is(err, payhook.ErrMalformed)
+			}},
+		{"not JSON", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`<html>`)) },
+			func(err error) bool {
+				return err != nil && !errors.Is(err, payhook.ErrNotFound) && !errors.Is(err, payhook.ErrMalformed)
+			}},
+	} {
+		answer = tc.answer
+		_, err := c.Fetch(context.Background(), ev)
+		if !tc.check(err) {
+			t.Errorf("%s: Fetch error = %v", tc.name, err)
+		}
+		if seen.URL.Path != "/v1/charges/ch_1" || seen.URL.Query().Get("expand[]") != "refunds" ||
+			seen.Header.Get("Stripe-Version") != "2024-06-20" || seen.Header.Get("Authorization") != "Bearer sk_test_1" {
+			t.Errorf("%s: request %s %v; want GET /v1/charges/ch_1?expand[]=refunds with the key and Stripe-Version", tc.name, seen.URL, seen.Header)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package sim
+
+import (
+	"net/http"
+
+	"github.com/payhook/payhook/sim/flavour"
+)
+
+// object returns env's object of kind with id as a flavour.Getter renders
+// it, or an error matching ErrNotFound.
+func (p *Provider) object(env, kind, id string) (flavour.Event, error) {
+	return read(p, env, func(w *world) (flavour.Event, error) {
+		ev := flavour.Event{ID: id, Type: kind, Environment: env, ObjectID: id}
+		switch kind {
+		case flavour.ObjectPayment, flavour.ObjectCharge:
+			if pay, ok := w.payments[id]; ok {
+				ev.CreatedAt, ev.Data = pay.CreatedAt, pay.data()
+				if kind == flavour.ObjectCharge {
+					var refunds []map[string]any
+					for _, rid := range w.refundOrder {
+						if r := w.refunds[rid]; r.PaymentID == id {
+							refunds = append(refunds, r.data())
+						}
+					}
+					ev.Data["refunds"] = refunds
+				}
+				return ev, nil
+			}
+		case flavour.ObjectRefund:
+			if r, ok := w.refunds[id]; ok {
+				ev.CreatedAt, ev.Data = r.CreatedAt, r.data()
+				return ev, nil
+			}
+		case flavour.ObjectDispute:
+			for _, pid := range w.paymentOrder {
+				if pay := w.payments[pid]; pay.DisputeID == id {
+					ev.CreatedAt, ev.Data = pay.ChargedBackAt, pay.data()
+					return ev, nil
+				}
+			}
+		case flavour.ObjectCheckout:
+			if c, ok := w.checkouts[id]; ok {
+				ev.CreatedAt, ev.Data = c.CreatedAt, c.data()
+				return ev, nil
+			}
+		case flavour.ObjectSubscription:
+			if s, ok := w.subs[id]; ok {
+				ev = s.event(env)
+				ev.ID, ev.CreatedAt = id, s.CreatedAt
+				return ev, nil
+			}
+		}
+		return flavour.Event{}, notFound(kind, id)
+	})
+}
+
+// getHandler serves one retrieve route of a flavour.Getter.
+func (p *Provider) getHandler(gf flavour.Getter, kind string) func(w http.ResponseWriter, r *http.Request, env string) error {
+	return func(w http.ResponseWriter, r *http.Request, env string) error {
+		obj, err := p.object(env, kind, r.PathValue("id"))
+		if err != nil {
+			return err
+		}
+		body, err := gf.GetObject(kind, obj, r.URL.Query()["expand[]"])
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
+		return nil
+	}
+}
