@@ -195,14 +195,14 @@ func (c *Client) versionHeader() http.Header {
 	return http.Header{VersionHeader: {c.APIVersion}}
 }
 
-// amount reads an amount of minor units written as a string, as Paddle
-// writes them; a missing one is 0.
+// amount reads an amount of minor units written as a string of digits,
+// as Paddle writes them (no sign, no decimals); a missing one is 0.
 func amount(what string, s *string) (int64, error) {
 	if s == nil || *s == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(*s, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || strings.HasPrefix(*s, "+") {
 		return 0, fmt.Errorf("%s is %q, not an amount of minor units: %w", what, *s, payhook.ErrMalformed)
 	}
 	if err := payhook.CheckAmount(what, n); err != nil {

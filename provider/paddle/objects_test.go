@@ -234,6 +234,7 @@ func TestListObjectsMalformed(t *testing.T) {
 		{"a transaction without totals", adapter.KindPayment, page(`{"id":"txn_1","status":"paid","created_at":"2026-11-30T12:00:00Z"}`), "no details.totals"},
 		{"an amount with decimals", adapter.KindPayment, page(txn(`{"grand_total":"12.50"}`)), `"12.50", not an amount`},
 		{"a negative amount", adapter.KindPayment, page(txn(`{"grand_total":"-5"}`)), `"-5", not an amount`},
+		{"a signed amount", adapter.KindRefund, page(`{"id":"adj_1","action":"refund","transaction_id":"txn_1","status":"approved","totals":{"total":"+5"},"created_at":"2026-11-30T12:00:00Z"}`), `"+5", not an amount`},
 		{"an amount above payhook's bound", adapter.KindPayment, page(txn(`{"grand_total":"9223372036854775807"}`)), "grand_total"},
 		{"a credit above the total", adapter.KindPayment, page(txn(`{"total":"100","credit":"200"}`)), "above its total"},
 		{"a refund of no transaction", adapter.KindRefund, page(`{"id":"adj_1","action":"refund","status":"approved","created_at":"2026-11-30T12:00:00Z"}`), "names no transaction_id"},
