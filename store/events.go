@@ -300,43 +300,11 @@ type Filter struct {
 
 // ListEvents returns matching events, newest first.
 func (db *DB) ListEvents(ctx context.Context, f Filter) ([]*payhook.Event, error) {
-	var where []string
-	var args []any
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if f.Source != "" {
-		add("source = $%d", f.Source)
-	}
-	if f.Status != "" {
-		add("status = $%d", string(f.Status))
-	}
-	if f.EventID != "" {
-		add("event_id = $%d", f.EventID)
-	}
-	if f.Type != "" {
-		add("type = $%d", f.Type)
-	}
-	if f.Via != "" {
-		add("received_via = $%d", string(f.Via))
-	}
-	if !f.Since.IsZero() {
-		add("received_at >= $%d", db.TimeValue(f.Since))
-	}
-	if !f.Until.IsZero() {
-		add("received_at < $%d", db.TimeValue(f.Until))
-	}
-	if f.Before > 0 {
-		add("id < $%d", f.Before)
-	}
+	where, args := db.eventWhere(f)
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	q := `SELECT ` + eventColumns + ` FROM payhook_events`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
+	q := `SELECT ` + eventColumns + ` FROM payhook_events` + where
 	q += fmt.Sprintf(` ORDER BY id DESC LIMIT %d`, f.Limit)
 	rows, err := db.SQL.QueryContext(ctx, q, args...)
 	if err != nil {

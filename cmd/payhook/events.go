@@ -23,16 +23,27 @@ const eventsHelp = `Usage: payhook events list|show|replay [flags]
   payhook events list   [--source S] [--status S] [--limit N] [--json]
   payhook events show   ID|EVENT_ID [--source S] [--json]
   payhook events replay ID|EVENT_ID [--source S]
+  payhook events replay --status failed --source S --since 24h [--type T] [--dry-run] [--rate N/s] [--json]
 
 ID is payhook's row id; EVENT_ID the provider's id (evt_...). When an
 EVENT_ID exists in several sources, give --source. Every subcommand takes
 --db URL (env PAYHOOK_DB) like serve.
 
+Without an id, replay takes every event of the source with that status
+(failed, or processed to run fixed handlers again) received since that
+long ago, optionally of one type: it shows how many and which, and with
+--dry-run stops there; else it re-enqueues them, oldest first, at most
+--rate a second (default 20/s), with a progress bar on a terminal. Each
+replayed attempt is marked as a replay. An event whose status changed
+meanwhile is skipped and reported.
+
 Examples:
   payhook events list --status failed
   payhook events show evt_01JBILLETE0001 --json
   payhook events replay evt_01JBILLETE0001 --source billete-test
-  payhook events replay 42`
+  payhook events replay 42
+  payhook events replay --status failed --source stripe --since 24h --dry-run
+  payhook events replay --status failed --source stripe --since 6h --type charge.refunded --rate 50/s`
 
 func (m *Main) events(ctx context.Context, args []string) error {
 	return m.subcommand(ctx, args, eventsHelp, subs{"list": m.eventsList, "show": m.eventsShow, "replay": m.eventsReplay})
@@ -56,11 +67,7 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 			evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: limit})
 			return billing.EventViews(evs, false), err
 		},
-		print: table("(no events)", "ID\tSOURCE\tEVENT_ID\tTYPE\tSTATUS\tATTEMPTS\tRECEIVED_AT",
-			func(tw io.Writer, ev billing.EventView) {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", ev.ID, ev.Source, ev.EventID, ev.Type, ev.Status,
-					ev.Attempts, ev.ReceivedAt.Format(time.RFC3339))
-			}),
+		print: func(w io.Writer, v any) error { return printEvents(w, v.([]billing.EventView)) },
 	})
 }
 
@@ -101,17 +108,34 @@ func (m *Main) eventsShow(ctx context.Context, args []string) error {
 func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	fs := m.flags("events replay", eventsHelp)
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
-	source := fs.String("source", "", "the event's source (needed when EVENT_ID exists in several)")
-	key, err := oneArg(fs, args, "ID|EVENT_ID")
+	source := fs.String("source", "", "the event's source (needed when EVENT_ID exists in several); of a bulk replay, required")
+	status := fs.String("status", "", "bulk replay: the events with this status, failed or processed")
+	since := fs.Duration("since", 0, "bulk replay: the events received this long ago or later (24h)")
+	typ := fs.String("type", "", "bulk replay: only events of this type")
+	dryRun := fs.Bool("dry-run", false, "bulk replay: show what would be replayed, replay nothing")
+	rate := fs.String("rate", "", fmt.Sprintf("bulk replay: at most this many events a second (N/s; default %d/s)", jobs.DefaultReplayRate))
+	asJSON := fs.Bool("json", false, "bulk replay: print JSON")
+	pos, err := positional(fs, args)
 	if err != nil {
 		return err
+	}
+	bulk := *status != "" || *since != 0 || *typ != "" || *dryRun || *rate != "" || *asJSON
+	switch {
+	case len(pos) > 1:
+		return fmt.Errorf("%w: events replay takes one ID|EVENT_ID, or the filter flags of a bulk replay", errUsage)
+	case len(pos) == 1 && bulk:
+		return fmt.Errorf("%w: events replay takes one ID|EVENT_ID or the filter flags (--status, --since, --type, --dry-run, --rate, --json), not both", errUsage)
+	case len(pos) == 0 && !bulk:
+		return fmt.Errorf("%w: events replay takes one ID|EVENT_ID, or --status, --source and --since to replay by filter", errUsage)
+	case len(pos) == 0:
+		return m.eventsReplayBulk(ctx, *dbURL, *source, *status, *typ, *since, *rate, *dryRun, *asJSON)
 	}
 	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	ev, err := findEvent(ctx, db, key, *source)
+	ev, err := findEvent(ctx, db, pos[0], *source)
 	if err != nil {
 		return ambiguous(err)
 	}
@@ -137,20 +161,29 @@ func (m *Main) openExisting(ctx context.Context, flagURL string) (*store.DB, err
 
 // oneArg parses flags that may come before or after one positional arg.
 func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
-	var pos []string
-	for {
-		if err := parse(fs, args); err != nil {
-			return "", err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	pos, err := positional(fs, args)
+	if err != nil {
+		return "", err
 	}
 	if len(pos) != 1 {
 		return "", fmt.Errorf("%w: %s takes one %s", errUsage, fs.Name(), what)
 	}
 	return pos[0], nil
+}
+
+// positional parses flags that may come before, between or after the
+// positional args, and returns those.
+func positional(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
+	}
 }
 
 // idArg is oneArg for a row's numeric id; list names the command that

@@ -71,7 +71,7 @@ func commands() []command {
 		{name: "demo", args: "[--db URL] [--size X] [--seed N]", summary: "payhook on SQLite against a storm of deliveries", run: (*Main).demo},
 		{name: "serve", args: "[--config FILE] [--db URL] [--addr HOST:PORT]", summary: "receive and process webhooks", run: (*Main).serve},
 		{name: "migrate", args: "[--db URL]", summary: "create or update the schema", run: (*Main).migrate},
-		{name: "events", subs: []string{"list", "show", "replay"}, summary: "inspect and replay events", run: (*Main).events},
+		{name: "events", subs: []string{"list", "show", "replay"}, summary: "inspect events; replay one, or all that match a filter", run: (*Main).events},
 		{name: "send", args: "--secret S [--url URL] [--type T] [--id EVENT_ID]", summary: "send a signed test event", run: (*Main).send},
 		{name: "sim", subs: []string{"run", "serve", "check"}, summary: "a local provider that breaks like real ones", run: (*Main).sim},
 		{name: "payments", subs: []string{"list", "show", "refund"}, summary: "payments and their ledger postings; refund one", run: (*Main).payments},

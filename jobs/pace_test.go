@@ -1,0 +1,28 @@
+package jobs
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPace: up to 10/s a bulk replay goes one event at a time; above, in
+// ten batches a second, capped at maxReplayBatch.
+func TestPace(t *testing.T) {
+	for _, tc := range []struct {
+		rate  float64
+		batch int
+		every time.Duration
+	}{
+		{0, 2, 100 * time.Millisecond}, // the default, 20/s
+		{1, 1, time.Second},
+		{10, 1, 100 * time.Millisecond},
+		{15, 2, 133333333},
+		{1000, 100, 100 * time.Millisecond},
+		{1e6, maxReplayBatch, 500 * time.Microsecond},
+	} {
+		batch, every, err := pace(tc.rate)
+		if err != nil || batch != tc.batch || every != tc.every {
+			t.Errorf("pace(%v) = %d, %v, %v; want %d, %v", tc.rate, batch, every, err, tc.batch, tc.every)
+		}
+	}
+}
