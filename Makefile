@@ -8,7 +8,7 @@ FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test race vet fmt lint build run bench fuzz faults pg-start pg-stop demo
+.PHONY: help test race vet fmt lint build run bench bench-go fuzz faults pg-start pg-stop demo
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -35,7 +35,10 @@ build: ## build bin/payhook
 run: ## run the server (go run ./cmd/payhook serve)
 	go run ./cmd/payhook serve
 
-bench: ## run benchmarks (no tests) with a throwaway PostgreSQL
+bench: ## payhook, SQLite, PostgreSQL (durable) and stripe-sync-engine side by side; rewrites docs/benchmarks.md (sizes: see bench/run.sh)
+	bench/run.sh
+
+bench-go: ## the go test benchmarks (no tests) with a throwaway PostgreSQL
 	PAYHOOK_RACE=0 scripts/test.sh -run '^$$' -bench . -benchtime 2s ./...
 
 fuzz: ## every Fuzz target for FUZZTIME (30s) each; one: make fuzz FUZZ=FuzzVerify [FUZZPKG=./provider/stripe]

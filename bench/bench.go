@@ -44,6 +44,10 @@ type Target struct {
 	Name string
 	// URL is the webhook URL deliveries are posted to.
 	URL string
+	// URLs, if set, replaces URL with several: each delivery goes to the
+	// next in turn, as a load balancer spreads a provider's deliveries
+	// over several instances of one payhook.
+	URLs []string
 	// DB, if set, is the target's database (payhook's schema, on either
 	// engine): Run then waits for the drain and counts the events stored.
 	// Nil (the floor, a target given only by URL) skips both.
@@ -160,6 +164,9 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
+	if t.URL == "" && len(t.URLs) == 0 {
+		return nil, fmt.Errorf("bench: target %s has no URL", t.Name)
+	}
 	if t.DB != nil && t.Source == "" {
 		return nil, fmt.Errorf("bench: target %s has a database but no source", t.Name)
 	}
@@ -189,7 +196,11 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 		status := 0
 		h, err := gen.sign(id, body, time.Now())
 		if err == nil {
-			status = post(ctx, client, t.URL, h, body, p.Timeout)
+			url := t.URL
+			if len(t.URLs) > 0 {
+				url = t.URLs[i%len(t.URLs)]
+			}
+			status = post(ctx, client, url, h, body, p.Timeout)
 		}
 		now := time.Now()
 		answers[i] = answer{end: now.Sub(start), lat: now.Sub(due), status: status}

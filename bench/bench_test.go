@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,5 +159,30 @@ func TestPhaseErrors(t *testing.T) {
 		if _, err := Run(context.Background(), Target{Name: "x", URL: "http://127.0.0.1:1/"}, p); err == nil {
 			t.Errorf("Run(%+v) = nil error; want one", p)
 		}
+	}
+}
+
+// TestURLs checks that a target of several instances gets its deliveries
+// in turn: each instance half of them.
+func TestURLs(t *testing.T) {
+	t.Parallel()
+	var counts [2]atomic.Int64
+	var urls []string
+	for i := range counts {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			counts[i].Add(1)
+			w.WriteHeader(http.StatusOK)
+		}))
+		defer srv.Close()
+		urls = append(urls, srv.URL+"/webhooks/x")
+	}
+	secret, _ := NewSecret("stripe")
+	p := Phase{Provider: "stripe", Secret: secret, Events: 20, Duplicates: 2, Concurrency: 3}
+	res, err := Run(context.Background(), Target{Name: "pair", URLs: urls}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Acked != 22 || counts[0].Load() != 11 || counts[1].Load() != 11 {
+		t.Errorf("acked %d, instances got %d and %d; want 22, 11 and 11", res.Acked, counts[0].Load(), counts[1].Load())
 	}
 }

@@ -41,7 +41,8 @@ Targets, measured one after the other for each load, all in one run:
              --provider holding --secret (drain only with --url-db); or any
              other receiver of --provider's webhooks verifying with --secret,
              such as stripe-sync-engine (bench/peer). NAME=URL names the
-             target in the results (default "url")
+             target in the results (default "url"); URL,URL,... is one
+             target of several instances, each delivery sent to the next
 
 Loads: each --concurrency value is a closed loop of that many senders;
 each --rate value is an open loop of that many deliveries per second,
@@ -87,7 +88,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	var dbs, urls listFlag
 	fs.Var(&dbs, "db", "start payhook in-process on this database and measure it (repeatable)")
 	fs.Var(&urls, "url", "measure the running payhook source at this webhook URL (repeatable)")
-	urlDB := fs.String("url-db", "", "the database of the --url target, to measure its drain")
+	urlDB := fs.String("url-db", "", "the database of the --url targets (payhook's), to measure their drain")
 	secret := fs.String("secret", "", "the signing secret of the --url source")
 	provider := fs.String("provider", "stripe", "whose deliveries to send: "+strings.Join(bench.Providers(), ", "))
 	kind := fs.String("event", bench.Kinds()[0], "the event sent: "+strings.Join(bench.Kinds(), ", "))
@@ -115,8 +116,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: bench needs a target: --floor, --db or --url", errUsage)
 	case len(urls) > 0 && *secret == "":
 		return fmt.Errorf("%w: --url needs the source's --secret", errUsage)
-	case *urlDB != "" && len(urls) != 1:
-		return fmt.Errorf("%w: --url-db goes with exactly one --url", errUsage)
+	case *urlDB != "" && len(urls) == 0:
+		return fmt.Errorf("%w: --url-db goes with a --url", errUsage)
 	case *events <= 0 || *dups < 0:
 		return fmt.Errorf("%w: --events must be positive and --duplicates 0 or more", errUsage)
 	case *workers < 0:
@@ -283,8 +284,8 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string,
 		}
 	}
 	for i, u := range urls {
-		name, u, _ := urlTarget(u)
-		t := bench.Target{Name: name, URL: u}
+		name, us, _ := urlTarget(u)
+		t := bench.Target{Name: name, URLs: us}
 		if name == "" {
 			t.Name = "url"
 			if len(urls) > 1 {
@@ -297,6 +298,7 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string,
 				return nil, closeAll, err
 			}
 			closers = append(closers, func() { db.Close() })
+			u := us[0]
 			t.DB, t.Source = db.SQL, u[strings.LastIndex(u, "/")+1:]
 		}
 		targets = append(targets, benchTarget{t, urlSecret})
@@ -316,20 +318,27 @@ func (m *Main) progress(total int, what string) *progressbar.ProgressBar {
 		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 }
 
-// urlTarget splits a --url value, [NAME=]URL, into its name ("" when
-// none is given) and its URL, which must be http or https.
-func urlTarget(v string) (name, u string, err error) {
-	u = v
-	if n, rest, ok := strings.Cut(v, "="); ok && !strings.Contains(n, "/") {
-		name, u = n, rest
+// urlTarget splits a --url value, [NAME=]URL[,URL...], into its name
+// ("" when none is given) and its URLs, each http or https: the
+// instances of one target, all of the same source.
+func urlTarget(v string) (name string, urls []string, err error) {
+	rest := v
+	if n, r, ok := strings.Cut(v, "="); ok && !strings.Contains(n, "/") {
+		name, rest = n, r
 	}
-	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return "", "", fmt.Errorf("%w: --url %q: want [NAME=]http://... or https://...", errUsage, v)
+	for u := range strings.SplitSeq(rest, ",") {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			return "", nil, fmt.Errorf("%w: --url %q: want [NAME=]URL[,URL...], each http://... or https://...", errUsage, v)
+		}
+		if len(urls) > 0 && u[strings.LastIndex(u, "/"):] != urls[0][strings.LastIndex(urls[0], "/"):] {
+			return "", nil, fmt.Errorf("%w: --url %q: the instances of one target must serve the same source", errUsage, v)
+		}
+		urls = append(urls, u)
 	}
 	if name == "floor" || name == "sqlite" || name == "postgres" {
-		return "", "", fmt.Errorf("%w: --url %q: the name %s is a built-in target's", errUsage, v, name)
+		return "", nil, fmt.Errorf("%w: --url %q: the name %s is a built-in target's", errUsage, v, name)
 	}
-	return name, u, nil
+	return name, urls, nil
 }
 
 func phaseName(p bench.Phase) string {

@@ -107,6 +107,8 @@ func TestBenchUsage(t *testing.T) {
 		{"--floor", "--concurrency", "x"},
 		{"--floor", "--concurrency", "", "--rate", ""},
 		{"--floor", "--url-db", "sqlite://x.db"},
+		{"--url", "two=http://127.0.0.1:1/webhooks/a,http://127.0.0.1:2/webhooks/b", "--secret", "whsec_x"},
+		{"--url", "two=http://127.0.0.1:1/webhooks/a,127.0.0.1:2/webhooks/a", "--secret", "whsec_x"},
 		{"--floor", "--event", "refund.failed"},
 		{"--url", "peer=ftp://127.0.0.1:1/x", "--secret", "whsec_x"},
 		{"--url", "127.0.0.1:1/x", "--secret", "whsec_x"},
@@ -120,20 +122,25 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
-// TestBenchNamedURL measures a receiver given by URL under the name the
-// command line gives it, as make bench names stripe-sync-engine "peer":
-// here a floor server started by the test stands for it.
+// TestBenchNamedURL measures receivers given by URL under the names the
+// command line gives them, as make bench names stripe-sync-engine "peer":
+// here floor servers started by the test stand for them, one for "peer",
+// two for "pair", which shares the deliveries among them.
 func TestBenchNamedURL(t *testing.T) {
 	t.Parallel()
-	f, err := bench.StartFloor()
-	if err != nil {
-		t.Fatal(err)
+	var fs [2]*bench.Floor
+	for i := range fs {
+		f, err := bench.StartFloor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fs[i] = f
 	}
-	defer f.Close()
 	var out, errs bytes.Buffer
 	m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
-	args := []string{"bench", "--floor", "--url", "peer=" + f.URL, "--secret", "whsec_x", "--event", "payment.succeeded",
-		"--events", "10", "--duplicates", "2", "--concurrency", "2", "--json"}
+	args := []string{"bench", "--floor", "--url", "peer=" + fs[0].URL, "--url", "pair=" + fs[0].URL + "," + fs[1].URL,
+		"--secret", "whsec_x", "--event", "payment.succeeded", "--events", "10", "--duplicates", "2", "--concurrency", "2", "--json"}
 	if code := m.Run(context.Background(), args); code != 0 {
 		t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
 	}
@@ -141,10 +148,12 @@ func TestBenchNamedURL(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("JSON output: %v\n%s", err, out.String())
 	}
-	if len(rep.Results) != 2 {
-		t.Fatalf("%d results; want 2", len(rep.Results))
+	if len(rep.Results) != 3 {
+		t.Fatalf("%d results; want 3", len(rep.Results))
 	}
-	if r := rep.Results[1]; r.Target != "peer" || r.Kind != "payment.succeeded" || r.Acked != 12 || r.VsFloor == nil {
-		t.Errorf("second result: target %q, kind %q, %d acked, vs floor %v; want peer, payment.succeeded, 12, ratios", r.Target, r.Kind, r.Acked, r.VsFloor)
+	for i, name := range []string{"peer", "pair"} {
+		if r := rep.Results[i+1]; r.Target != name || r.Kind != "payment.succeeded" || r.Acked != 12 || r.VsFloor == nil {
+			t.Errorf("result %d: target %q, kind %q, %d acked, vs floor %v; want %s, payment.succeeded, 12, ratios", i+1, r.Target, r.Kind, r.Acked, r.VsFloor, name)
+		}
 	}
 }
