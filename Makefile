@@ -8,7 +8,7 @@ FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test race vet fmt lint build run bench bench-go fuzz faults pg-start pg-stop demo
+.PHONY: help test race vet fmt lint build run bench bench-go fuzz faults dst pg-start pg-stop demo
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -49,6 +49,10 @@ faults: ## the long fault suite (kills, PostgreSQL down, disk full, two instance
 	PAYHOOK_FAULTS=long PAYHOOK_FAULTS_REPORT=$(CURDIR)/faults-report.md \
 		scripts/test.sh -run 'TestFault|TestSimStormAgainstServe' -v ./cmd/payhook/
 	@cat faults-report.md
+
+SEEDS ?= 1000
+dst: ## the deterministic simulation over SEEDS seeds (1000) on SQLite, no race detector; replay one: go test ./internal/dst -run 'TestDST$$' -seed S -v
+	go test -count=1 -timeout 0 ./internal/dst -run 'TestDST$$' -seeds $(SEEDS)
 
 pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
 	scripts/pg.sh start

@@ -1,0 +1,229 @@
+package dst
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/cryptotest"
+	"testing/synctest"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/store"
+)
+
+var (
+	seeds   = flag.Int("seeds", 0, "how many seeds TestDST runs, from -first (default 100, 8 under -race)")
+	first   = flag.Int64("first", 1, "the first seed TestDST runs")
+	oneSeed = flag.Int64("seed", 0, "run only this seed (replay)")
+	pgSeeds = flag.Int("pg-seeds", 0, "how many seeds TestDSTPostgres runs on both engines (default 3, 2 under -race)")
+)
+
+// orDefault is n, or the default for the build: under the race detector
+// a run costs ~15 times its CPU, and the suite runs with it.
+func orDefault(n, plain, race int) int {
+	switch {
+	case n > 0:
+		return n
+	case raceEnabled:
+		return race
+	}
+	return plain
+}
+
+// seedList is the seeds a test runs: -seed alone, or n from -first.
+func seedList(n int) []int64 {
+	if *oneSeed != 0 {
+		return []int64{*oneSeed}
+	}
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = *first + int64(i)
+	}
+	return out
+}
+
+// TestDST runs the seeds on SQLite inside a testing/synctest bubble and
+// checks every invariant after each run and at each crash.
+func TestDST(t *testing.T) {
+	for _, seed := range seedList(orDefault(*seeds, 100, 8)) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			out := runSQLite(t, seed)
+			if testing.Verbose() {
+				t.Logf("seed %d: %d events, %d crashes, digest %s", seed, out.events, out.crashes, out.digest[:16])
+			}
+		})
+	}
+}
+
+// TestDSTReplaysExactly runs seeds twice: every table ends byte for byte
+// the same, row ids, attempts and timestamps included. River draws the
+// nonce of each unique insert from crypto/rand, which the test seeds too
+// (process-wide, so these runs are not parallel).
+func TestDSTReplaysExactly(t *testing.T) {
+	for _, seed := range seedList(2) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			cryptotest.SetGlobalRandom(t, uint64(seed))
+			a := runSQLite(t, seed)
+			cryptotest.SetGlobalRandom(t, uint64(seed))
+			b := runSQLite(t, seed)
+			if a.digest != b.digest {
+				t.Fatalf("seed %d: digests %s and %s differ (first difference: %s); replay: %s",
+					seed, a.digest, b.digest, firstDiff(a.dump, b.dump), replay(seed, store.SQLite))
+			}
+		})
+	}
+}
+
+// TestDSTPostgres runs the same seeds on PostgreSQL (outside the bubble:
+// its connections are real sockets) and SQLite: the same final state by
+// business ids.
+func TestDSTPostgres(t *testing.T) {
+	for _, seed := range seedList(orDefault(*pgSeeds, 3, 2)) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			pg := runSeed(t, seed, postgresOpener(t))
+			lite := runSQLite(t, seed)
+			if pg.business != lite.business {
+				t.Fatalf("seed %d: the engines end in different states:\npostgres:\n%s\nsqlite:\n%s", seed, pg.business, lite.business)
+			}
+		})
+	}
+}
+
+// runSQLite runs seed on a copy of the migrated template, in a bubble.
+func runSQLite(t *testing.T, seed int64) outcome {
+	var out outcome
+	path := filepath.Join(t.TempDir(), "payhook.db")
+	copyFile(t, sqliteTemplate(t), path)
+	synctest.Test(t, func(t *testing.T) {
+		out = runSeed(t, seed, opener{engine: store.SQLite, open: func(f *faults) *sql.DB {
+			return openFaulty(&sqliteDriver, sqliteDSN(path), f)
+		}})
+	})
+	return out
+}
+
+// sqliteDSN is the store's DSN but for synchronous(OFF): the simulation
+// crashes the process, not the machine, and every commit fsynced would
+// cost more than the rest of a run.
+func sqliteDSN(path string) string {
+	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)&_pragma=busy_timeout(10000)" +
+		"&_pragma=foreign_keys(1)&_txlock=immediate"
+}
+
+var template struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// sqliteTemplate is a migrated SQLite database, made once per test
+// binary: each run starts from a copy.
+func sqliteTemplate(t *testing.T) string {
+	template.once.Do(func() {
+		dir, err := os.MkdirTemp("", "payhook-dst-")
+		if err != nil {
+			template.err = err
+			return
+		}
+		template.path = filepath.Join(dir, "template.db")
+		template.err = migrate(template.path)
+	})
+	if template.err != nil {
+		t.Fatal(template.err)
+	}
+	return template.path
+}
+
+func migrate(url string) error {
+	ctx := context.Background()
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		return err
+	}
+	if db.Engine == store.SQLite {
+		_, err = db.SQL.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	}
+	return err
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if template.path != "" {
+		os.RemoveAll(filepath.Dir(template.path))
+	}
+	os.Exit(code)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postgresOpener is a fresh migrated PostgreSQL database with the faults
+// in front of pgx's database/sql driver.
+func postgresOpener(t *testing.T) opener {
+	url := dbtest.URL(t, "postgres")
+	if err := migrate(url); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.RuntimeParams["timezone"] = "UTC"
+	name := stdlib.RegisterConnConfig(cfg)
+	t.Cleanup(func() { stdlib.UnregisterConnConfig(name) })
+	return opener{engine: store.Postgres, open: func(f *faults) *sql.DB {
+		db := openFaulty(stdlib.GetDefaultDriver(), name, f)
+		db.SetMaxOpenConns(8)
+		return db
+	}}
+}
+
+// firstDiff is the first line where two dumps differ.
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	table := ""
+	for i := range min(len(al), len(bl)) {
+		if strings.HasPrefix(al[i], "table ") {
+			table = al[i]
+		}
+		if al[i] != bl[i] {
+			return fmt.Sprintf("%s, line %d:\n%s\n%s", table, i, al[i], bl[i])
+		}
+	}
+	return fmt.Sprintf("%d lines, then %d", len(al), len(bl))
+}

@@ -1,0 +1,165 @@
+package dst
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"modernc.org/sqlite"
+)
+
+// errInjected is a statement or commit the simulation failed on purpose.
+var errInjected = errors.New("dst: injected store failure")
+
+// errCrashed is what every statement gets once the process has crashed.
+var errCrashed = errors.New("dst: the process crashed")
+
+// faults decides, statement by statement, what the store does: run it,
+// fail it (the statement, or a commit, is not applied and the process goes
+// on), or crash (neither it nor anything after it is applied, until the
+// harness reopens the database). Its draws come from the run's seed and
+// the statements come in an order the harness chose, so a seed replays
+// them exactly.
+type faults struct {
+	mu      sync.Mutex
+	armed   bool
+	n       int          // statements and commits seen while armed
+	crashAt map[int]bool // statement numbers at which the process dies
+	crashed bool
+	fail    float64 // probability that a statement or commit fails
+	rng     *rand.Rand
+}
+
+// next returns the fate of the next statement (or commit, when commit).
+func (f *faults) next() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.crashed {
+		return errCrashed
+	}
+	if !f.armed {
+		return nil
+	}
+	f.n++
+	if f.crashAt[f.n] {
+		f.crashed = true
+		return errCrashed
+	}
+	if f.fail > 0 && f.rng.Float64() < f.fail {
+		return errInjected
+	}
+	return nil
+}
+
+func (f *faults) isCrashed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.crashed
+}
+
+// faultDriver is a database/sql driver (modernc's SQLite, pgx's) with
+// faults in front of every statement and commit.
+type faultDriver struct {
+	inner  driver.Driver
+	faults *faults
+}
+
+var driverSeq struct {
+	sync.Mutex
+	n int
+}
+
+// sqliteDriver is modernc's.
+var sqliteDriver sqlite.Driver
+
+// openFaulty opens dsn with inner, the faults of f in front of it.
+func openFaulty(inner driver.Driver, dsn string, f *faults) *sql.DB {
+	driverSeq.Lock()
+	driverSeq.n++
+	name := fmt.Sprintf("dst-sqlite-%d", driverSeq.n)
+	driverSeq.Unlock()
+	sql.Register(name, &faultDriver{inner: inner, faults: f})
+	db, err := sql.Open(name, dsn)
+	if err != nil {
+		panic(err) // sql.Open fails only for an unknown driver
+	}
+	return db
+}
+
+func (d *faultDriver) Open(dsn string) (driver.Conn, error) {
+	c, err := d.inner.Open(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &faultConn{Conn: c, f: d.faults}, nil
+}
+
+type faultConn struct {
+	driver.Conn
+	f *faults
+}
+
+func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if err := c.f.next(); err != nil {
+		return nil, err
+	}
+	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &faultTx{Tx: tx, f: c.f}, nil
+}
+
+func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.f.next(); err != nil {
+		return nil, err
+	}
+	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+}
+
+func (c *faultConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.f.next(); err != nil {
+		return nil, err
+	}
+	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+}
+
+func (c *faultConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := c.f.next(); err != nil {
+		return nil, err
+	}
+	return c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
+}
+
+func (c *faultConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if nvc, ok := c.Conn.(driver.NamedValueChecker); ok {
+		return nvc.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+func (c *faultConn) ResetSession(ctx context.Context) error {
+	if r, ok := c.Conn.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+type faultTx struct {
+	driver.Tx
+	f *faults
+}
+
+// Commit fails or crashes like a statement; either way the transaction
+// is rolled back, so nothing of it is applied.
+func (t *faultTx) Commit() error {
+	if err := t.f.next(); err != nil {
+		t.Tx.Rollback()
+		return err
+	}
+	return t.Tx.Commit()
+}

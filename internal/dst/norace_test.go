@@ -1,0 +1,5 @@
+//go:build !race
+
+package dst
+
+const raceEnabled = false
