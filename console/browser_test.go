@@ -145,7 +145,7 @@ func (b *tab) shot(name string) {
 
 // TestBrowser drives the console in headless chromium: the login (a
 // wrong token refused), the event filter, one event, its replay and the
-// new attempt, an alert acknowledged, a delivery resent, an action
+// new attempt, a bulk replay (dry run, then confirmed), an alert acknowledged, a delivery resent, an action
 // without its CSRF token refused, and a payload holding <script> shown as
 // text.
 func TestBrowser(t *testing.T) {
@@ -219,6 +219,50 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("after replay: status %q, attempts %q; want processed and a replay attempt", got, last)
 		}
 		shot("event")
+
+		// Bulk replay: two more events fail; the dry run counts them and
+		// replays nothing; the confirmation replays them, marked as replays.
+		e.fixed.Store(false)
+		more := e.ingest(event("evt_flaky_2", "flaky", `{"id":"evt_flaky_2"}`), event("evt_flaky_3", "flaky", `{"id":"evt_flaky_3"}`))
+		for _, id := range more {
+			e.wait(id, payhook.StatusFailed)
+		}
+		b.do("bulk replay's dry run", chromedp.Navigate(e.url+"/console/events"), chromedp.Click(chromedp.CSS("#bulk summary")),
+			chromedp.SetValue(chromedp.CSS(`#bulk-form input[name="since"]`), "1h"),
+			chromedp.Click(chromedp.CSS("#bulk-form button")), chromedp.WaitVisible(chromedp.CSS("#plan")))
+		if n, rows := b.text("#plan-count"), b.text("#plan-events"); n != "2" || !strings.Contains(rows, "evt_flaky_2") ||
+			!strings.Contains(rows, "evt_flaky_3") || strings.Contains(rows, "evt_flaky\t") {
+			t.Fatalf("dry run: %s events, %q; want evt_flaky_2 and evt_flaky_3", n, rows)
+		}
+		shot("replay")
+		for _, id := range more {
+			if ev, _ := e.db.Event(context.Background(), id); ev.Status != payhook.StatusFailed {
+				t.Fatalf("event %d after the dry run: %s; want failed still", id, ev.Status)
+			}
+		}
+		e.fixed.Store(true)
+		b.do("confirm the bulk replay", chromedp.Click(chromedp.CSS("#confirm button")), chromedp.WaitVisible(chromedp.CSS("#flash")))
+		for _, id := range more {
+			e.wait(id, payhook.StatusProcessed)
+		}
+		b.do("the bulk replay's status", chromedp.Navigate(e.url+"/console/events"), chromedp.WaitVisible(chromedp.CSS("#bulk-status")))
+		if got := b.text("#bulk-status"); !strings.Contains(got, "2 replayed, 0 skipped") {
+			t.Fatalf("bulk replay status: %q; want 2 replayed", got)
+		}
+		last, moved = "", time.Now()
+		b.do("open a replayed event", chromedp.Navigate(fmt.Sprintf("%s/console/events/%d", e.url, more[0])), chromedp.WaitVisible(chromedp.CSS("#attempts")))
+		for !strings.Contains(last, "succeeded") {
+			b.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#attempts")))
+			if now := b.text("#attempts"); now != last {
+				last, moved = now, time.Now()
+			}
+			if time.Since(moved) > time.Minute {
+				t.Fatalf("no replayed attempt after the bulk replay: %q", last)
+			}
+		}
+		if !strings.Contains(last, "replay") {
+			t.Fatalf("attempts after the bulk replay: %q; want the new one marked replay", last)
+		}
 
 		// The payload's markup is text: no script ran, no element was made.
 		b.do("open the payload with markup", chromedp.Navigate(fmt.Sprintf("%s/console/events/%d", e.url, xssID)),

@@ -12,6 +12,8 @@
 //	GET  /console/events/{id}            one event: payload, attempts, facts, postings
 //	GET  /console/events/{id}/payload    the payload, byte-exact, as a download
 //	POST /console/events/{id}/replay     process it again
+//	GET  /console/events/replay          bulk replay's dry run: ?source= &status= &since= &type=
+//	POST /console/events/replay          bulk replay, confirmed from its dry run (in the background)
 //	GET  /console/payments               ?source= &status=; /console/payments/{source}/{ref} with postings
 //	GET  /console/ledger                 balances per currency
 //	GET  /console/subscriptions, /console/orders, /console/runs, /console/sources
@@ -61,6 +63,10 @@ type Queue interface {
 	Replay(ctx context.Context, id int64) error
 	// Attempts lists an event's processing attempts.
 	Attempts(ctx context.Context, id int64) ([]jobs.Attempt, error)
+	// PlanReplay and ReplayBulk are the bulk replay, as payhook events
+	// replay --status --source --since runs it.
+	PlanReplay(ctx context.Context, f jobs.BulkFilter, show int) (*jobs.BulkPlan, error)
+	ReplayBulk(ctx context.Context, p *jobs.BulkPlan, opts jobs.BulkOptions) (jobs.BulkResult, error)
 }
 
 // Source is a configured source as the console shows it.
@@ -101,6 +107,9 @@ type Config struct {
 	// Resend, if set, sends an outbox delivery again (outbox.ResendTx and
 	// its job, in one transaction): the deliveries page's Resend button.
 	Resend func(ctx context.Context, delivery int64) error
+	// ReplayRate is how many events a second the bulk replay re-enqueues.
+	// Default jobs.DefaultReplayRate.
+	ReplayRate float64
 	// Jobs, if set, is River's UI (jobs.Queue.UIHandler with JobsPrefix),
 	// served under JobsPrefix behind the login.
 	Jobs http.Handler
@@ -121,6 +130,7 @@ type Console struct {
 	api    http.Handler
 	charts chartCache
 	root   http.Handler
+	bulk   bulkRun
 }
 
 //go:embed templates/*.html
@@ -172,6 +182,8 @@ func New(cfg Config) (*Console, error) {
 	m.HandleFunc("GET /console/{$}", c.page(c.overview))
 	m.HandleFunc("GET /console/chart.svg", c.page(c.chartSVG))
 	m.HandleFunc("GET /console/events", c.page(c.events))
+	m.HandleFunc("GET /console/events/replay", c.page(c.replayPlan))
+	m.HandleFunc("POST /console/events/replay", c.action(c.replayBulk))
 	m.HandleFunc("GET /console/events/{id}", c.page(c.event))
 	m.HandleFunc("GET /console/events/{id}/payload", c.page(c.payload))
 	m.HandleFunc("POST /console/events/{id}/replay", c.action(c.replay))

@@ -183,6 +183,10 @@ func TestActionsNeedTheirCSRFToken(t *testing.T) {
 			{"ack cross-site with the token", ack, url.Values{"csrf": {csrf}}, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
 			{"replay without token", replay, url.Values{}, nil, 403},
 			{"replay an ignored event", fmt.Sprintf("/console/events/%d/replay", ignored), url.Values{"csrf": {csrf}}, nil, 400},
+			{"bulk replay without token", "/console/events/replay", url.Values{"source": {"shop"}, "status": {"processed"}, "since": {"24h"}, "before": {"99"}}, nil, 403},
+			{"bulk replay not from its dry run", "/console/events/replay", url.Values{"csrf": {csrf}, "source": {"shop"}, "status": {"processed"}, "since": {"24h"}}, nil, 400},
+			{"bulk replay of ignored events", "/console/events/replay", url.Values{"csrf": {csrf}, "source": {"shop"}, "status": {"ignored"}, "since": {"24h"}, "before": {"99"}}, nil, 400},
+			{"bulk replay without since", "/console/events/replay", url.Values{"csrf": {csrf}, "source": {"shop"}, "status": {"processed"}, "before": {"99"}}, nil, 400},
 			{"ack", ack, url.Values{"csrf": {csrf}}, nil, 303},
 			{"replay", replay, url.Values{"csrf": {csrf}}, nil, 303},
 		} {
@@ -194,6 +198,26 @@ func TestActionsNeedTheirCSRFToken(t *testing.T) {
 		as, err := billing.ListAlerts(context.Background(), e.db, billing.AlertFilter{})
 		if err != nil || len(as) != 1 || !as[0].Acknowledged {
 			t.Errorf("alerts = %+v, %v; want the one acknowledged", as, err)
+		}
+		// The bulk replay's dry run refuses a filter without its bounds.
+		for _, tc := range []struct {
+			query string
+			want  int
+			body  string
+		}{
+			{"source=shop&status=received&since=24h", 400, "want failed or processed"},
+			{"source=shop&status=failed", 400, "since is required"},
+			{"status=failed&since=24h", 400, "a source is required"},
+			{"source=shop&status=failed&since=yesterday", 400, "since"},
+			{"source=shop&status=failed&since=24h", 200, "Nothing to replay"},
+		} {
+			resp, body := c.do("GET", "/console/events/replay?"+tc.query, nil, nil)
+			if resp.StatusCode != tc.want || !strings.Contains(body, tc.body) {
+				t.Errorf("dry run %s = %d; want %d with %q", tc.query, resp.StatusCode, tc.want, tc.body)
+			}
+		}
+		if got, _ := e.db.Event(context.Background(), ignored); got.Status != payhook.StatusIgnored {
+			t.Errorf("ignored event after the refused bulk replays: %s", got.Status)
 		}
 	})
 }
@@ -406,4 +430,10 @@ type nopQueue struct{}
 func (nopQueue) Replay(context.Context, int64) error { return nil }
 func (nopQueue) Attempts(context.Context, int64) ([]jobs.Attempt, error) {
 	return nil, nil
+}
+func (nopQueue) PlanReplay(context.Context, jobs.BulkFilter, int) (*jobs.BulkPlan, error) {
+	return &jobs.BulkPlan{}, nil
+}
+func (nopQueue) ReplayBulk(context.Context, *jobs.BulkPlan, jobs.BulkOptions) (jobs.BulkResult, error) {
+	return jobs.BulkResult{}, nil
 }

@@ -36,6 +36,8 @@ type eventsData struct {
 	Older string
 	// First is true on the newest page.
 	First bool
+	// Bulk is the bulk replay running, or the last one; nil if none.
+	Bulk *BulkStatus
 }
 
 // ParseEventFilter turns the URL query into a store.Filter: a status or
@@ -95,7 +97,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, v *view) error 
 		return err
 	}
 	d := eventsData{Filter: ef, Statuses: []payhook.Status{payhook.StatusReceived, payhook.StatusProcessed,
-		payhook.StatusIgnored, payhook.StatusFailed}, First: f.Before == 0}
+		payhook.StatusIgnored, payhook.StatusFailed}, First: f.Before == 0, Bulk: c.bulk.status()}
 	for _, s := range c.cfg.Sources {
 		d.Sources = append(d.Sources, s.Name)
 	}
