@@ -25,6 +25,9 @@ type adminConfig struct {
 	// TrustProxy trusts X-Forwarded-Proto and X-Forwarded-For from the
 	// proxy in front of payhook (default false).
 	TrustProxy bool `yaml:"trust_proxy"`
+	// MetricsToken, if set (at least 32 bytes), is the bearer token that
+	// /metrics takes; PAYHOOK_METRICS_TOKEN sets it too, and wins.
+	MetricsToken string `yaml:"metrics_token"`
 }
 
 // adminUser is a console user: a name and the bcrypt hash of the password
@@ -37,6 +40,9 @@ type adminUser struct {
 func (a *adminConfig) expand(getenv func(string) string) (err error) {
 	if a.Token, err = expand(a.Token, getenv); err != nil {
 		return fmt.Errorf("token: %v", err)
+	}
+	if a.MetricsToken, err = expand(a.MetricsToken, getenv); err != nil {
+		return fmt.Errorf("metrics_token: %v", err)
 	}
 	return nil
 }

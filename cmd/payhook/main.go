@@ -101,6 +101,7 @@ func usage() string {
 	b.WriteString(`
 Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR, PAYHOOK_ADMIN_ADDR stand for the flags;
 PAYHOOK_ADMIN_TOKEN (32 bytes or more) enables the console (/console) and the read API (/api/v1/) of serve.
+PAYHOOK_METRICS_TOKEN (32 bytes or more) is the bearer token /metrics then takes (payhook help serve).
 The database defaults to sqlite://payhook.db in the working directory;
 --db also takes sqlite:///abs/path.db and postgres://user:pass@host/db.
 

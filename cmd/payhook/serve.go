@@ -27,6 +27,13 @@ bytes) or admin.users in the config, it also serves the web console at
 /console/jobs and the read API at /api/v1 (bearer token or console
 session); --admin-addr moves them to a listener of their own.
 
+/metrics (Prometheus) is open on --admin-addr, which is meant to be
+private; on the public listener it needs the console's login (the admin
+token as a bearer token) when there is a console, and is open otherwise,
+with a warning at start. PAYHOOK_METRICS_TOKEN (or admin.metrics_token,
+at least 32 bytes) makes it take that bearer token (or a login) on
+either listener.
+
 Without a config file it serves one demo source, "demo" (provider billete,
 environment test), and prints how to send it a signed event. Its secret is
 made at the first start and kept (mode 0600) beside the SQLite database
@@ -132,11 +139,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	if con != nil {
 		con.Mount(adminMux)
-		adminMux.Handle("/metrics", con.Protect(met.Handler()))
-	} else {
-		log.Warn("/metrics served without login: no admin token or users configured")
-		adminMux.Handle("GET /metrics", met.Handler())
 	}
+	metricsToken := m.Getenv("PAYHOOK_METRICS_TOKEN")
+	if metricsToken == "" {
+		metricsToken = cfg.Admin.MetricsToken
+	}
+	metricsAt := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", "")
+	if metricsAt == "" {
+		metricsAt = m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080")
+	}
+	metricsH, err := metricsAccess(met.Handler(), metricsToken, con, adminMux != mux, metricsAt, log)
+	if err != nil {
+		return err
+	}
+	adminMux.Handle("/metrics", metricsH)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.Handle("GET /readyz", &readiness{db: db, now: m.Now, log: log, timeout: readyTimeout})
 	srv := &http.Server{
