@@ -54,7 +54,9 @@ const maxBody = 1 << 20
 //	                                             the subscription's current state in the provider's shape
 //	GET    <Getter.GetPaths()>                   with a flavour.Getter (stripe: /v1/checkout/sessions/{id},
 //	                                             /v1/payment_intents/{id}, /v1/charges/{id}[?expand[]=refunds],
-//	                                             /v1/refunds/{id}, /v1/disputes/{id}): one object's current state
+//	                                             /v1/refunds/{id}, /v1/disputes/{id}; paddle: /transactions/{id}
+//	                                             [?include=adjustments], /subscriptions/{id}, in place of the
+//	                                             neutral one): one object's current state in the provider's shape
 //
 // Errors are {"error": {"type", "message"}} with 400 (invalid_request),
 // 401 (authentication), 404 (not_found, also unknown routes), 405 (wrong
@@ -227,9 +229,12 @@ func (p *Provider) Handler() http.Handler {
 		}
 		return reply(w, http.StatusCreated)(p.CreateSubscription(env, in.Customer, in.Plan))
 	})
-	h("GET /subscriptions/{id}", func(w http.ResponseWriter, r *http.Request, env string) error {
-		return reply(w, http.StatusOK)(p.GetSubscription(env, r.PathValue("id")))
-	})
+	if gf, ok := p.cfg.Flavour.(flavour.Getter); !ok || gf.GetPaths()["/subscriptions/{id}"] == "" {
+		// Paddle's flavour serves this route in Paddle's shape (below).
+		h("GET /subscriptions/{id}", func(w http.ResponseWriter, r *http.Request, env string) error {
+			return reply(w, http.StatusOK)(p.GetSubscription(env, r.PathValue("id")))
+		})
+	}
 	h("POST /subscriptions/{id}", func(w http.ResponseWriter, r *http.Request, env string) error {
 		var in struct {
 			Plan string `json:"plan"`

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/payhook/payhook/sim/flavour"
 )
@@ -16,14 +17,22 @@ func (p *Provider) object(env, kind, id string) (flavour.Event, error) {
 			if pay, ok := w.payments[id]; ok {
 				ev.CreatedAt, ev.Data = pay.CreatedAt, pay.data()
 				if kind == flavour.ObjectCharge {
-					var refunds []map[string]any
-					for _, rid := range w.refundOrder {
-						if r := w.refunds[rid]; r.PaymentID == id {
-							refunds = append(refunds, r.data())
-						}
-					}
-					ev.Data["refunds"] = refunds
+					ev.Data["refunds"] = refundsOf(w, id)
 				}
+				return ev, nil
+			}
+		case flavour.ObjectTransaction:
+			if pay, ok := w.payments[id]; ok {
+				ev.Type, ev.CreatedAt, ev.Data = flavour.ObjectPayment, pay.CreatedAt, pay.data()
+				ev.Data["refunds"] = refundsOf(w, id)
+				return ev, nil
+			}
+			if c, ok := w.checkouts[id]; ok {
+				ev.Type, ev.CreatedAt, ev.Data = flavour.ObjectCheckout, c.CreatedAt, c.data()
+				return ev, nil
+			}
+			if inv, ok := w.invoices[id]; ok {
+				ev.Type, ev.CreatedAt, ev.Data = flavour.ObjectInvoice, inv.CreatedAt, inv.data()
 				return ev, nil
 			}
 		case flavour.ObjectRefund:
@@ -61,7 +70,12 @@ func (p *Provider) getHandler(gf flavour.Getter, kind string) func(w http.Respon
 		if err != nil {
 			return err
 		}
-		body, err := gf.GetObject(kind, obj, r.URL.Query()["expand[]"])
+		q := r.URL.Query()
+		expand := q["expand[]"]
+		for _, v := range q["include"] { // Paddle's: comma-separated
+			expand = append(expand, strings.Split(v, ",")...)
+		}
+		body, err := gf.GetObject(kind, obj, expand)
 		if err != nil {
 			return err
 		}
@@ -70,4 +84,15 @@ func (p *Provider) getHandler(gf flavour.Getter, kind string) func(w http.Respon
 		w.Write(body)
 		return nil
 	}
+}
+
+// refundsOf returns the data of payment id's refunds, oldest first.
+func refundsOf(w *world, id string) []map[string]any {
+	var refunds []map[string]any
+	for _, rid := range w.refundOrder {
+		if r := w.refunds[rid]; r.PaymentID == id {
+			refunds = append(refunds, r.data())
+		}
+	}
+	return refunds
 }

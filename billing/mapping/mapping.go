@@ -110,7 +110,7 @@
 //	                       action refund: approved → Refunded{transaction_id, refund_id or id,
 //	                       totals.total}; rejected → RefundFailed; pending_approval → nil.
 //	                       action chargeback: ChargedBack{transaction_id, adjustment id,
-//	                       totals.total}; reversed (won) → ChargebackWon{transaction_id,
+//	                       totals.total}; reversed (won) → that ChargedBack + ChargebackWon{transaction_id,
 //	                       adjustment id}; rejected → nil. action chargeback_reverse (Paddle's
 //	                       won dispute, an adjustment of its own) → ChargebackWon{transaction_id,
 //	                       ReversalRef: adjustment id}. chargeback_warning, credit,

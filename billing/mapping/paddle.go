@@ -202,9 +202,12 @@ func paddleAdjustment(e *event, d obj) ([]billing.Fact, error) {
 
 // paddleChargeback maps a chargeback adjustment by the status rules of
 // refunds: approved is a ChargedBack for totals.total (when given),
-// reversed its win (the same adjustment, so the same DisputeRef), rejected
-// or pending_approval nothing (yet), any other status malformed.
+// reversed that ChargedBack and its win (the same adjustment, so the same
+// DisputeRef: a chargeback fetched reversed, whose approved event was
+// never applied, still takes and gives back once), rejected or
+// pending_approval nothing (yet), any other status malformed.
 func paddleChargeback(e *event, d obj, pay, id, status string) ([]billing.Fact, error) {
+	var won []billing.Fact
 	switch status {
 	case "approved":
 	case "rejected":
@@ -220,7 +223,7 @@ func paddleChargeback(e *event, d obj, pay, id, status string) ([]billing.Fact, 
 		if err != nil {
 			return nil, err
 		}
-		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: id, At: at}}, nil
+		won = []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: id, At: at}}
 	}
 	totals, err := d.child("totals")
 	if err != nil {
@@ -234,7 +237,7 @@ func paddleChargeback(e *event, d obj, pay, id, status string) ([]billing.Fact, 
 	if err != nil {
 		return nil, err
 	}
-	return []billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: id, Amount: amount, At: at}}, nil
+	return append([]billing.Fact{billing.ChargedBack{PaymentRef: pay, DisputeRef: id, Amount: amount, At: at}}, won...), nil
 }
 
 func paddleSubscription(e *event, d obj) ([]billing.Fact, error) {

@@ -524,11 +524,12 @@ func TestFactsShapes(t *testing.T) {
 		},
 		{
 			// The same adjustment as the chargeback above, so the same DisputeRef.
-			name: "paddle chargeback reversed: won", provider: "paddle",
+			name: "paddle chargeback reversed: taken, then won", provider: "paddle",
 			payload: `{"event_type":"adjustment.updated","occurred_at":"2026-03-01T12:05:00Z","data":{"id":"adj_cb",
 				"action":"chargeback","status":"reversed","transaction_id":"txn_1","totals":{"total":"1999"},
 				"created_at":"2026-03-01T12:00:00Z","updated_at":"2026-03-01T12:04:00Z"}}`,
-			want: []billing.Fact{billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb", At: t0.Add(4 * time.Minute)}},
+			want: []billing.Fact{billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb", Amount: 1999, At: t0},
+				billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb", At: t0.Add(4 * time.Minute)}},
 		},
 		{
 			name: "paddle chargeback rejected", provider: "paddle",

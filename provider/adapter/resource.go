@@ -27,6 +27,11 @@ type Resource struct {
 	Route string
 	// Query, if set, is sent with the request (Stripe: expand[]=refunds).
 	Query url.Values
+	// RouteField, if set, is the object's field whose value the route
+	// takes instead of its id: an object without a route of its own is
+	// read through its parent's (a Paddle adjustment through its
+	// transaction_id); the answer must still be the object of its id.
+	RouteField string
 }
 
 // ID returns the id of the object r names in ev's payload, read strictly
@@ -74,14 +79,16 @@ func (rs Resources) For(eventType string) (Resource, bool) {
 // FetchResource is a Client's Fetch over rs: for an event of a type rs
 // lists, it reads the object's id in the payload (Resource.ID) and returns
 // what get answers for it, which must be that object (one JSON object
-// whose "id" is the id asked for); nil for every other event. name
+// whose "id" is the id asked for); nil for every other event. get is
+// given the id the route takes (the RouteField's value, else the id) and
+// the object's id. name
 // prefixes the errors. An event that names no object wraps
 // payhook.ErrMalformed; get's errors are returned wrapped (a 404 wraps
 // payhook.ErrNotFound); an answer that is not the object asked for is a
 // plain error, to be retried: a proxy's page or another object is never
 // mapped.
 func FetchResource(ctx context.Context, name string, rs Resources, ev *payhook.Event,
-	get func(ctx context.Context, r Resource, id string) ([]byte, error)) ([]byte, error) {
+	get func(ctx context.Context, r Resource, routeID, id string) ([]byte, error)) ([]byte, error) {
 	r, ok := rs.For(ev.Type)
 	if !ok {
 		return nil, nil
@@ -90,7 +97,17 @@ func FetchResource(ctx context.Context, name string, rs Resources, ev *payhook.E
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	b, err := get(ctx, r, id)
+	routeID := id
+	if r.RouteField != "" {
+		o, err := signing.ObjectAt(ev.Payload, r.Path...)
+		if err == nil {
+			routeID, err = o.RequiredString(r.RouteField)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: event %s has no %s.%s to fetch: %w", name, ev.EventID, strings.Join(r.Path, "."), r.RouteField, err)
+		}
+	}
+	b, err := get(ctx, r, routeID, id)
 	if err != nil {
 		return nil, fmt.Errorf("%s: fetch the %s of event %s: %w", name, id, ev.EventID, err)
 	}

@@ -18,4 +18,5 @@ var Adapter = adapter.Adapter{
 	Client: func(c adapter.ClientConfig) adapter.Client {
 		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
+	Resources: resources, // fetch.go
 }

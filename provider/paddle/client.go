@@ -33,9 +33,6 @@ var (
 	_ adapter.EventLister = (*Client)(nil)
 )
 
-// Fetch returns nil: payhook applies Paddle events from their own data.
-func (c *Client) Fetch(context.Context, *payhook.Event) ([]byte, error) { return nil, nil }
-
 // ListEvents returns one page of GET /events: event_type q.Types
 // (comma-separated), after q.Cursor, per_page q.Limit (1 to 200, default
 // 100), with the pinned Paddle-Version if any. Paddle lists oldest first (by id) and cannot filter by time, so

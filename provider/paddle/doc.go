@@ -9,5 +9,6 @@
 //
 // Its Client reads Paddle Billing's API with a source's API key: the
 // events list for backfill, and transactions, adjustments and
-// subscriptions for reconciliation (ListObjects).
+// subscriptions for reconciliation (ListObjects), and the entity a
+// notification is about when it is processed (Fetch, fetch.go).
 package paddle

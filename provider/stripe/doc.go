@@ -9,8 +9,9 @@
 // being rolled Stripe sends one v1 per active secret; any match passes.
 // Other schemes (v0, test signatures) are ignored.
 //
-// Client reads a subscription's current state from the API
-// (GET /v1/subscriptions/{id}) when its customer.subscription.* event is
-// processed, so that payhook applies the subscription as it is, not as an
-// event, maybe late or reordered, said it was.
+// Client reads the current state of the object an event is about (its
+// checkout session, payment intent, charge, refund, dispute or
+// subscription: GET /v1/.../{id}, fetch.go) when the event is processed,
+// so that payhook applies the object as it is, not as an event, maybe
+// late or reordered, said it was.
 package stripe

@@ -39,7 +39,7 @@ var resources = adapter.Resources{
 // unreachable, a timeout, a 429 or a 5xx, an answer that is not the
 // object) to be retried.
 func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-	return adapter.FetchResource(ctx, "stripe", resources, ev, func(ctx context.Context, r adapter.Resource, id string) ([]byte, error) {
+	return adapter.FetchResource(ctx, "stripe", resources, ev, func(ctx context.Context, r adapter.Resource, id, _ string) ([]byte, error) {
 		return apiget.Object(ctx, c.HTTP, c.BaseURL, c.Key, r.URLPath(id), r.Query, c.versionHeader())
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Kinds of objects a Getter retrieves beside a Lister's.
@@ -14,6 +15,13 @@ const (
 	// (Stripe; the sim's payment is both its payment intent and its
 	// charge).
 	ObjectCharge = "charge"
+	// ObjectTransaction is a payment, a checkout or a crypto invoice by
+	// its id, Paddle's one entity for the three: the Event's Type says
+	// which (ObjectPayment, ObjectCheckout or ObjectInvoice); a payment's
+	// Data also holds "refunds", as a charge's.
+	ObjectTransaction = "transaction"
+	// ObjectInvoice is a crypto invoice (an ObjectTransaction's Type).
+	ObjectInvoice = "invoice"
 )
 
 // Getter is implemented by flavours whose API retrieves one object by id,
@@ -32,10 +40,11 @@ type Getter interface {
 	// GetPaths maps each retrieve route, with an {id} wildcard, e.g.
 	// "/v1/disputes/{id}", to the kind of object it returns
 	// (ObjectPayment, ObjectCharge, ObjectRefund, ObjectDispute,
-	// ObjectCheckout, ObjectSubscription).
+	// ObjectCheckout, ObjectTransaction, ObjectSubscription).
 	GetPaths() map[string]string
 	// GetObject renders one object of kind. expand are the request's
-	// expand[] values (Stripe: "refunds" on a charge).
+	// expand[] values (Stripe: "refunds" on a charge), or its include
+	// values (Paddle: "adjustments" on a transaction).
 	GetObject(kind string, obj Event, expand []string) ([]byte, error)
 }
 
@@ -93,6 +102,66 @@ func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte,
 	b, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("stripe: render %s %s: %w", kind, obj.ID, err)
+	}
+	return b, nil
+}
+
+// GetPaths: Paddle's get-a-transaction and get-a-subscription routes.
+// Paddle has no route of one adjustment: a transaction lists its
+// adjustments with include=adjustments.
+func (paddleFlavour) GetPaths() map[string]string {
+	return map[string]string{"/transactions/{id}": ObjectTransaction, "/subscriptions/{id}": ObjectSubscription}
+}
+
+// GetObject renders an entity as Paddle's get routes answer it,
+// {"data": entity, "meta": {"request_id"}}: a payment as a completed
+// transaction, a checkout as its completed transaction (ready while
+// open), a crypto invoice as its transaction with chain_ref, a
+// subscription as of its last change. With expand "adjustments" a
+// payment's transaction lists its adjustments as the adjustments list
+// renders them (a refund's, its chargeback's, reversed once won) plus, once
+// won, the chargeback_reverse adjustment its event carries.
+func (paddleFlavour) GetObject(kind string, obj Event, expand []string) ([]byte, error) {
+	d := obj.Data
+	var o map[string]any
+	switch {
+	case kind == ObjectSubscription:
+		o = paddleListed(ObjectSubscription, obj)
+	case kind != ObjectTransaction:
+		return nil, fmt.Errorf("paddle: no get route for %s objects", kind)
+	case obj.Type == ObjectPayment:
+		o = paddleListed(ObjectPayment, obj)
+		if slices.Contains(expand, "adjustments") {
+			adjustments := []any{}
+			refunds, _ := d["refunds"].([]map[string]any)
+			for _, r := range refunds {
+				at, _ := time.Parse(time.RFC3339Nano, str(r, "created_at"))
+				adjustments = append(adjustments, paddleListed(ObjectAdjustment, Event{Type: ObjectRefund, CreatedAt: at, Data: r}))
+			}
+			if str(d, "dispute_id") != "" {
+				at, _ := time.Parse(time.RFC3339Nano, str(d, "charged_back_at"))
+				adjustments = append(adjustments, paddleListed(ObjectAdjustment, Event{Type: ObjectDispute, CreatedAt: at, Data: d}))
+				if str(d, "status") != "charged_back" {
+					won, _ := time.Parse(time.RFC3339Nano, str(d, "updated_at"))
+					adjustments = append(adjustments, paddleEntity(Event{Type: ChargebackWon, CreatedAt: won, Data: d}))
+				}
+			}
+			o["adjustments"] = adjustments
+		}
+	case obj.Type == ObjectCheckout:
+		o = paddleEntity(Event{Type: CheckoutCompleted, Data: d})
+		if str(d, "status") != "completed" {
+			o["status"] = "ready"
+		}
+	default:
+		o = paddleEntity(Event{Type: InvoiceSettled, Data: d})
+		if str(d, "status") != "settled" {
+			o["status"] = "ready"
+		}
+	}
+	b, err := json.Marshal(map[string]any{"data": o, "meta": map[string]any{"request_id": paddleRequestID()}})
+	if err != nil {
+		return nil, fmt.Errorf("paddle: render %s %s: %w", kind, obj.ID, err)
 	}
 	return b, nil
 }
