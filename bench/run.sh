@@ -11,6 +11,7 @@
 #      PostgreSQL (each with its own floor);
 #   3. database bytes per stored event, both engines and the peer;
 #   4. memory and goroutines of a payhook serve over a soak at a fixed rate;
+#   5. with BENCH_BACKLOG: how fast a backlog of N events drains;
 # then cmd/benchdoc writes docs/benchmarks.md's generated section and the
 # chart. Sizes are variables (make bench BENCH_EVENTS=20000 ...):
 #
@@ -20,6 +21,7 @@
 #   BENCH_SOAK        soak seconds (60; BENCH_LONG=1: 600)
 #   BENCH_SOAK_RATE   soak deliveries/s (100)
 #   BENCH_INSTANCES   instance counts (1,2,3; "" skips them)
+#   BENCH_BACKLOG     backlog sizes ("" skips them; BENCH_LONG=1: 10000,1000000)
 #   BENCH_DOC         the file to regenerate (docs/benchmarks.md; "" only prints)
 #   BENCH_DIR         where the run's files go (a fresh dir under /var/tmp)
 #
@@ -39,6 +41,8 @@ SOAK="${BENCH_SOAK:-60}"
 [[ "${BENCH_LONG:-}" == 1 && -z "${BENCH_SOAK:-}" ]] && SOAK=600
 SOAK_RATE="${BENCH_SOAK_RATE:-100}"
 INSTANCES="${BENCH_INSTANCES-1,2,3}"
+BACKLOG="${BENCH_BACKLOG-}"
+[[ "${BENCH_LONG:-}" == 1 && -z "${BENCH_BACKLOG+x}" ]] && BACKLOG=10000,1000000
 DOC="${BENCH_DOC-docs/benchmarks.md}"
 DIR="${BENCH_DIR:-$(mktemp -d /var/tmp/payhook-bench.XXXXXX)}"
 mkdir -p "$DIR"
@@ -65,7 +69,7 @@ log "run files in $DIR; load average $UPTIME_START"
 PG="$(PAYHOOK_PG_DURABLE=1 PAYHOOK_PG_STATE="$DIR/pg/state" PAYHOOK_PG_PORT=58432 scripts/pg.sh start)"
 PGBASE="${PG%/payhook\?*}"
 pgdb() { printf '%s/%s?sslmode=disable' "$PGBASE" "$1"; }
-for d in run peer empty inst soak; do psql "$PG" -qXc "CREATE DATABASE $d" >/dev/null; done
+for d in run peer empty inst soak backlog; do psql "$PG" -qXc "CREATE DATABASE $d" >/dev/null; done
 go build -o "$DIR/payhook" ./cmd/payhook
 PAYHOOK="$DIR/payhook"
 "$PAYHOOK" migrate --db "$(pgdb empty)" >/dev/null 2>&1
@@ -223,6 +227,32 @@ if ((SOAK > 0)); then
 		}' "$DIR/soak.samples")"
 	acks="$(jq -r '.results[0] | "\(.acked) of \(.sent) acked, p99 \(.latency.p99 / 1e6 | floor) ms, drain \(.drain / 1e9 | floor) s"' "$DIR/soak.json")"
 	row "memory and goroutines over a ${SOAK}-s soak at ${SOAK_RATE}/s" postgres "$summary" "$acks; payhook serve's /metrics every 5 s, from ${SOAK}/10 s on"
+fi
+
+# --- 5. backlog drain -------------------------------------------------------------
+# N events acknowledged as fast as payhook takes them (c=64), while it
+# processes; processing is slower than acknowledging, so most of them
+# wait: the rate is N over the time from the first delivery until none
+# waits. The database starts empty for each size.
+if [[ -n "$BACKLOG" ]]; then
+	port=18100
+	for n in ${BACKLOG//,/ }; do
+		port=$((port + 1))
+		psql "$PG" -qXc "DROP DATABASE IF EXISTS backlog" -c "CREATE DATABASE backlog" >/dev/null
+		"$PAYHOOK" migrate --db "$(pgdb backlog)" >/dev/null 2>&1
+		serve "$(pgdb backlog)" "$port"
+		pid=$BG
+		log "backlog: $n events"
+		args=(bench --url "backlog-$n=http://127.0.0.1:$port/webhooks/bench" --url-db "$(pgdb backlog)" --secret "$SECRET"
+			--event payment.succeeded --events "$n" --duplicates 0 --concurrency 64 --json)
+		"$PAYHOOK" "${args[@]}" >"$DIR/backlog-$n.json"
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		v="$(jq -r '.results[0] | "\(.stored / (.drain / 1e9) | floor) events/s"' "$DIR/backlog-$n.json")"
+		note="$(jq -r '.results[0] | "\(.stored) stored, drained \(.drain / 1e9 | floor) s after the first delivery; acks \(.acks_per_sec | floor)/s, p99 \(.latency.p99 / 1e6 | floor) ms"' "$DIR/backlog-$n.json")"
+		row "backlog of $n events, processed/s" postgres "$v" "$note"
+	done
+	cmdline "payhook bench --url backlog-N=http://127.0.0.1:1810x/webhooks/bench --url-db \$PG/backlog --secret \$SECRET --event payment.succeeded --events N --duplicates 0 --concurrency 64 --json   # N = ${BACKLOG}, a fresh database each"
 fi
 
 # --- the document ----------------------------------------------------------------
