@@ -30,6 +30,9 @@
 # registry, once, into a cache dir), curl and jq.
 set -euo pipefail
 
+# The whole script is one block, read before it runs: editing the file
+# during a run does not change the run.
+{
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 export PATH="/usr/local/go/bin:$PATH"
@@ -273,3 +276,5 @@ if [[ -n "$DOC" ]]; then
 else
 	log "run files in $DIR"
 fi
+exit
+}
