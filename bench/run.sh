@@ -260,14 +260,14 @@ fi
 
 # --- the document ----------------------------------------------------------------
 printf '%s\n' "${ROWS[@]}" | jq -s . >"$DIR/scale.json"
-pg_settings="$(psql "$PG" -AtXc "SELECT 'PostgreSQL ' || current_setting('server_version') || ' (fsync=' || current_setting('fsync') || ', synchronous_commit=' || current_setting('synchronous_commit') || ', full_page_writes=' || current_setting('full_page_writes') || ', wal_sync_method=' || current_setting('wal_sync_method') || ')'")"
-jq -n --arg start "$START" --arg end "$(date -u '+%H:%M UTC')" --arg nproc "$(nproc)" \
+pg_settings="$(jq -r '.machine.databases.postgres // "?"' "$DIR/run.json")"
+jq -n --arg start "$START" --arg stop "$(date -u '+%H:%M UTC')" --arg nproc "$(nproc)" \
 	--arg cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" --arg go "$(go env GOVERSION)" \
 	--arg pg "$pg_settings" --arg sqlite "$(jq -r '.machine.databases.sqlite // "?"' "$DIR/run.json" | sed 's/^SQLite //')" \
 	--arg node "$(node --version)" --arg peer "stripe-sync-engine 0.48.5, stripe 23.1.0 (bench/peer, one Node process, 10 connections)" \
 	--arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '+changes')" \
 	--arg u0 "$UPTIME_START" --arg u1 "$(uptime_now)" --arg svg "$( [[ -n "$DOC" ]] && echo bench.svg)" \
-	'{start:$start, "end":$end, nproc:$nproc, cpu:$cpu, go:$go, postgres:$pg, sqlite:$sqlite, node:$node, peer:$peer,
+	'{start:$start, "end":$stop, nproc:$nproc, cpu:$cpu, go:$go, postgres:$pg, sqlite:$sqlite, node:$node, peer:$peer,
 	  commit:$commit, uptime_start:$u0, uptime_end:$u1, svg:$svg}' >"$DIR/env.json"
 if [[ -n "$DOC" ]]; then
 	cp "$SVG" "$(dirname "$DOC")/bench.svg"
