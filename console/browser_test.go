@@ -17,6 +17,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
 )
 
 // chromiumPath is Debian's chromium, which scripts/test.sh installs when
@@ -165,6 +166,11 @@ func TestBrowser(t *testing.T) {
 		e.wait(xssID, payhook.StatusProcessed)
 		e.wait(flaky, payhook.StatusFailed)
 		seedBilling(t, e)
+		now := time.Now().UTC()
+		if err := e.db.AddSignatureCounts(context.Background(), []store.SignatureCount{{Source: "shop", Bucket: now.Add(-time.Hour),
+			Failures: 2, Verified: 14, LastFailure: now.Add(-50 * time.Minute), LastVerified: now.Add(-10 * time.Minute)}}); err != nil {
+			t.Fatal(err)
+		}
 		alert := e.alert("event_failed", "shop/evt_flaky")
 		b := &tab{t: t, ctx: ctx, url: e.url}
 		screens := strings.HasSuffix(t.Name(), "sqlite")

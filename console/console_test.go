@@ -332,6 +332,16 @@ func TestEventPages(t *testing.T) {
 		ids := e.ingest(event("evt_x", "checkout.completed", payload), event("evt_f", "flaky", `{"id":"evt_f"}`))
 		e.wait(ids[0], payhook.StatusProcessed)
 		e.wait(ids[1], payhook.StatusFailed)
+		// Signature checks as the receiver's counter flushes them: three
+		// refusals after the last match, and refusals for a source no
+		// longer configured.
+		now := time.Now().UTC().Truncate(time.Second)
+		if err := e.db.AddSignatureCounts(context.Background(), []store.SignatureCount{
+			{Source: "shop", Bucket: now.Add(-time.Hour), Failures: 3, Verified: 5, LastFailure: now.Add(-30 * time.Minute), LastVerified: now.Add(-50 * time.Minute)},
+			{Source: "gone", Bucket: now.Add(-time.Hour), Failures: 2, LastFailure: now.Add(-40 * time.Minute)},
+		}); err != nil {
+			t.Fatal(err)
+		}
 		c := e.client()
 		c.login()
 		for _, tc := range []struct {
@@ -352,7 +362,8 @@ func TestEventPages(t *testing.T) {
 			{"/console/events/abc", 400, nil, nil},
 			{"/console", 200, []string{"<svg", "Events per minute"}, nil},
 			{"/console/chart.svg", 200, []string{"<svg"}, nil},
-			{"/console/sources", 200, []string{"sha256:aaaaaaaaaaaa", "sha256:bbbbbbbbbbbb", "safe to retire"}, nil},
+			{"/console/sources", 200, []string{"sha256:aaaaaaaaaaaa", "sha256:bbbbbbbbbbbb", "safe to retire",
+				"3 refused</span>, 5 matched", "3 with no valid signature after them", "gone", "2 refused</span>, 0 matched"}, nil},
 			{"/console/payments", 200, nil, nil},
 			{"/console/ledger", 200, nil, nil},
 			{"/console/subscriptions", 200, nil, nil},

@@ -141,6 +141,10 @@ type SourceHealth struct {
 	// when each matched last; a configured one that did not is safe to
 	// retire once the provider signs with the new one only.
 	Secrets []SecretUse
+	// Signatures is what the signature checks of its deliveries in the
+	// last SignatureWindow tell (store.SignatureStats): refused and
+	// matched, the latest of each; zero when none were counted.
+	Signatures store.SignatureStats
 }
 
 // SecretUse is one fingerprint's use by a source's recent events.
@@ -153,6 +157,10 @@ type SecretUse struct {
 
 // HealthWindow is how far back the sources page looks.
 const HealthWindow = 7 * 24 * time.Hour
+
+// SignatureWindow is how far back the sources page counts signature
+// checks: the counts are kept for a day.
+const SignatureWindow = 24 * time.Hour
 
 func (c *Console) sources(w http.ResponseWriter, r *http.Request, v *view) error {
 	since := c.cfg.Now().Add(-HealthWindow)
@@ -215,6 +223,21 @@ func (c *Console) sources(w http.ResponseWriter, r *http.Request, v *view) error
 			}
 			h.LastEvent = last
 		}
+	}
+	stats, err := c.cfg.DB.SignatureStats(r.Context(), "", c.cfg.Now().Add(-SignatureWindow))
+	if err != nil {
+		return fmt.Errorf("source health: %w", err)
+	}
+	for _, st := range stats {
+		h := byName[st.Source]
+		if h == nil {
+			// Refused deliveries for a source that is not configured
+			// (any more) are counted too.
+			h = &SourceHealth{Source: Source{Name: st.Source, Provider: "(not configured)"}}
+			byName[st.Source] = h
+			out = append(out, h)
+		}
+		h.Signatures = st
 	}
 	v.Title, v.Nav, v.Data = "Sources", "sources", out
 	return nil
