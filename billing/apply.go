@@ -180,6 +180,12 @@ type applier struct {
 	tx     *Tx
 	source string
 	out    *Outcome
+	// locked holds the refs of the payments this call locked, which stay
+	// locked until tx ends; claimed the orders it marked paid, with the
+	// payment that paid them. Both save the queries of a second fact
+	// about the same payment or order in one event.
+	locked  map[string]bool
+	claimed map[string]string
 }
 
 // t converts t for a timestamp column of the engine.

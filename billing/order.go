@@ -14,9 +14,12 @@ import (
 
 func (a *applier) orderPaid(ctx context.Context, f OrderPaid) error {
 	// Lock the payment, if stored, so that its order id and kind cannot
-	// change under the decision (captures of it lock it too).
-	if _, err := a.lockPayment(ctx, f.PaymentRef); err != nil {
-		return err
+	// change under the decision (captures of it lock it too). A payment
+	// this call locked already (the event's capture) stays locked.
+	if !a.locked[f.PaymentRef] {
+		if _, err := a.lockPayment(ctx, f.PaymentRef); err != nil {
+			return err
+		}
 	}
 	return a.payOrder(ctx, f.OrderID, f.PaymentRef)
 }
@@ -27,6 +30,12 @@ func (a *applier) orderPaid(ctx context.Context, f OrderPaid) error {
 // payment, it raises AlertOrderPaidTwice; when paidBy is a stored payment
 // that cannot pay it (see claimOrder), AlertOrderPaymentMismatch.
 func (a *applier) payOrder(ctx context.Context, orderID, paidBy string) error {
+	if a.claimed[orderID] == paidBy {
+		// This call marked it paid by paidBy (the event's capture), and
+		// holds it locked: paying it again by the same payment changes
+		// nothing and raises nothing.
+		return nil
+	}
 	ok, other, err := a.claimOrder(ctx, orderID, paidBy, "fiat")
 	switch {
 	case err != nil || ok:
@@ -62,6 +71,10 @@ func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string) 
 		return false, "", fmt.Errorf("mark order %s paid: %w", orderID, err)
 	} else if n == 1 {
 		a.out.OrdersPaid = append(a.out.OrdersPaid, orderID)
+		if a.claimed == nil {
+			a.claimed = map[string]string{}
+		}
+		a.claimed[orderID] = paidBy
 		err := a.emit(ctx, outbox.OrderPaid, orderID, orderID, a.tx.now,
 			orderPaidData{OrderID: orderID, PaidBy: paidBy, Kind: kind})
 		return err == nil, paidBy, err

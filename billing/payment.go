@@ -72,6 +72,10 @@ func (a *applier) lockPayment(ctx context.Context, ref string) (*payment, error)
 	if err != nil {
 		return nil, fmt.Errorf("lock payment %s: %w", ref, err)
 	}
+	if a.locked == nil {
+		a.locked = map[string]bool{}
+	}
+	a.locked[ref] = true
 	if p.money, err = a.moneyOf(ctx, p); err != nil {
 		return nil, err
 	}

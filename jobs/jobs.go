@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -38,6 +39,14 @@ type Config struct {
 	// Workers is how many events are processed at once. Default 20 on
 	// PostgreSQL and 4 on SQLite, whose one connection serialises them.
 	Workers int
+	// Batch is how many events one worker may apply in one transaction:
+	// the event of its job and others waiting their first try, whose jobs
+	// it completes in the same transaction. A batch commits only if every
+	// event in it succeeds; otherwise it rolls back and each event is tried
+	// on its own, as with a Batch of 1. Retries, and every event while
+	// Fetch is set, are processed one by one. Default 16; 1 turns batching
+	// off.
+	Batch int
 	// MaxAttempts is how many times an event is tried before it is marked
 	// failed. Default 25 (River's default; about three weeks of retries).
 	MaxAttempts int
@@ -140,6 +149,9 @@ func (c Config) withDefaults(engine store.Engine) Config {
 			c.Workers = 4
 		}
 	}
+	if c.Batch <= 0 {
+		c.Batch = 16
+	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 25
 	}
@@ -185,6 +197,11 @@ type Queue struct {
 	// does (retry nil: River's default policy).
 	periodic river.Worker[periodicArgs]
 	retry    river.ClientRetryPolicy
+
+	mu sync.Mutex
+	// alone holds the events that failed in another event's batch: no
+	// batch takes them again, so that they run alone (see processBatch).
+	alone map[int64]bool
 }
 
 // processArgs is the job of one event: payhook's row id of the event.
@@ -312,7 +329,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",
 			cfg.RescueAfter, cfg.JobTimeout, payhook.ErrConfig)
 	}
-	q := &Queue{db: db, cfg: cfg}
+	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(q.work))
 	river.AddWorker(workers, river.WorkFunc(q.deliver))
@@ -360,7 +377,11 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 
 // work runs one attempt of an event's job.
 func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
-	err := q.process(ctx, job.Args.EventID, job.Attempt >= job.MaxAttempts)
+	final := job.Attempt >= job.MaxAttempts
+	var err error
+	if job.Attempt > 1 || !q.processBatch(ctx, job.Args.EventID, final, &err) {
+		err = q.process(ctx, job.Args.EventID, final)
+	}
 	if errors.Is(err, payhook.ErrMalformed) {
 		return river.JobCancel(err) // retrying cannot fix it
 	}
@@ -455,6 +476,13 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	if err == nil {
 		return nil
 	}
+	return q.failed(ctx, id, err, final, start)
+}
+
+// failed records err, the failure of an attempt of event id begun at
+// start, outside the attempt's rolled-back transaction, and returns err
+// made storable.
+func (q *Queue) failed(ctx context.Context, id int64, err error, final bool, start time.Time) error {
 	// The error goes to the event's row and to River, which keeps it in a
 	// JSONB column: one it cannot store fails the completer's whole batch,
 	// and every later one.
@@ -541,16 +569,9 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 	}
 	ev.Resource = resource
 	ctx = context.WithValue(ctx, queueKey{}, q)
-	status, note := payhook.StatusProcessed, ""
-	if q.cfg.Handlers.Handles(ev.Type) {
-		switch err := q.cfg.Handlers.Dispatch(ctx, tx, ev); {
-		case errors.Is(err, payhook.ErrIgnored):
-			status, note = payhook.StatusIgnored, err.Error()
-		case err != nil:
-			return err
-		}
-	} else {
-		status, note = payhook.StatusIgnored, fmt.Sprintf("no handler for event type %q", ev.Type)
+	status, note, err := q.dispatch(ctx, tx, ev)
+	if err != nil {
+		return err
 	}
 	if err := q.db.FinishEventTx(ctx, tx, id, status, q.cfg.Now(), note); err != nil {
 		return err
@@ -562,6 +583,22 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 		q.cfg.OnDone(ev, status, time.Since(start))
 	}
 	return nil
+}
+
+// dispatch runs ev's handlers in tx and returns the status the event ends
+// with (processed, or ignored with the reason in note), or the handler's
+// error.
+func (q *Queue) dispatch(ctx context.Context, tx *sql.Tx, ev *payhook.Event) (payhook.Status, string, error) {
+	if !q.cfg.Handlers.Handles(ev.Type) {
+		return payhook.StatusIgnored, fmt.Sprintf("no handler for event type %q", ev.Type), nil
+	}
+	switch err := q.cfg.Handlers.Dispatch(ctx, tx, ev); {
+	case errors.Is(err, payhook.ErrIgnored):
+		return payhook.StatusIgnored, err.Error(), nil
+	case err != nil:
+		return "", "", err
+	}
+	return payhook.StatusProcessed, "", nil
 }
 
 // Replay processes an event again on purpose: it puts it back to received

@@ -762,3 +762,99 @@ func waitAttempts(t *testing.T, db *store.DB, id int64, n int) *payhook.Event {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestBatch: with one worker, the first job's attempt takes the jobs of
+// the events waiting their first try and applies them all in its
+// transaction. An event whose handler fails there is rolled back alone:
+// the others commit, and it runs in its own job, where its failure is
+// its one attempt (malformed: failed at once, alerted once). Each job
+// ends completed (or cancelled) after one attempt.
+func TestBatch(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var mu sync.Mutex
+		txOf := map[string]*sql.Tx{}
+		var alerted atomic.Int32
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			mu.Lock()
+			txOf[ev.EventID] = tx
+			mu.Unlock()
+			if ev.EventID == "evt_bad" {
+				return fmt.Errorf("no such field: %w", payhook.ErrMalformed)
+			}
+			return effect(ctx, tx, ev)
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16,
+			OnFailed: func(context.Context, *sql.Tx, *payhook.Event, error) error { alerted.Add(1); return nil }})
+		var evs []*payhook.Event
+		for i := range 6 {
+			id := fmt.Sprint("evt_", i)
+			if i == 3 {
+				id = "evt_bad"
+			}
+			evs = append(evs, event(id))
+		}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		for _, ev := range evs {
+			got := waitDone(t, db, ev.ID)
+			want := payhook.StatusProcessed
+			if ev.EventID == "evt_bad" {
+				want = payhook.StatusFailed
+			}
+			if got.Status != want || got.Attempts != 1 {
+				t.Errorf("%s: %s after %d attempts; want %s after 1", ev.EventID, got.Status, got.Attempts, want)
+			}
+			if n := effects(t, db, ev.EventID); ev.EventID != "evt_bad" && n != 1 {
+				t.Errorf("%s: %d effects; want 1", ev.EventID, n)
+			}
+		}
+		if n := alerted.Load(); n != 1 {
+			t.Errorf("OnFailed called %d times; want 1", n)
+		}
+		mu.Lock()
+		for _, ev := range evs[1:] {
+			if ev.EventID != "evt_bad" && txOf[ev.EventID] != txOf[evs[0].EventID] {
+				t.Errorf("%s was not applied in the transaction of %s", ev.EventID, evs[0].EventID)
+			}
+		}
+		mu.Unlock()
+		// River writes its own jobs' completion after the attempt returns.
+		for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			var running int
+			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE state = 'running'`).Scan(&running); err != nil {
+				t.Fatal(err)
+			}
+			if running == 0 {
+				break
+			}
+			if time.Since(since) > stall {
+				t.Fatalf("%d jobs still running after %s", running, stall)
+			}
+		}
+		rows, err := db.SQL.Query(`SELECT state, attempt FROM river_job WHERE kind = 'payhook_process_event'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var state string
+			var attempt int
+			if err := rows.Scan(&state, &attempt); err != nil {
+				t.Fatal(err)
+			}
+			if (state != "completed" && state != "cancelled") || attempt != 1 {
+				t.Errorf("a job is %s after %d attempts; want completed (or cancelled) after 1", state, attempt)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		att, err := q.Attempts(context.Background(), evs[1].ID)
+		if err != nil || len(att) != 1 || att[0].Outcome != "succeeded" {
+			t.Errorf("attempts of a batched event = %+v, %v; want one succeeded", att, err)
+		}
+	})
+}

@@ -190,6 +190,92 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 	return ev, nil
 }
 
+// LockEventsTx returns, in the order of ids and each once, those of the
+// events that are still received, locked until tx ends (FOR UPDATE on
+// PostgreSQL; SQLite's one writer already serialises): what ClaimEventTx
+// does for one event, without counting the attempt, which FinishEventsTx
+// counts with the outcome, so that an event whose handlers fail under a
+// savepoint is left as it was.
+func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64) ([]*payhook.Event, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	lock := " FOR UPDATE"
+	if db.Engine == SQLite {
+		lock = ""
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM payhook_events
+		WHERE id IN (`+placeholders(1, len(ids))+`) AND status = 'received'
+		ORDER BY id`+lock, int64Args(ids)...)
+	if err != nil {
+		return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
+	}
+	defer rows.Close()
+	byID := make(map[int64]*payhook.Event, len(ids))
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
+		}
+		byID[ev.ID] = ev
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
+	}
+	evs := make([]*payhook.Event, 0, len(byID))
+	for _, id := range ids {
+		if ev := byID[id]; ev != nil {
+			evs = append(evs, ev)
+			delete(byID, id) // an id given twice comes once
+		}
+	}
+	return evs, nil
+}
+
+// FinishEventsTx counts one more attempt of each of the events locked
+// by LockEventsTx and moves them to status, as FinishEventTx does for a
+// claimed one, in one statement: all must still be received.
+func (db *DB) FinishEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, status payhook.Status, at time.Time, note string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var processedAt any
+	if status == payhook.StatusProcessed {
+		processedAt = db.TimeValue(at)
+	}
+	args := append([]any{string(status), processedAt, payhook.Storable(note)}, int64Args(ids)...)
+	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
+		SET attempts = attempts + 1, status = $1, processed_at = $2, last_error = $3
+		WHERE id IN (`+placeholders(4, len(ids))+`) AND status = 'received'`, args...)
+	if err != nil {
+		return fmt.Errorf("mark %d events %s: %w", len(ids), status, err)
+	}
+	if n, _ := res.RowsAffected(); n != int64(len(ids)) {
+		return fmt.Errorf("mark %d events %s: %d of them are not waiting to be processed", len(ids), status, int64(len(ids))-n)
+	}
+	return nil
+}
+
+// placeholders returns n numbered placeholders from $first, comma-separated.
+func placeholders(first, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", first+i)
+	}
+	return b.String()
+}
+
+func int64Args(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
+}
+
 // FinishEventTx moves a claimed event to its final status: processed (with
 // processed_at = at) or ignored, with note as the reason kept in last_error
 // (made storable, see payhook.Storable).

@@ -15,7 +15,7 @@ import (
 
 // open opens the database at dbURL with payhook's and the job queue's
 // tables, closed when the test ends.
-func open(t *testing.T, dbURL string) *store.DB {
+func open(t testing.TB, dbURL string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
@@ -34,7 +34,7 @@ func open(t *testing.T, dbURL string) *store.DB {
 
 // config returns the processing of sources on db at the fixed time now,
 // its logs discarded.
-func config(t *testing.T, db *store.DB, sources []payhook.Source, now time.Time) jobs.Config {
+func config(t testing.TB, db *store.DB, sources []payhook.Source, now time.Time) jobs.Config {
 	t.Helper()
 	cfg, err := process.New(process.Config{DB: db, Sources: sources, Now: func() time.Time { return now },
 		Logger: slog.New(slog.DiscardHandler)})

@@ -44,7 +44,8 @@ type Config struct {
 }
 
 // New returns the job queue's configuration that processes events as
-// payhook serve does: Handlers, Fetch, OnFailed, Logger and Now are set;
+// payhook serve does: Handlers, OnFailed, Logger and Now are set, and
+// Fetch when a source has one;
 // the caller may tune the rest (Workers, MaxAttempts, Backoff, ...) before
 // passing it to jobs.New.
 //
@@ -83,8 +84,15 @@ func New(cfg Config) (jobs.Config, error) {
 		Handlers: handlers,
 		Logger:   cfg.Logger,
 		Now:      cfg.Now,
-		Fetch:    p.fetch,
 		OnFailed: p.failed,
+	}
+	for _, s := range cfg.Sources {
+		if s.Fetch != nil {
+			// Without one, the queue need not read each event before its
+			// transaction, and applies several in one (jobs.Config.Batch).
+			jc.Fetch = p.fetch
+			break
+		}
 	}
 	if cfg.Outbox != nil {
 		jc.Deliver = cfg.Outbox.Deliver

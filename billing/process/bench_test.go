@@ -1,0 +1,80 @@
+package process_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+)
+
+// BenchmarkProcessBilling measures processing as payhook serve runs it:
+// b.N stored Stripe checkout.session.completed events, each its own
+// payment and order, processed by a started queue with the billing
+// handlers (payment, capture posting and its entries, the order paid)
+// until none is left waiting. Run it against a durable cluster to count
+// the flush:
+//
+//	PAYHOOK_TEST_POSTGRES=postgres://...durable... go test -run '^$' \
+//	    -bench ProcessBilling -benchtime 5000x ./billing/process/
+func BenchmarkProcessBilling(b *testing.B) {
+	for _, engine := range dbtest.Engines {
+		b.Run(engine, func(b *testing.B) {
+			ctx := context.Background()
+			db := open(b, dbtest.URL(b, engine))
+			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+			cfg := config(b, db, []payhook.Source{{Name: "shop", Provider: "stripe"}}, now)
+			q, err := jobs.New(db, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < b.N; i += 100 {
+				var batch []*payhook.Event
+				for j := i; j < min(i+100, b.N); j++ {
+					batch = append(batch, checkout(j, now))
+				}
+				if _, err := q.Ingest(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			if err := q.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				var waiting int
+				if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'received'`).Scan(&waiting); err != nil {
+					b.Fatal(err)
+				}
+				if waiting == 0 {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			var processed int
+			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'processed'`).Scan(&processed); err != nil {
+				b.Fatal(err)
+			}
+			if processed != b.N {
+				b.Fatalf("%d of %d events processed", processed, b.N)
+			}
+			q.Stop(ctx)
+		})
+	}
+}
+
+// checkout returns event n: a completed Stripe checkout paying its own
+// order with its own payment.
+func checkout(n int, at time.Time) *payhook.Event {
+	id := fmt.Sprintf("evt_b%d", n)
+	return &payhook.Event{Source: "shop", EventID: id, Type: "checkout.session.completed",
+		OccurredAt: at, ReceivedAt: at, Payload: fmt.Appendf(nil, `{"id":%q,"type":"checkout.session.completed",
+		"created":1796115600,"livemode":false,"data":{"object":{"id":"cs_%d","object":"checkout.session",
+		"mode":"payment","payment_status":"paid","payment_intent":"pi_%d","amount_total":2500,
+		"currency":"usd","metadata":{"order_id":"ord_%d"}}}}`, id, n, n, n)}
+}

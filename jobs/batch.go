@@ -1,0 +1,286 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
+)
+
+// maxAlone bounds Queue.alone; when full it starts again empty (an event
+// forgotten there is at worst taken into one more batch).
+const maxAlone = 10000
+
+// processBatch runs the first attempt of event id together with the jobs
+// of up to Batch-1 other events waiting their first try, in one
+// transaction: it locks the events, applies each one's handlers under a
+// savepoint, marks those that succeeded finished (each with its attempt
+// counted) and completes the other events' jobs, so that N events cost
+// one commit and a handful of statements besides their handlers'.
+//
+// An event whose handler fails is rolled back to its savepoint and the
+// batch goes on without it. The failure of event id is then recorded
+// after the commit, as its attempt's failure, into *errp; another
+// event's job is put back untried, and its event is kept out of later
+// batches, so that its own job runs it alone: that handler call, rolled
+// back, counts as no attempt.
+//
+// It reports false when it did not run the attempt (batching is off, or
+// the batch failed as a whole and rolled back): the caller then runs it
+// alone.
+func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *error) bool {
+	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil {
+		// A fetch reads the provider outside the transaction before each
+		// attempt: its events are processed one by one.
+		return false
+	}
+	start := time.Now()
+	done, own, err := q.applyBatch(ctx, id)
+	if err != nil {
+		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
+		return false
+	}
+	if q.cfg.OnDone != nil {
+		took := time.Since(start)
+		for _, d := range done {
+			q.cfg.OnDone(d.ev, d.status, took)
+		}
+	}
+	if own != nil {
+		*errp = q.failed(ctx, id, own, final, start)
+	}
+	return true
+}
+
+type finished struct {
+	ev     *payhook.Event
+	status payhook.Status
+	note   string
+}
+
+// applyBatch is processBatch's transaction. It returns the events it
+// finished and the error of event id's handlers, or an error after which
+// nothing of it is committed.
+func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own, err error) {
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
+	}
+	defer tx.Rollback()
+	taken, err := q.takeJobsTx(ctx, tx, q.cfg.Batch-1)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := []int64{id}
+	jobOf := make(map[int64]int64, len(taken))
+	for _, t := range taken {
+		ids = append(ids, t.event)
+		jobOf[t.event] = t.job
+	}
+	evs, err := q.db.LockEventsTx(ctx, tx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx = context.WithValue(ctx, queueKey{}, q)
+	done = make([]finished, 0, len(evs))
+	var back []int64
+	for _, ev := range evs {
+		ev.Attempts++ // as ClaimEventTx counts it; FinishEventsTx stores it
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_event`); err != nil {
+			return nil, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
+		}
+		status, note, herr := q.dispatchSafe(ctx, tx, ev)
+		if herr == nil {
+			done = append(done, finished{ev, status, note})
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_event`); err != nil {
+			return nil, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
+		}
+		if ev.ID == id {
+			own = herr
+			continue
+		}
+		if job, ok := jobOf[ev.ID]; ok {
+			back = append(back, job)
+			q.keepAlone(ev.ID)
+		}
+	}
+	if err := q.finishTx(ctx, tx, done); err != nil {
+		return nil, nil, err
+	}
+	if err := q.putBackTx(ctx, tx, back); err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
+	}
+	return done, own, nil
+}
+
+// dispatchSafe is dispatch with a panic turned into the attempt's error.
+func (q *Queue) dispatchSafe(ctx context.Context, tx *sql.Tx, ev *payhook.Event) (status payhook.Status, note string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("processing event %d panicked: %v", ev.ID, r)
+		}
+	}()
+	return q.dispatch(ctx, tx, ev)
+}
+
+// finishTx marks the events of done with their status, one statement per
+// distinct (status, note): all processed ones together.
+func (q *Queue) finishTx(ctx context.Context, tx *sql.Tx, done []finished) error {
+	type group struct {
+		status payhook.Status
+		note   string
+	}
+	var order []group
+	ids := map[group][]int64{}
+	for _, d := range done {
+		g := group{d.status, d.note}
+		if _, ok := ids[g]; !ok {
+			order = append(order, g)
+		}
+		ids[g] = append(ids[g], d.ev.ID)
+	}
+	now := q.cfg.Now()
+	for _, g := range order {
+		if err := q.db.FinishEventsTx(ctx, tx, ids[g], g.status, now, g.note); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *Queue) keepAlone(event int64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.alone) >= maxAlone {
+		clear(q.alone)
+	}
+	q.alone[event] = true
+}
+
+// riverSQLiteTime is the layout of River's times on SQLite, which compare
+// as text with datetime('now', 'subsec').
+const riverSQLiteTime = "2006-01-02 15:04:05.000"
+
+// takenJob is a job takeJobsTx took and the event it is about.
+type takenJob struct{ job, event int64 }
+
+// takeJobsTx takes, in tx, up to n event jobs that are due and were
+// never tried (from Ingest or the sweep), oldest first as River fetches
+// them, skipping any another transaction holds, and marks them completed
+// after one attempt, as River would once they succeed. Their events are
+// applied in tx, so the completion commits or rolls back with them. The
+// conditional UPDATE decides: a job River fetched meanwhile is running,
+// not available, and is not taken. Jobs of the events in q.alone are
+// left to run alone.
+func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, n int) ([]takenJob, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	q.mu.Lock()
+	alone := len(q.alone)
+	q.mu.Unlock()
+	limit := n + min(alone, n) // room to drop the alone ones
+	// River's times: the database's clock, or Now with StampWithNow.
+	var now any
+	query := `UPDATE river_job
+		SET state = 'completed', attempt = attempt + 1,
+			attempted_at = coalesce($4::timestamptz, now()), finalized_at = coalesce($4::timestamptz, now())
+		WHERE id IN (SELECT id FROM river_job
+			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
+				AND scheduled_at <= coalesce($4::timestamptz, now())
+			ORDER BY priority, scheduled_at, id
+			LIMIT $3
+			FOR UPDATE SKIP LOCKED)
+		RETURNING id, args`
+	if q.cfg.StampWithNow {
+		now = q.cfg.Now().UTC()
+	}
+	if q.db.Engine == store.SQLite {
+		// SQLite has one writer: no row locks to skip. River keeps times
+		// in datetime('now', 'subsec')'s format and args as JSON or JSONB.
+		query = `UPDATE river_job
+		SET state = 'completed', attempt = attempt + 1,
+			attempted_at = coalesce(CAST($4 AS TEXT), datetime('now', 'subsec')),
+			finalized_at = coalesce(CAST($4 AS TEXT), datetime('now', 'subsec'))
+		WHERE id IN (SELECT id FROM river_job
+			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
+				AND scheduled_at <= coalesce(CAST($4 AS TEXT), datetime('now', 'subsec'))
+			ORDER BY priority, scheduled_at, id
+			LIMIT $3)
+		RETURNING id, CAST(json(args) AS TEXT)`
+		if q.cfg.StampWithNow {
+			now = q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
+		}
+	}
+	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, processArgs{}.Kind(), limit, now)
+	if err != nil {
+		return nil, fmt.Errorf("take waiting event jobs: %w", err)
+	}
+	defer rows.Close()
+	var all []takenJob
+	for rows.Next() {
+		var t takenJob
+		var raw []byte
+		if err := rows.Scan(&t.job, &raw); err != nil {
+			return nil, fmt.Errorf("take waiting event jobs: %w", err)
+		}
+		var args processArgs
+		if err := json.Unmarshal(raw, &args); err != nil {
+			return nil, fmt.Errorf("take waiting event jobs: job %d: args %q: %w", t.job, raw, err)
+		}
+		t.event = args.EventID
+		all = append(all, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("take waiting event jobs: %w", err)
+	}
+	rows.Close()
+	var taken []takenJob
+	var back []int64
+	q.mu.Lock()
+	for _, t := range all {
+		if q.alone[t.event] || len(taken) >= n {
+			back = append(back, t.job)
+			continue
+		}
+		taken = append(taken, t)
+	}
+	q.mu.Unlock()
+	if err := q.putBackTx(ctx, tx, back); err != nil {
+		return nil, err
+	}
+	return taken, nil
+}
+
+// putBackTx makes the jobs takeJobsTx took in tx available again, untried.
+func (q *Queue) putBackTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	args := make([]any, len(jobs))
+	in := ""
+	for i, j := range jobs {
+		if i > 0 {
+			in += ", "
+		}
+		in += fmt.Sprintf("$%d", i+1)
+		args[i] = j
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE river_job
+		SET state = 'available', attempt = 0, attempted_at = NULL, finalized_at = NULL
+		WHERE id IN (`+in+`) AND state = 'completed'`, args...); err != nil {
+		return fmt.Errorf("put back %d event jobs: %w", len(jobs), err)
+	}
+	return nil
+}
