@@ -167,13 +167,24 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 	// A row comes back when it is inserted, or when this snapshot is the
 	// first to know the order of a payment stored without one.
 	var id int64
+	// On PostgreSQL the row says whether it was inserted (xmax is 0 only
+	// in a row version no transaction has locked or updated: a new one).
+	// A payment inserted now is locked by the insert and has no postings
+	// (every fact that posts on a payment needs its row first), so it is
+	// not locked and summed again. SQLite's statements cost no round trip:
+	// it always does.
+	fresh := "FALSE"
+	if a.tx.db.Engine == store.Postgres {
+		fresh = "xmax = 0"
+	}
+	var inserted bool
 	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_payments
 		(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
 		VALUES ($1, $2, 'fiat', $3, $4, $5, 'succeeded', 0, $6, $7, $7)
 		ON CONFLICT (source, ref) DO UPDATE SET order_id = excluded.order_id, updated_at = excluded.updated_at
 			WHERE payhook_payments.order_id = '' AND excluded.order_id <> '' AND payhook_payments.kind = 'fiat'
-		RETURNING id`,
-		a.source, pay.Ref, pay.OrderID, pay.Amount, pay.Currency, a.t(pay.CapturedAt), a.t(a.tx.now)).Scan(&id)
+		RETURNING id, `+fresh,
+		a.source, pay.Ref, pay.OrderID, pay.Amount, pay.Currency, a.t(pay.CapturedAt), a.t(a.tx.now)).Scan(&id, &inserted)
 	orderNew := err == nil && pay.OrderID != ""
 	// A capture of nothing posts nothing: its insert (or the snapshot that
 	// fills its order) tells it succeeded, once by the fact's id.
@@ -181,8 +192,14 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("insert payment %s: %w", pay.Ref, err)
 	}
-	p, err := a.lockPayment(ctx, pay.Ref)
-	if err != nil {
+	var p *payment
+	if inserted {
+		p = &payment{ID: id, Ref: pay.Ref, Kind: "fiat", Amount: pay.Amount, Currency: pay.Currency}
+		if a.locked == nil {
+			a.locked = map[string]bool{}
+		}
+		a.locked[pay.Ref] = true
+	} else if p, err = a.lockPayment(ctx, pay.Ref); err != nil {
 		return nil, err
 	}
 	if p == nil {
