@@ -30,7 +30,8 @@ const token = "test-admin-token-0123456789abcdef"
 var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 // env is a console served on a loopback port over a migrated database
-// whose queue runs: events of type "flaky" fail until fixed is set.
+// whose queue runs: events of type "flaky" fail until fixed is set, and
+// those of type "unreadable" fail at once.
 type env struct {
 	t     *testing.T
 	db    *store.DB
@@ -65,6 +66,14 @@ func newEnv(t *testing.T, dbURL string, opts ...options) *env {
 		return nil
 	})
 	mux.HandleFunc("checkout.completed", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error { return nil })
+	// "unreadable" fails at its first attempt, until fixed: no retry to
+	// wait for.
+	mux.HandleFunc("unreadable", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+		if !e.fixed.Load() {
+			return fmt.Errorf("%w: the application cannot read it (test)", payhook.ErrMalformed)
+		}
+		return nil
+	})
 	q, err := jobs.New(db, jobs.Config{Handlers: mux, MaxAttempts: 2, PollInterval: 10 * time.Millisecond,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
