@@ -18,6 +18,10 @@ import (
 // in minutes, few enough that live deliveries still find free workers.
 const DefaultReplayRate = 20
 
+// MinReplayRate is the slowest bulk replay rate (BulkOptions.Rate), one
+// event a day: slower is refused.
+const MinReplayRate = 1.0 / (24 * 60 * 60)
+
 // maxReplayBatch bounds the events one transaction of a bulk replay
 // resets and enqueues.
 const maxReplayBatch = 500
@@ -98,7 +102,7 @@ func (q *Queue) PlanReplay(ctx context.Context, f BulkFilter, show int) (*BulkPl
 // BulkOptions tune ReplayBulk. Zero fields take the documented defaults.
 type BulkOptions struct {
 	// Rate is how many events are re-enqueued per second, at most.
-	// Default DefaultReplayRate. Above 10/s the events go in batches,
+	// Default DefaultReplayRate, at least MinReplayRate. Above 10/s the events go in batches,
 	// ten a second.
 	Rate float64
 	// Progress, if set, is called after each batch with how many of the
@@ -182,6 +186,11 @@ func pace(rate float64) (int, time.Duration, error) {
 	}
 	if math.IsNaN(rate) || math.IsInf(rate, 0) || rate < 0 {
 		return 0, 0, fmt.Errorf("%w: bulk replay: rate %v: want a positive number of events per second", payhook.ErrInvalid, rate)
+	}
+	// Slower than one a day is a typo, and far slower overflows the
+	// interval (a Duration), which would replay at full speed.
+	if rate < MinReplayRate {
+		return 0, 0, fmt.Errorf("%w: bulk replay: rate %v events a second is below one a day (%v/s)", payhook.ErrInvalid, rate, MinReplayRate)
 	}
 	batch := min(maxReplayBatch, max(1, int(math.Ceil(rate/10))))
 	every := time.Duration(float64(batch) / rate * float64(time.Second))

@@ -141,8 +141,8 @@ func parseRate(s string) (float64, error) {
 		return 0, nil
 	}
 	n, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "/s"), 64)
-	if err != nil || n <= 0 || n > 1e6 {
-		return 0, fmt.Errorf("%w: --rate %q: want events a second, such as 20/s (at most 1000000/s)", errUsage, s)
+	if err != nil || !(n >= jobs.MinReplayRate && n <= 1e6) { // NaN too
+		return 0, fmt.Errorf("%w: --rate %q: want events a second, such as 20/s (from one a day, %.6f/s, to 1000000/s)", errUsage, s, jobs.MinReplayRate)
 	}
 	return n, nil
 }

@@ -73,6 +73,8 @@ func TestEventsReplayBulk(t *testing.T) {
 			{[]string{"events", "replay", "--status", "ignored", "--source", "shop", "--since", "24h"}, 2, nil, "want failed or processed"},
 			{append(bulk, "--rate", "fast"), 2, nil, `--rate "fast"`},
 			{append(bulk, "--rate", "0/s"), 2, nil, `--rate "0/s"`},
+			{append(bulk, "--rate", "NaN"), 2, nil, `--rate "NaN"`},
+			{append(bulk, "--rate", "1e-11/s"), 2, nil, `--rate "1e-11/s"`},
 			{[]string{"events", "replay", "1", "--status", "failed"}, 2, nil, "not both"},
 			{[]string{"events", "replay", "1", "2"}, 2, nil, "takes one ID|EVENT_ID"},
 			{append(bulk, "--dry-run"), 0, []string{"dry run: would replay 2 failed events of source shop received since", "evt_f1", "evt_f2"}, ""},
