@@ -98,6 +98,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	rate := fs.String("rate", "", "open-loop deliveries per second, comma-separated: one load each")
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of tables")
 	svg := fs.String("svg", "", "write a chart of throughput and p99 over time to this SVG file")
+	stall := fs.Duration("stall", time.Minute, "give up waiting for the drain when no event was processed for this long")
 	workers := fs.Int("workers", 0, "processing workers of the in-process payhook (default: serve's)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (generator and in-process payhook) to this file")
 	if err := parse(fs, args); err != nil {
@@ -120,6 +121,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: --url-db goes with a --url", errUsage)
 	case *events <= 0 || *dups < 0:
 		return fmt.Errorf("%w: --events must be positive and --duplicates 0 or more", errUsage)
+	case *stall <= 0:
+		return fmt.Errorf("%w: --stall must be positive", errUsage)
 	case *workers < 0:
 		return fmt.Errorf("%w: --workers must be 0 (serve's default) or more", errUsage)
 	case len(concs)+len(rates) == 0:
@@ -168,7 +171,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		for _, t := range targets {
 			p := load
 			p.Provider, p.Kind, p.Events, p.Duplicates = *provider, *kind, *events, *dups
-			p.Secret = t.secret
+			p.Secret, p.Stall = t.secret, *stall
 			bar := m.progress(p.Events+p.Duplicates, t.Name+" "+phaseName(p))
 			if bar != nil {
 				p.Progress = func(n int) { bar.Set(n) }

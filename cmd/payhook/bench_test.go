@@ -31,7 +31,8 @@ func TestBench(t *testing.T) {
 				var out, errs bytes.Buffer
 				m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
 				args := []string{"bench", "--floor", "--db", dbURL, "--provider", provider, "--events", "40", "--duplicates", "10",
-					"--concurrency", "4", "--rate", "50", "--json", "--svg", svg}
+					"--concurrency", "4", "--rate", "50", "--json", "--svg", svg,
+					"--stall", "5m"} // a busy machine under -race can pause processing for a minute
 				if code := m.Run(context.Background(), args); code != 0 {
 					t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
 				}
@@ -110,6 +111,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--url", "two=http://127.0.0.1:1/webhooks/a,http://127.0.0.1:2/webhooks/b", "--secret", "whsec_x"},
 		{"--url", "two=http://127.0.0.1:1/webhooks/a,127.0.0.1:2/webhooks/a", "--secret", "whsec_x"},
 		{"--floor", "--event", "refund.failed"},
+		{"--floor", "--stall", "0s"},
 		{"--url", "peer=ftp://127.0.0.1:1/x", "--secret", "whsec_x"},
 		{"--url", "127.0.0.1:1/x", "--secret", "whsec_x"},
 		{"--url", "floor=http://127.0.0.1:1/x", "--secret", "whsec_x"},
