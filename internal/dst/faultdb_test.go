@@ -29,9 +29,15 @@ type faults struct {
 	armed   bool
 	n       int          // statements and commits seen while armed
 	crashAt map[int]bool // statement numbers at which the process dies
-	crashed bool
-	fail    float64 // probability that a statement or commit fails
-	rng     *rand.Rand
+	// afterCommit holds commit numbers right after which the process
+	// dies: at the next statement, before anything else is written (the
+	// end of the job that committed, the answer to the delivery).
+	afterCommit map[int]bool
+	commits     int
+	dying       bool
+	crashed     bool
+	fail        float64 // probability that a statement or commit fails
+	rng         *rand.Rand
 }
 
 // next returns the fate of the next statement (or commit, when commit).
@@ -45,7 +51,8 @@ func (f *faults) next() error {
 		return nil
 	}
 	f.n++
-	if f.crashAt[f.n] {
+	if f.crashAt[f.n] || f.dying {
+		f.dying = false
 		f.crashed = true
 		return errCrashed
 	}
@@ -161,5 +168,18 @@ func (t *faultTx) Commit() error {
 		t.Tx.Rollback()
 		return err
 	}
-	return t.Tx.Commit()
+	if err := t.Tx.Commit(); err != nil {
+		return err
+	}
+	t.f.committed()
+	return nil
+}
+
+func (f *faults) committed() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed {
+		f.commits++
+		f.dying = f.afterCommit[f.commits]
+	}
 }

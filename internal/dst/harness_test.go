@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,6 +61,7 @@ type plan struct {
 	skew                  time.Duration
 	apiFail, stmtFail     float64
 	crashes               []int // statement numbers
+	afterCommits          []int // commit numbers
 	maxBatch              int
 	loseAnswersAfterCrash bool
 }
@@ -81,14 +83,18 @@ func newPlan(rng *rand.Rand) plan {
 	for range rng.IntN(3) {
 		p.crashes = append(p.crashes, 1+rng.IntN(1500))
 	}
+	for range rng.IntN(3) {
+		p.afterCommits = append(p.afterCommits, 1+rng.IntN(150))
+	}
 	p.loseAnswersAfterCrash = rng.IntN(2) == 0
 	return p
 }
 
 func (p plan) String() string {
-	return fmt.Sprintf("size %.3f drop %.2f dup %.2f burst %.2f delay %s skew %s api-fail %.2f stmt-fail %.4f crashes %v batch %d",
+	return fmt.Sprintf("size %.3f drop %.2f dup %.2f burst %.2f delay %s skew %s api-fail %.2f stmt-fail %.4f "+
+		"crashes at statements %v and after commits %v, answers lost at a crash %v, batches up to %d",
 		p.size, p.drop, p.dup, p.burst, p.delay.Round(time.Second), p.skew.Round(time.Second), p.apiFail, p.stmtFail,
-		p.crashes, p.maxBatch)
+		p.crashes, p.afterCommits, p.loseAnswersAfterCrash, p.maxBatch)
 }
 
 // opener opens the run's database with the faults in front of it, and
@@ -120,8 +126,12 @@ type harness struct {
 	sender *sender
 	// acked holds the provider's event ids answered 2xx, with the time of
 	// the first.
-	acked   map[string]time.Time
+	acked map[string]time.Time
+	// done counts the attempts that ended each event's processing
+	// (jobs.Config.OnDone): more than one is an event processed twice.
+	done    map[string]int
 	crashes int
+	rescued int
 	steps   int
 	logs    *bytes.Buffer
 }
@@ -138,17 +148,44 @@ type outcome struct {
 	business string // the state by business ids, the same on both engines
 	events   int
 	crashes  int
+	rescued  int
 }
 
 // runSeed plays one seed to its end and checks every invariant; it fails
 // t with the command that replays the seed.
 func runSeed(t testing.TB, seed int64, op opener) outcome {
+	t.Helper()
+	out, err := tryRunSeed(t, seed, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryRunSeed is runSeed returning the broken invariant, if any.
+func tryRunSeed(t testing.TB, seed int64, op opener) (out outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(failure)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(f.msg)
+		}
+	}()
+	return playSeed(t, seed, op), nil
+}
+
+func playSeed(t testing.TB, seed int64, op opener) outcome {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xd57))
 	h := &harness{t: t, seed: seed, plan: newPlan(rng), rng: rng, now: start, op: op, ctx: context.Background(),
-		acked: map[string]time.Time{}, logs: &bytes.Buffer{}}
-	h.faults = &faults{crashAt: map[int]bool{}, fail: h.plan.stmtFail, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17))}
+		acked: map[string]time.Time{}, done: map[string]int{}, logs: &bytes.Buffer{}}
+	h.faults = &faults{crashAt: map[int]bool{}, afterCommit: map[int]bool{}, fail: h.plan.stmtFail, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17))}
 	for _, n := range h.plan.crashes {
 		h.faults.crashAt[n] = true
+	}
+	for _, n := range h.plan.afterCommits {
+		h.faults.afterCommit[n] = true
 	}
 	h.sender = &sender{h: h, rng: rand.New(rand.NewPCG(uint64(seed), 0x5e7d))}
 	h.api = &apiTransport{h: h, rng: rand.New(rand.NewPCG(uint64(seed), 0xa91))}
@@ -185,7 +222,7 @@ func runSeed(t testing.TB, seed int64, op opener) outcome {
 	}
 	h.checkFinal(exp)
 	dg, dump := h.digest()
-	return outcome{digest: dg, dump: dump, business: h.business(exp), events: len(exp.Events), crashes: h.crashes}
+	return outcome{digest: dg, dump: dump, business: h.business(exp), events: len(exp.Events), crashes: h.crashes, rescued: h.rescued}
 }
 
 // secret is the endpoint's signing secret of a seed; the receiver's
@@ -196,11 +233,14 @@ func secret(seed int64) string {
 	return flavour.Billete().NewSecretFrom(rand.NewChaCha8(b))
 }
 
+// failure is a broken invariant, raised by fatalf and recovered by
+// tryRunSeed.
+type failure struct{ msg string }
+
 func (h *harness) fatalf(format string, args ...any) {
-	h.t.Helper()
-	h.t.Fatalf("seed %d: %s\nplan: %s\nat %s after %d steps, %d crashes\nreplay: %s\nlast logs:\n%s",
+	panic(failure{fmt.Sprintf("seed %d: %s\nplan: %s\nat %s after %d steps, %d crashes\nreplay: %s\nlast logs:\n%s",
 		h.seed, fmt.Sprintf(format, args...), h.plan, h.now.Sub(start), h.steps, h.crashes, replay(h.seed, h.op.engine),
-		tail(h.logs.String(), 3000))
+		tail(h.logs.String(), 3000))})
 }
 
 func tail(s string, n int) string {
@@ -246,6 +286,14 @@ func (h *harness) open() {
 	qc.Backoff = func(n int) time.Duration { return time.Duration(n) * 20 * time.Second }
 	qc.DeliveryBackoff = qc.Backoff
 	qc.JobTimeout = 30 * time.Second
+	qc.OnDone = func(ev *payhook.Event, status payhook.Status, _ time.Duration) {
+		if status == payhook.StatusFailed {
+			return
+		}
+		if h.done[ev.EventID]++; h.done[ev.EventID] > 1 {
+			h.fatalf("event %s processed %d times (now %s)", ev.EventID, h.done[ev.EventID], status)
+		}
+	}
 	h.queue, err = jobs.New(h.db, qc)
 	if err != nil {
 		h.fatalf("queue: %v", err)
@@ -318,6 +366,7 @@ func (h *harness) settle() {
 		}
 		w := h.waiting()
 		if w > 0 && !h.now.Before(nextSweep) {
+			h.rescue()
 			if _, err := h.queue.Sweep(h.ctx); err != nil && !h.crashed() {
 				fmt.Fprintf(h.logs, "sweep: %v\n", err)
 			}
@@ -337,6 +386,47 @@ func (h *harness) settle() {
 		}
 		h.now = maxTime(wake, h.now.Add(time.Millisecond))
 	}
+}
+
+// rescue is River's rescuer, which a stepped queue does not run: a job
+// running for longer than the queue's RescueAfter (JobTimeout + 15s) was
+// left by a dead process and is retried at once, or discarded after its
+// last attempt.
+func (h *harness) rescue() {
+	h.unarmed(func() {
+		rows, err := h.db.SQL.QueryContext(h.ctx, `SELECT id, attempted_at, attempt, max_attempts FROM river_job
+			WHERE state = 'running' ORDER BY id`)
+		if err != nil {
+			h.fatalf("rescue: %v", err)
+		}
+		type stuck struct {
+			id    int64
+			final bool
+		}
+		var ids []stuck
+		for rows.Next() {
+			var id int64
+			var at time.Time
+			var attempt, most int
+			if err := rows.Scan(&id, &at, &attempt, &most); err != nil {
+				h.fatalf("rescue: %v", err)
+			}
+			if at.Before(h.now.Add(-45 * time.Second)) {
+				ids = append(ids, stuck{id, attempt >= most})
+			}
+		}
+		rows.Close()
+		h.rescued += len(ids)
+		for _, s := range ids {
+			q := `UPDATE river_job SET state = 'retryable', scheduled_at = attempted_at WHERE id = $1`
+			if s.final {
+				q = `UPDATE river_job SET state = 'discarded', finalized_at = attempted_at WHERE id = $1`
+			}
+			if _, err := h.db.SQL.ExecContext(h.ctx, q, s.id); err != nil {
+				h.fatalf("rescue job %d: %v", s.id, err)
+			}
+		}
+	})
 }
 
 // nextJob is when the next job is due, far away when none is.
@@ -370,13 +460,14 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // waiting counts what is left to do in the database: events still
-// received, and jobs due or to be due.
+// received, and jobs due, to be due, or left running by a crash (which
+// the rescuer retries).
 func (h *harness) waiting() int {
 	var n int
 	h.unarmed(func() {
 		err := h.db.SQL.QueryRowContext(h.ctx, `SELECT
 			(SELECT count(*) FROM payhook_events WHERE status = 'received') +
-			(SELECT count(*) FROM river_job WHERE state IN ('available', 'retryable', 'scheduled'))`).Scan(&n)
+			(SELECT count(*) FROM river_job WHERE state IN ('available', 'retryable', 'scheduled', 'running'))`).Scan(&n)
 		if err != nil {
 			h.fatalf("count waiting work: %v", err)
 		}
@@ -717,6 +808,7 @@ func (h *harness) checkFinal(exp sim.Expected) {
 			h.fatalf("event %s processed %s after its first 2xx; the bound is %s", e.StoredID, took, bound)
 		}
 	}
+	h.checkJobs(evs)
 	diffs, err := check.Compare(h.ctx, dbReceiver{h.db, sourceName}, exp)
 	if err != nil {
 		h.fatalf("compare with the provider: %v", err)
@@ -727,6 +819,37 @@ func (h *harness) checkFinal(exp sim.Expected) {
 			lines[i] = d.String()
 		}
 		h.fatalf("%d differences with the provider's state:\n%s", len(diffs), strings.Join(lines, "\n"))
+	}
+}
+
+// checkJobs checks that no event's job failed for good while its event
+// was processed: a job run again (rescued after a crash) must find its
+// event claimed already and change nothing.
+func (h *harness) checkJobs(evs []*payhook.Event) {
+	byRow := map[int64]*payhook.Event{}
+	for _, ev := range evs {
+		byRow[ev.ID] = ev
+	}
+	rows, err := h.db.SQL.QueryContext(h.ctx, `SELECT id, args FROM river_job
+		WHERE kind = 'payhook_process_event' AND state = 'discarded' ORDER BY id`)
+	if err != nil {
+		h.fatalf("list discarded jobs: %v", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var args []byte
+		if err := rows.Scan(&id, &args); err != nil {
+			h.fatalf("list discarded jobs: %v", err)
+		}
+		var a struct {
+			EventID int64 `json:"event_id"`
+		}
+		json.Unmarshal(args, &a)
+		if ev := byRow[a.EventID]; ev != nil && ev.Status != payhook.StatusFailed {
+			h.fatalf("job %d of event %s (%s) failed every attempt: a run of a processed event did not find it claimed",
+				id, ev.EventID, ev.Status)
+		}
 	}
 }
 

@@ -1,0 +1,44 @@
+//go:build dst
+
+package dst
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/payhook/payhook/jobs"
+)
+
+// putBack are bugs put back on purpose, one at a time, with the number of
+// seeds within which the simulation must find each (go test -tags dst).
+var putBack = []struct {
+	bug    string
+	set    func(on bool)
+	within int
+}{
+	{"ack-before-commit", func(on bool) { jobs.DSTBugs["ack-before-commit"] = on }, 20},
+}
+
+// TestDSTFindsPutBackBugs puts each bug back and runs seeds from 1 until
+// one breaks an invariant, failing when none does within its bound. The
+// seeds are not parallel: the bug is the whole process's.
+func TestDSTFindsPutBackBugs(t *testing.T) {
+	for _, b := range putBack {
+		t.Run(b.bug, func(t *testing.T) {
+			b.set(true)
+			defer b.set(false)
+			for seed := int64(1); seed <= int64(b.within); seed++ {
+				var err error
+				t.Run(fmt.Sprint(seed), func(t *testing.T) {
+					err = trySQLite(t, seed)
+				})
+				if err != nil {
+					t.Logf("%s found by seed %d (go test -tags dst ./internal/dst -run 'TestDSTFindsPutBackBugs/%s' -v):\n%s",
+						b.bug, seed, b.bug, firstLines(err.Error(), 3))
+					return
+				}
+			}
+			t.Fatalf("%s not found within %d seeds", b.bug, b.within)
+		})
+	}
+}

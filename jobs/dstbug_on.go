@@ -1,0 +1,10 @@
+//go:build dst
+
+package jobs
+
+// DSTBugs are the bugs the deterministic simulation (internal/dst) puts
+// back on purpose, one at a time, to show that it finds them. Only a
+// -tags dst build has it; internal/dst's tests set it.
+var DSTBugs = map[string]bool{}
+
+func dstBug(bug string) bool { return DSTBugs[bug] }
