@@ -192,7 +192,13 @@ func TestTheResourceDecides(t *testing.T) {
 				t.Fatalf("%s-api: process %s: %v", name, evs[0].Type, err)
 			}
 			chargeback := evs[1]
-			for i, fault := range []int32{0, 503, 429, 404} {
+			// Every fault fails the attempt the same way, whatever the
+			// provider: all of them once, on one provider.
+			faults := []int32{503}
+			if name == "stripe" {
+				faults = []int32{0, 503, 429, 404}
+			}
+			for i, fault := range faults {
 				w.api.fault.Store(fault)
 				err := q.Process(ctx, chargeback.ID)
 				w.api.fault.Store(-1)
