@@ -16,9 +16,7 @@ func (p *Provider) object(env, kind, id string) (flavour.Event, error) {
 		case flavour.ObjectPayment, flavour.ObjectCharge:
 			if pay, ok := w.payments[id]; ok {
 				ev.CreatedAt, ev.Data = pay.CreatedAt, pay.data()
-				if kind == flavour.ObjectCharge {
-					ev.Data["refunds"] = refundsOf(w, id)
-				}
+				ev.Data["refunds"] = refundsOf(w, id)
 				return ev, nil
 			}
 		case flavour.ObjectTransaction:

@@ -64,7 +64,9 @@
 //	                               no payment intent with payment_status no_payment_required (a
 //	                               total of zero): OrderPaid{order, subscription, else the session
 //	                               id} only; nil for mode setup, payment_status unpaid, or no order
-//	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id)
+//	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id);
+//	                               fetched with latest_charge.refunds expanded, also its refunds as
+//	                               charge.refunded maps them
 //	charge.succeeded,              a charge without a payment intent (the Charges API):
 //	charge.captured                Captured{id, amount_captured (or amount)} + OrderPaid; nil when it
 //	                               has a payment intent (payment_intent.succeeded captures it) or is
@@ -105,7 +107,8 @@
 //	transaction.completed, transaction.paid
 //	                       Captured{payment_id or id, details.totals.total, currency_code} + OrderPaid
 //	                       (custom_data.order_id); nil for a transaction that carries chain_ref
-//	                       (a crypto invoice is not a Paddle payment)
+//	                       (a crypto invoice is not a Paddle payment); fetched with
+//	                       include=adjustments, also each adjustment as adjustment.* maps it
 //	adjustment.created, adjustment.updated
 //	                       action refund: approved → Refunded{transaction_id, refund_id or id,
 //	                       totals.total}; rejected → RefundFailed; pending_approval → nil.

@@ -1,6 +1,8 @@
 package mapping
 
 import (
+	"errors"
+
 	"github.com/payhook/payhook/billing"
 )
 
@@ -70,7 +72,26 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	return captured(billing.Payment{Ref: ref, OrderID: order, Amount: amount, Currency: currency, CapturedAt: at}), nil
+	facts := captured(billing.Payment{Ref: ref, OrderID: order, Amount: amount, Currency: currency, CapturedAt: at})
+	// Fetched now with include=adjustments, the transaction also lists
+	// what was refunded or charged back since: each adjustment as its
+	// adjustment.* event maps it (the same references, so once).
+	adjustments, err := d.list("adjustments")
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range adjustments {
+		more, err := paddleAdjustment(e, a)
+		var ign ignored
+		if errors.As(err, &ign) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		facts = append(facts, more...)
+	}
+	return facts, nil
 }
 
 // paddlePaid is what the customer paid for a transaction: its totals'

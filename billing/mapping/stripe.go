@@ -45,7 +45,32 @@ func stripe(e *event) ([]billing.Fact, error) {
 		if err != nil {
 			return nil, err
 		}
-		return captured(p), nil
+		facts := captured(p)
+		// Fetched now with its latest charge's refunds expanded
+		// (latest_charge.refunds), the payment intent also says what was
+		// refunded since: each refund by its status, as charge.refunded.
+		if kind, err := o.kind("latest_charge"); err != nil {
+			return nil, err
+		} else if kind == '{' {
+			charge, err := o.child("latest_charge")
+			if err != nil {
+				return nil, err
+			}
+			refunds, err := charge.child("refunds")
+			if err != nil {
+				return nil, err
+			}
+			list, err := refunds.list("data")
+			if err != nil {
+				return nil, err
+			}
+			more, err := stripeRefundList(e, charge, list, ref, nil)
+			if err != nil {
+				return nil, err
+			}
+			facts = append(facts, more...)
+		}
+		return facts, nil
 	case "charge.succeeded", "charge.captured":
 		return stripeCharge(e, o)
 	case "charge.refunded":
@@ -287,6 +312,22 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
+	facts, err := stripeRefundList(e, o, list, pay, snap)
+	if err != nil {
+		return nil, err
+	}
+	if len(facts) == 0 {
+		return ignore("no refund of the charge has succeeded or failed yet")
+	}
+	return facts, nil
+}
+
+// stripeRefundList maps the refunds listed on charge o (refunds.data) of
+// payment pay by the rules of refund.* (stripeRefund): succeeded or
+// pending is a Refunded with the payment snapshot snap (nil: none), failed
+// or canceled a RefundFailed, requires_action nothing yet, any other
+// status malformed.
+func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Payment) ([]billing.Fact, error) {
 	var facts []billing.Fact
 	for _, r := range list {
 		status, err := r.need("status")
@@ -326,9 +367,6 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 		facts = append(facts, billing.Refunded{
 			Payment: snap, PaymentRef: pay, RefundRef: ref, Amount: amount, Currency: cur, At: at,
 		})
-	}
-	if len(facts) == 0 {
-		return ignore("no refund of the charge has succeeded or failed yet")
 	}
 	return facts, nil
 }

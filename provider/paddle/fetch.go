@@ -14,16 +14,19 @@ import (
 // data is where Paddle's notifications carry their entity.
 var data = []string{"data"}
 
+// withAdjustments asks a transaction with its adjustments: a transaction
+// event then also applies what was refunded or charged back since.
+var withAdjustments = url.Values{"include": {"adjustments"}}
+
 // resources are the entities Paddle's notifications are about, by event
 // type, and the routes that retrieve them. Paddle has no route of one
 // adjustment: it is read from its transaction (GET
 // /transactions/{transaction_id}?include=adjustments), which lists it.
 var resources = adapter.Resources{
-	"transaction.completed": {Path: data, Route: "transactions/{id}"},
-	"transaction.paid":      {Path: data, Route: "transactions/{id}"},
-	"adjustment.*": {Path: data, Route: "transactions/{id}", RouteField: "transaction_id",
-		Query: url.Values{"include": {"adjustments"}}},
-	"subscription.*": {Path: data, Route: "subscriptions/{id}"},
+	"transaction.completed": {Path: data, Route: "transactions/{id}", Query: withAdjustments},
+	"transaction.paid":      {Path: data, Route: "transactions/{id}", Query: withAdjustments},
+	"adjustment.*":          {Path: data, Route: "transactions/{id}", RouteField: "transaction_id", Query: withAdjustments},
+	"subscription.*":        {Path: data, Route: "subscriptions/{id}"},
 }
 
 // Fetch returns the current state of the entity ev is about, as Paddle's

@@ -68,12 +68,16 @@ func TestClientFetchesEveryEntity(t *testing.T) {
 		var got struct {
 			ID, Status      string
 			ScheduledChange *struct{ Action string } `json:"scheduled_change"`
+			Adjustments     []struct{ ID string }
 		}
 		if b != nil {
 			json.Unmarshal(b, &got)
 		}
 		if got.ID != tc.wantID || got.Status != tc.wantStatus {
 			t.Errorf("%s %s: fetched %s; want it %s", tc.typ, tc.wantID, b, tc.wantStatus)
+		}
+		if tc.typ == "transaction.paid" && len(got.Adjustments) != 3 {
+			t.Errorf("transaction: fetched %s; want its refund's, chargeback's and win's adjustments", b)
 		}
 		if tc.typ == "subscription.updated" && (got.ScheduledChange == nil || got.ScheduledChange.Action != "cancel") {
 			t.Errorf("subscription: fetched %s; want its scheduled cancel", b)

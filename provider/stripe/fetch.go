@@ -15,18 +15,21 @@ var object = []string{"data", "object"}
 // resources are the objects Stripe's events are about, by event type, and
 // the routes that retrieve them. A charge is fetched with its refunds
 // (expand[]=refunds: API versions from 2022-11-15 leave them out), so that
-// charge.refunded maps each refund by its current status.
+// charge.refunded maps each refund by its current status; a payment
+// intent with its latest charge's (expand[]=latest_charge.refunds), so
+// that a payment_intent.succeeded delivered after a refund applies it too.
 var resources = adapter.Resources{
 	"checkout.session.completed":               {Path: object, Route: "v1/checkout/sessions/{id}"},
 	"checkout.session.async_payment_succeeded": {Path: object, Route: "v1/checkout/sessions/{id}"},
-	"payment_intent.succeeded":                 {Path: object, Route: "v1/payment_intents/{id}"},
-	"charge.succeeded":                         {Path: object, Route: "v1/charges/{id}"},
-	"charge.captured":                          {Path: object, Route: "v1/charges/{id}"},
-	"charge.refunded":                          {Path: object, Route: "v1/charges/{id}", Query: url.Values{"expand[]": {"refunds"}}},
-	"refund.*":                                 {Path: object, Route: "v1/refunds/{id}"},
-	"charge.refund.updated":                    {Path: object, Route: "v1/refunds/{id}"},
-	"charge.dispute.*":                         {Path: object, Route: "v1/disputes/{id}"},
-	"customer.subscription.*":                  {Path: object, Route: "v1/subscriptions/{id}"},
+	"payment_intent.succeeded": {Path: object, Route: "v1/payment_intents/{id}",
+		Query: url.Values{"expand[]": {"latest_charge.refunds"}}},
+	"charge.succeeded":        {Path: object, Route: "v1/charges/{id}"},
+	"charge.captured":         {Path: object, Route: "v1/charges/{id}"},
+	"charge.refunded":         {Path: object, Route: "v1/charges/{id}", Query: url.Values{"expand[]": {"refunds"}}},
+	"refund.*":                {Path: object, Route: "v1/refunds/{id}"},
+	"charge.refund.updated":   {Path: object, Route: "v1/refunds/{id}"},
+	"charge.dispute.*":        {Path: object, Route: "v1/disputes/{id}"},
+	"customer.subscription.*": {Path: object, Route: "v1/subscriptions/{id}"},
 }
 
 // Fetch returns the current state of the object ev is about, as GET

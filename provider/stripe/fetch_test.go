@@ -43,7 +43,7 @@ func TestClientFetchesEveryObject(t *testing.T) {
 		wantRefunds           int
 	}{
 		{"checkout.session.completed", obj(chk.ID), "checkout.session", "complete", 0},
-		{"payment_intent.succeeded", obj(pay.ID), "payment_intent", "succeeded", 0},
+		{"payment_intent.succeeded", obj(pay.ID), "payment_intent", "succeeded", 2}, // its latest charge's
 		{"charge.refunded", obj(pay.ID), "charge", "succeeded", 2},
 		{"refund.created", obj(re.ID), "refund", "succeeded", 0},
 		{"charge.refund.updated", obj(failed.ID), "refund", "failed", 0},
@@ -60,12 +60,14 @@ func TestClientFetchesEveryObject(t *testing.T) {
 			}
 			continue
 		}
+		type refunds struct{ Data []struct{ Status string } }
 		var got struct {
 			Object, Status string
-			Refunds        struct{ Data []struct{ Status string } }
+			Refunds        refunds
+			LatestCharge   struct{ Refunds refunds } `json:"latest_charge"`
 		}
 		if err := json.Unmarshal(b, &got); err != nil || got.Object != tc.wantObject || got.Status != tc.wantState ||
-			len(got.Refunds.Data) != tc.wantRefunds {
+			len(got.Refunds.Data)+len(got.LatestCharge.Refunds.Data) != tc.wantRefunds {
 			t.Errorf("%s: fetched %s (%v); want a %s %s with %d refunds", tc.typ, b, err, tc.wantObject, tc.wantState, tc.wantRefunds)
 		}
 	}

@@ -33,8 +33,8 @@ const (
 //
 // The object comes as an Event, as a Lister's: ID its id (a dispute's is
 // its DisputeID), CreatedAt when it was created, Data its neutral data (a
-// dispute's is its payment's; a charge's also holds "refunds", the
-// neutral data of the payment's refunds), and, for a subscription, Type
+// dispute's is its payment's; a payment's and a charge's also hold
+// "refunds", the neutral data of the payment's refunds), and, for a subscription, Type
 // the neutral type of its last change.
 type Getter interface {
 	// GetPaths maps each retrieve route, with an {id} wildcard, e.g.
@@ -61,9 +61,10 @@ func (stripeFlavour) GetPaths() map[string]string {
 }
 
 // GetObject renders an object as Stripe's retrieve answers it: a payment
-// intent stays succeeded once captured, whatever was refunded since (the
-// charge says that); a charge lists its refunds only when expand holds
-// "refunds", as Stripe's API versions from 2022-11-15 do; a dispute is
+// intent stays succeeded once captured, whatever was refunded since (its
+// latest_charge says that, expanded with expand "latest_charge" or
+// "latest_charge.refunds"); a charge lists its refunds only when expand
+// holds "refunds", as Stripe's API versions from 2022-11-15 do; a dispute is
 // needs_response while its payment is charged back, else won; a checkout
 // session is complete and paid once completed, else open and unpaid.
 func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte, error) {
@@ -77,23 +78,17 @@ func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte,
 		}
 		o["created"] = obj.CreatedAt.Unix()
 	case ObjectPayment:
-		o = stripeObject(Event{Type: PaymentSucceeded, Data: d})
+		pd := clone(d)
+		delete(pd, "refunds")
+		o = stripeObject(Event{Type: PaymentSucceeded, Data: pd})
 		o["status"] = "succeeded"
 		o["created"] = obj.CreatedAt.Unix()
-	case ObjectCharge:
-		refunds, _ := d["refunds"].([]map[string]any)
-		o = stripeListed(ObjectPayment, obj)
-		if slices.Contains(expand, "refunds") {
-			data := make([]any, len(refunds))
-			for i, r := range refunds {
-				data[i] = stripeListed(ObjectRefund, Event{CreatedAt: obj.CreatedAt, Data: r})
-				if at, ok := r["created_at"]; ok {
-					data[i].(map[string]any)["created"] = unix(at)
-				}
-			}
-			o["refunds"] = map[string]any{"object": "list", "data": data, "has_more": false,
-				"url": "/v1/charges/" + str(d, "id") + "/refunds"}
+		o["latest_charge"] = d["id"]
+		if slices.Contains(expand, "latest_charge") || slices.Contains(expand, "latest_charge.refunds") {
+			o["latest_charge"] = stripeCharge(obj, slices.Contains(expand, "latest_charge.refunds"))
 		}
+	case ObjectCharge:
+		o = stripeCharge(obj, slices.Contains(expand, "refunds"))
 	case ObjectRefund, ObjectDispute:
 		o = stripeListed(kind, obj)
 	default:
@@ -104,6 +99,27 @@ func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte,
 		return nil, fmt.Errorf("stripe: render %s %s: %w", kind, obj.ID, err)
 	}
 	return b, nil
+}
+
+// stripeCharge renders a payment as its charge, with its refunds when
+// refunds is true (Data's "refunds").
+func stripeCharge(obj Event, refunds bool) map[string]any {
+	d := obj.Data
+	o := stripeListed(ObjectPayment, obj)
+	if refunds {
+		rs, _ := d["refunds"].([]map[string]any)
+		data := make([]any, len(rs))
+		for i, r := range rs {
+			ro := stripeListed(ObjectRefund, Event{CreatedAt: obj.CreatedAt, Data: r})
+			if at, ok := r["created_at"]; ok {
+				ro["created"] = unix(at)
+			}
+			data[i] = ro
+		}
+		o["refunds"] = map[string]any{"object": "list", "data": data, "has_more": false,
+			"url": "/v1/charges/" + str(d, "id") + "/refunds"}
+	}
+	return o
 }
 
 // GetPaths: Paddle's get-a-transaction and get-a-subscription routes.
