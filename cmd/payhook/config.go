@@ -80,6 +80,13 @@ type sourceConfig struct {
 	// Silence, if set (e.g. 6h), raises source_silent when nothing was
 	// received from the source for that long; default off.
 	Silence string `yaml:"silence"`
+	// SignatureFailures and SignatureWindow: this many deliveries whose
+	// signature was refused within the window, none valid after them,
+	// raise signature_failures (a secret rotated at the provider but not
+	// here, or a wrong one) until a valid signature comes; default 20 in
+	// 5m; signature_failures: off turns it off.
+	SignatureFailures string `yaml:"signature_failures"`
+	SignatureWindow   string `yaml:"signature_window"`
 
 	// The options of provider hmac only; see hmac.Config.
 	Header          string `yaml:"header"`
@@ -244,6 +251,9 @@ func (s *sourceConfig) validate() error {
 		}
 	}
 	if _, err := s.silence(); err != nil {
+		return err
+	}
+	if _, _, err := s.signatureAlert(); err != nil {
 		return err
 	}
 	if s.Reconcile.set() {

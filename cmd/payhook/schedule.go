@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -56,6 +57,41 @@ func (s *sourceConfig) silence() (time.Duration, error) {
 	return d, nil
 }
 
+// signatureAlert parses the source's signature_failures and
+// signature_window: the refused signatures within the window that raise
+// signature_failures (default reconcile.DefaultSignatureFailures in
+// reconcile.DefaultSignatureWindow); limit 0 when off.
+func (s *sourceConfig) signatureAlert() (limit int, window time.Duration, err error) {
+	limit, window = reconcile.DefaultSignatureFailures, reconcile.DefaultSignatureWindow
+	switch s.SignatureFailures {
+	case "":
+	case "off", "0":
+		limit = 0
+	default:
+		if limit, err = strconv.Atoi(s.SignatureFailures); err != nil || limit < 1 {
+			return 0, 0, fmt.Errorf("signature_failures %q is neither a count of at least 1, such as 20, nor off", s.SignatureFailures)
+		}
+	}
+	if s.SignatureWindow != "" {
+		if window, err = time.ParseDuration(s.SignatureWindow); err != nil || window < time.Second {
+			return 0, 0, fmt.Errorf("signature_window %q is not a duration of at least 1s, such as 5m", s.SignatureWindow)
+		}
+	}
+	return limit, window, nil
+}
+
+// signatureBucket is the span the signature counts of serve are kept in:
+// a tenth of the shortest signature_window, between 1s and 10s.
+func (c *fileConfig) signatureBucket() time.Duration {
+	bucket := 10 * time.Second
+	for i := range c.Sources {
+		if limit, window, err := c.Sources[i].signatureAlert(); err == nil && limit > 0 {
+			bucket = min(bucket, window/10)
+		}
+	}
+	return max(bucket, time.Second)
+}
+
 // schedules returns the periodic jobs of the sources with a reconcile
 // schedule: one job per source backfills the window ending now that
 // starts window before the period, storing what is missing through
@@ -74,6 +110,20 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 					silent, err := reconcile.CheckSilence(ctx, db, name, silence, m.Now())
 					if silent {
 						log.Warn("source silent", "source", name, "silence", silence)
+					}
+					return err
+				}})
+		}
+		if limit, window, err := s.signatureAlert(); err != nil {
+			return nil, fmt.Errorf("%s%s: %w", cfg.prefix(), s.label(i), err)
+		} else if limit > 0 {
+			// Checked five times per window, at least every minute.
+			name := s.Name
+			out = append(out, jobs.Periodic{Name: "signatures:" + name, Every: min(max(window/5, time.Second), time.Minute),
+				Run: func(ctx context.Context, period time.Time) error {
+					burst, err := reconcile.CheckSignatures(ctx, db, name, limit, window, m.Now())
+					if burst {
+						log.Warn("source refusing signatures", "source", name, "limit", limit, "window", window)
 					}
 					return err
 				}})

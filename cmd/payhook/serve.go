@@ -13,6 +13,7 @@ import (
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/metrics"
 	"github.com/payhook/payhook/receiver"
+	"github.com/payhook/payhook/reconcile"
 	"github.com/payhook/payhook/store"
 )
 
@@ -116,10 +117,18 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	// Deliveries that arrive together share one durable commit.
 	committer := groupcommit.New(queue, groupcommit.Config{OnCommit: met.Committed})
 	defer committer.Close()
+	// Signature checks are counted in memory and flushed every second
+	// (reconcile.SignatureCounter says why), the last flush after the
+	// listeners shut down.
+	sigs := reconcile.NewSignatureCounter(db, cfg.signatureBucket())
+	flushCtx, stopFlush := context.WithCancel(context.WithoutCancel(ctx))
+	flushed := make(chan error, 1)
+	go func() { flushed <- sigs.Run(flushCtx, time.Second, log.Warn) }()
+	defer func() { stopFlush(); <-flushed }()
 	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: committer, Logger: log, Now: m.Now,
 		OnAnswer: func(source string, o receiver.Outcome, status int, took time.Duration) {
 			met.Answered(source, string(o), status, took)
-		}})
+		}, OnSignature: sigs.Observe})
 	if err != nil {
 		return err
 	}
