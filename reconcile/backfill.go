@@ -288,7 +288,7 @@ func (b *backfill) pass(ctx context.Context, r *store.Run) error {
 	q := adapter.EventQuery{From: r.From, Types: b.cfg.Types, Undelivered: b.cfg.Undelivered, Cursor: r.Cursor, Limit: b.cfg.PageSize}
 	seen := make(map[string]int)
 	for page := 1; ; page++ {
-		p, err := b.list(ctx, q, page)
+		p, err := b.list(ctx, q, page, r)
 		if err != nil {
 			return err
 		}
@@ -321,15 +321,34 @@ func (b *backfill) pass(ctx context.Context, r *store.Run) error {
 }
 
 // list asks for one page, retrying what is worth it.
-func (b *backfill) list(ctx context.Context, q adapter.EventQuery, page int) (adapter.EventPage, error) {
+func (b *backfill) list(ctx context.Context, q adapter.EventQuery, page int, run *store.Run) (adapter.EventPage, error) {
 	var p adapter.EventPage
 	r := retrier{maxAttempts: b.cfg.MaxAttempts, backoff: b.cfg.Backoff, maxRetryAfter: b.cfg.MaxRetryAfter,
-		sleep: b.cfg.Sleep, logger: b.cfg.Logger}
+		sleep: func(ctx context.Context, d time.Duration) error { return b.wait(ctx, run, d) }, logger: b.cfg.Logger}
 	err := r.page(ctx, "backfill "+b.cfg.Source.Name, page, q.Cursor, func() (err error) {
 		p, err = b.cfg.Lister.ListEvents(ctx, q)
 		return err
 	})
 	return p, err
+}
+
+// wait sleeps d before a retry. A wait longer than half of StaleAfter
+// (a Retry-After of minutes) is cut in steps between which r's progress
+// is recorded again, so that a run alive but waiting is never taken for
+// crashed and resumed by another while it waits.
+func (b *backfill) wait(ctx context.Context, r *store.Run, d time.Duration) error {
+	step := b.cfg.StaleAfter / 2
+	for d > 0 {
+		if err := b.cfg.Sleep(ctx, min(d, step)); err != nil {
+			return err
+		}
+		if d -= step; d > 0 && !b.cfg.DryRun {
+			if err := b.cfg.DB.RecordRun(ctx, r, b.cfg.Now()); err != nil {
+				return fmt.Errorf("backfill %s: %w", r.Source, err)
+			}
+		}
+	}
+	return nil
 }
 
 // admit checks every item of a page and returns the events to store. An
@@ -422,7 +441,7 @@ func (b *backfill) store(ctx context.Context, evs []*payhook.Event, r *store.Run
 			}
 			wait := b.cfg.Backoff(attempt)
 			b.cfg.Logger.Warn("backfill stores a page again", "source", b.cfg.Source.Name, "attempt", attempt, "wait", wait, "err", err)
-			if err := b.cfg.Sleep(ctx, wait); err != nil {
+			if err := b.wait(ctx, r, wait); err != nil {
 				return fmt.Errorf("store: interrupted while waiting to retry: %w", err)
 			}
 		}
