@@ -22,7 +22,8 @@ import (
 // Backfill against stripe-mock, Stripe's own emulator: its events (real
 // Stripe shapes, of a type payhook's mapping does not know) are listed
 // and stored; with a malformed and an unknown item slipped into its page,
-// those are reported and the rest stored.
+// those are reported and the rest stored; several types (types[]) are a
+// request it accepts.
 func TestBackfillAgainstStripeMock(t *testing.T) {
 	t.Parallel()
 	mock := stripemock.Start(t)
@@ -60,16 +61,20 @@ func TestBackfillAgainstStripeMock(t *testing.T) {
 		for _, tc := range []struct {
 			name, url, source string
 			refused           int
+			types             []string
 		}{
-			{"stripe-mock", mock, "mock", 0},
-			{"stripe-mock with a malformed and an unknown item", spoiled.URL, "spoiled", 2},
+			{"stripe-mock", mock, "mock", 0, nil},
+			{"stripe-mock with a malformed and an unknown item", spoiled.URL, "spoiled", 2, nil},
+			// stripe-mock checks types[] against Stripe's OpenAPI spec (it
+			// refuses a parameter it does not know) but does not filter.
+			{"stripe-mock asked for two types", mock, "types", 0, []string{"charge.refunded", "charge.succeeded"}},
 		} {
 			c, err := provider.NewClient("stripe", adapter.ClientConfig{BaseURL: tc.url, Key: "sk_test_123"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg := reconcile.BackfillConfig{DB: db, Inbox: queue, Source: payhook.Source{Name: tc.source, Provider: "stripe", Environment: "test"},
-				Envelope: a.Envelope, Lister: c.(adapter.EventLister)} // From zero: stripe-mock's events are of 2009
+				Envelope: a.Envelope, Lister: c.(adapter.EventLister), Types: tc.types} // From zero: stripe-mock's events are of 2009
 			sum, err := reconcile.Backfill(ctx, cfg)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,17 +204,46 @@ func (stripeFlavour) Subscription(ev Event) ([]byte, error) {
 
 func (stripeFlavour) EventsPath() string { return "/v1/events" }
 
+// stripeTypesIndex is an element of the types array in the indexed form
+// of Stripe's form encoding (stripe-go sends types[0], types[1], ...).
+var stripeTypesIndex = regexp.MustCompile(`^types\[\d+\]$`)
+
 // EventsQuery reads type (a Stripe type name, or a prefix ending in "*"
-// such as "customer.subscription.*"), created[gte] or created[gt] (unix
-// seconds), starting_after (an event id) and limit (1 to 100). As Stripe
-// does, it rejects any other parameter (ending_before included: the sim
-// pages forward only).
+// such as "customer.subscription.*") or types (up to 20 type names, as
+// types[]=a&types[]=b or types[0]=a&types[1]=b; not with type),
+// created[gte] or created[gt] (unix seconds), starting_after (an event
+// id) and limit (1 to 100). As Stripe does, it rejects any other
+// parameter (ending_before included: the sim pages forward only).
 func (stripeFlavour) EventsQuery(r *http.Request) (Query, error) {
+	// types is an array: its parameter comes several times, the others once.
+	rest := r.URL.Query()
+	var types []string
+	for k, vs := range rest {
+		if k == "types[]" || stripeTypesIndex.MatchString(k) {
+			types = append(types, vs...)
+			delete(rest, k)
+		}
+	}
+	r = r.Clone(r.Context())
+	r.URL.RawQuery = rest.Encode()
 	p, err := params(r)
 	if err != nil {
 		return Query{}, err
 	}
 	var q Query
+	if len(types) > 0 {
+		switch _, both := p["type"]; {
+		case both:
+			return Query{}, fmt.Errorf("%s: you may pass either type or types, but not both: %w", errPrefixEventsQuery, ErrQuery)
+		case len(types) > 20:
+			return Query{}, fmt.Errorf("%s: types: at most 20 types, not %d: %w", errPrefixEventsQuery, len(types), ErrQuery)
+		case slices.Contains(types, ""):
+			return Query{}, fmt.Errorf("%s: types: an empty type: %w", errPrefixEventsQuery, ErrQuery)
+		}
+		if q.Type, err = stripeTypes.parseTypes("types", strings.Join(types, ","), false); err != nil {
+			return Query{}, err
+		}
+	}
 	for k, v := range p {
 		switch k {
 		case "type":
