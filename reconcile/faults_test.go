@@ -91,6 +91,7 @@ func TestBackfillProviderFaults(t *testing.T) {
 		{"a timeout, then an answer", on(1, 1, hang), []time.Duration{time.Second}, ""},
 		{"503 twice, then 200", on(1, 2, status(503, "")), []time.Duration{time.Second, 2 * time.Second}, ""},
 		{"429 with Retry-After, honoured", on(2, 2, status(429, "7")), []time.Duration{7 * time.Second, 7 * time.Second}, ""},
+		{"429 with Retry-After as an HTTP date, honoured", on(2, 1, retryAt(9*time.Second)), []time.Duration{9 * time.Second}, ""},
 		{"500 every time", on(1, 0, status(500, "")),
 			[]time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}, "gave up after 5 attempts"},
 		{"timeouts every time", on(1, 0, hang),
@@ -284,6 +285,18 @@ func status(code int, retryAfter string) http.HandlerFunc {
 		}
 		w.WriteHeader(code)
 		fmt.Fprint(w, `{"error":{"type":"api_error"}}`)
+	}
+}
+
+// retryAt answers 429 with Retry-After the HTTP date d after the
+// answer's own Date (set here, so that no second ticks between the two).
+func retryAt(d time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		w.Header().Set("Date", at.Format(http.TimeFormat))
+		w.Header().Set("Retry-After", at.Add(d).Format(http.TimeFormat))
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"error":{"type":"rate_limit_error"}}`)
 	}
 }
 

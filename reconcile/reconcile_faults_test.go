@@ -25,6 +25,9 @@ type objectsAPI struct {
 	mu       sync.Mutex
 	attempts map[int]int
 	fault    func(w http.ResponseWriter, r *http.Request, page, attempt int) bool
+	// hanging tells the client that the API will not answer this request
+	// (see timeoutTransport): a timeout, however fast or slow the machine.
+	hanging chan struct{}
 }
 
 var paymentPages = [][]string{{"pay_a1", "pay_a2"}, {"pay_b1", "pay_b2"}, {"pay_c1", "pay_c2"}}
@@ -53,6 +56,7 @@ func (a *objectsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	attempt := a.attempts[n]
 	fault := a.fault
 	a.mu.Unlock()
+	r = r.WithContext(context.WithValue(r.Context(), hangingKey{}, a.hanging))
 	if fault != nil && fault(w, r, n, attempt) {
 		return
 	}
@@ -68,7 +72,6 @@ func (a *objectsAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // with a clear error, recorded as failed, and no alert raised.
 func TestReconcileProviderFaults(t *testing.T) {
 	t.Parallel()
-	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 	backoffs := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 	for _, tc := range []struct {
 		name   string
@@ -95,12 +98,13 @@ func TestReconcileProviderFaults(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
 				db := openDB(t, dbURL)
-				srv := httptest.NewServer(&objectsAPI{attempts: map[int]int{}, fault: tc.fault})
+				api := &objectsAPI{attempts: map[int]int{}, fault: tc.fault, hanging: make(chan struct{}, 1)}
+				srv := httptest.NewServer(api)
 				defer srv.Close()
+				// A timeout without a clock: only the hanging answers time
+				// out, however busy the machine.
 				c, err := provider.NewClient("billete", adapter.ClientConfig{BaseURL: srv.URL, Key: "sk_test_x",
-					// Long enough that only the hanging answers time out,
-					// however busy the machine.
-					HTTP: &http.Client{Timeout: time.Second}})
+					HTTP: &http.Client{Transport: timeoutTransport{hanging: api.hanging}}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -44,8 +44,15 @@ func TestBackfillAfterOutage(t *testing.T) {
 				}))
 				defer api.Close()
 				secret, key := f.NewSecret(), "sk_test_backfill"
+				// An event whose payment was dropped fails processing (not
+				// seen yet) until the backfill brings the payment. Retries
+				// spaced at most 500ms apart, never given up here: with the
+				// default backoff (1s, doubling) the next try after the
+				// backfill could be minutes away on a loaded machine, and
+				// the wait for processing below would see nothing move.
 				cfgPath := writeConfig(t, fmt.Sprintf("sources:\n  - name: b\n    provider: %s\n    secrets: [%q]\n"+
-					"    environment: test\n    api_url: %s\n    api_key: %s\n", f.Provider(), secret, api.URL, key))
+					"    environment: test\n    api_url: %s\n    api_key: %s\n"+
+					"processing:\n  retry_base: 20ms\n  retry_max: 500ms\n  max_attempts: 10000\n", f.Provider(), secret, api.URL, key))
 				env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": cfgPath}
 				var logs syncBuffer
 				srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(k string) string { return env[k] }})
