@@ -362,8 +362,23 @@ func TestSilenceAlert(t *testing.T) {
 			n, acked := state()
 			return acked || n > 1, fmt.Sprint(n, acked)
 		})
-		if n, acked := state(); n != 1 || !acked {
-			t.Fatalf("source_silent count %d, acknowledged %v; want raised once, then cleared", n, acked)
+		// Cleared; or, on a machine so loaded that the next check came
+		// more than 2s after the second event, raised again for the new
+		// spell (the one after it), never twice for the first.
+		n, acked := state()
+		var spells []string
+		rows, err := w.db.SQL.Query(`SELECT occurrence FROM payhook_alert_occurrences WHERE kind = $1 ORDER BY id`, reconcile.AlertSilence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var o string
+			rows.Scan(&o)
+			spells = append(spells, o)
+		}
+		rows.Close()
+		if !(n == 1 && acked) && !(n == 2 && !acked && len(spells) == 2 && spells[0] != spells[1]) {
+			t.Fatalf("source_silent count %d, acknowledged %v, spells %v; want raised once, then cleared (or raised for the next spell)", n, acked, spells)
 		}
 	})
 }
