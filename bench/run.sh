@@ -19,7 +19,8 @@
 #   BENCH_DUPLICATES  redeliveries per load (a tenth of BENCH_EVENTS)
 #   BENCH_RATE        the fixed-rate load, deliveries/s (1000)
 #   BENCH_SOAK        soak seconds (60; BENCH_LONG=1: 600)
-#   BENCH_SOAK_RATE   soak deliveries/s (100)
+#   BENCH_SOAK_RATE   soak deliveries/s (50)
+#   BENCH_STALL       how long a drain may make no progress before the run fails (3m)
 #   BENCH_INSTANCES   instance counts (1,2,3; "" skips them)
 #   BENCH_BACKLOG     backlog sizes ("" skips them; BENCH_LONG=1: 10000,1000000)
 #   BENCH_DOC         the file to regenerate (docs/benchmarks.md; "" only prints)
@@ -42,7 +43,8 @@ DUPS="${BENCH_DUPLICATES:-$((EVENTS / 10))}"
 RATE="${BENCH_RATE:-1000}"
 SOAK="${BENCH_SOAK:-60}"
 [[ "${BENCH_LONG:-}" == 1 && -z "${BENCH_SOAK:-}" ]] && SOAK=600
-SOAK_RATE="${BENCH_SOAK_RATE:-100}"
+SOAK_RATE="${BENCH_SOAK_RATE:-50}"
+STALL="${BENCH_STALL:-3m}"
 INSTANCES="${BENCH_INSTANCES-1,2,3}"
 BACKLOG="${BENCH_BACKLOG-}"
 [[ "${BENCH_LONG:-}" == 1 && -z "${BENCH_BACKLOG+x}" ]] && BACKLOG=10000,1000000
@@ -128,7 +130,7 @@ serve() {
 	die "payhook serve on port $2 did not answer /healthz"
 }
 
-COMMON=(--event payment.succeeded --events "$EVENTS" --duplicates "$DUPS")
+COMMON=(--event payment.succeeded --events "$EVENTS" --duplicates "$DUPS" --stall "$STALL")
 : >"$DIR/commands.txt"
 cmdline() {
 	printf '%s\n' "$*" | sed -e "s|$DIR|\$RUN|g" -e "s|$SECRET|\$SECRET|g" -e "s|$REPO/||g" -e "s|$PGBASE|\$PG|g" \
@@ -210,7 +212,7 @@ if ((SOAK > 0)); then
 	PIDS+=($!)
 	SAMPLER=$!
 	args=(bench --url "soak=http://127.0.0.1:18090/webhooks/bench" --url-db "$(pgdb soak)" --secret "$SECRET"
-		--event payment.succeeded --events $((SOAK * SOAK_RATE)) --duplicates 0 --rate "$SOAK_RATE" --concurrency "" --json)
+		--event payment.succeeded --events $((SOAK * SOAK_RATE)) --duplicates 0 --rate "$SOAK_RATE" --concurrency "" --stall "$STALL" --json)
 	"$PAYHOOK" "${args[@]}" >"$DIR/soak.json"
 	kill "$SAMPLER" 2>/dev/null || true
 	cmdline "payhook serve --config payhook.yaml --db \$PG/soak --addr 127.0.0.1:18090   # /metrics sampled every 5 s"
@@ -247,7 +249,7 @@ if [[ -n "$BACKLOG" ]]; then
 		pid=$BG
 		log "backlog: $n events"
 		args=(bench --url "backlog-$n=http://127.0.0.1:$port/webhooks/bench" --url-db "$(pgdb backlog)" --secret "$SECRET"
-			--event payment.succeeded --events "$n" --duplicates 0 --concurrency 64 --json)
+			--event payment.succeeded --events "$n" --duplicates 0 --concurrency 64 --stall "$STALL" --json)
 		"$PAYHOOK" "${args[@]}" >"$DIR/backlog-$n.json"
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
