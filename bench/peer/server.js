@@ -3,8 +3,9 @@
 // own app does with a webhook: read the raw body, hand it and the
 // Stripe-Signature header to processWebhook, which verifies the signature
 // with the stripe library and upserts the event's object into PostgreSQL
-// before the answer; answer 200 after that, 400 for a bad signature, 500
-// for anything else.
+// before the answer; answer 200 {"received":true} after that, and 400
+// "Webhook Error: ..." for any error, as the engine's own Fastify app
+// (apps/node-fastify, its /webhooks route) does.
 //
 //   node server.js migrate        run stripe-sync-engine's migrations (schema "stripe")
 //   node server.js serve          serve POST /webhooks (any path) until SIGTERM
@@ -103,10 +104,9 @@ function serve() {
         await sync.processWebhook(body, req.headers['stripe-signature'])
         res.writeHead(200, { 'content-type': 'application/json' }).end('{"received":true}')
       } catch (err) {
-        const bad = err && err.type === 'StripeSignatureVerificationError'
-        if (!bad) logger.error(err && err.message)
-        res.writeHead(bad ? 400 : 500, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ error: String(err && err.message) }))
+        const msg = err instanceof Error ? err.message : 'Unknown error'
+        if (!(err && err.type === 'StripeSignatureVerificationError')) logger.error(msg)
+        res.writeHead(400, { 'content-type': 'text/plain' }).end(`Webhook Error: ${msg}`)
       }
     })
   })
