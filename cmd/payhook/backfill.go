@@ -40,6 +40,9 @@ reads it (--config or PAYHOOK_CONFIG; --db or PAYHOOK_DB). Stripe lists the
 events of the last 30 days only; Paddle's list cannot filter by time, so
 its every event is read and those outside the window skipped.
 
+--since is a duration back from now (3h, 72h) or an RFC 3339 time, the
+form the fixes of payhook reconcile print.
+
 Exit status 0 when the window was listed to its end (refused items
 included), 1 when the backfill failed.
 
@@ -47,7 +50,8 @@ Examples:
   payhook backfill --source stripe
   payhook backfill --source stripe --since 72h --type charge.refunded --type charge.dispute.created
   payhook backfill --source stripe --since 720h --undelivered --dry-run
-  payhook backfill --source shop --since 24h --until 2026-12-01T06:00:00Z --json`
+  payhook backfill --source shop --since 24h --until 2026-12-01T06:00:00Z --json
+  payhook backfill --source shop --since 2026-12-01T05:00:00Z`
 
 // typeFlags collects --type, repeated or comma-separated.
 type typeFlags []string
@@ -63,12 +67,40 @@ func (t *typeFlags) Set(v string) error {
 	return nil
 }
 
+// sinceFlag is backfill's --since: a duration back from now (3h), or the
+// RFC 3339 time reconcile's fixes print (2026-12-01T06:00:00Z).
+type sinceFlag struct {
+	d time.Duration
+	t time.Time
+}
+
+func (s *sinceFlag) String() string {
+	if !s.t.IsZero() {
+		return s.t.Format(time.RFC3339Nano)
+	}
+	return s.d.String()
+}
+
+func (s *sinceFlag) Set(v string) error {
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		s.d, s.t = 0, t
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 3h or an RFC 3339 time such as 2026-12-01T06:00:00Z")
+	}
+	s.d, s.t = d, time.Time{}
+	return nil
+}
+
 func (m *Main) backfill(ctx context.Context, args []string) error {
 	fs := m.flags("backfill", backfillHelp)
 	configPath := fs.String("config", "", "YAML file listing the sources (env PAYHOOK_CONFIG)")
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB; default "+store.DefaultURL+")")
 	source := fs.String("source", "", "the source to backfill (required)")
-	since := fs.Duration("since", 3*time.Hour, "list the events that occurred this long ago or later")
+	since := sinceFlag{d: 3 * time.Hour}
+	fs.Var(&since, "since", "list the events that occurred since `T`: a duration back from now, or an RFC 3339 time")
 	until := fs.String("until", "", "list the events that occurred up to this time (RFC 3339; default now)")
 	var types typeFlags
 	fs.Var(&types, "type", "only events of this provider type (repeat, or comma-separate)")
@@ -81,10 +113,14 @@ func (m *Main) backfill(ctx context.Context, args []string) error {
 	if *source == "" {
 		return fmt.Errorf("%w: backfill: --source is required (see payhook backfill --help)", errUsage)
 	}
-	if *since <= 0 {
-		return fmt.Errorf("%w: backfill: --since must be a positive duration, not %v", errUsage, *since)
+	if since.t.IsZero() && since.d <= 0 {
+		return fmt.Errorf("%w: backfill: --since must be a positive duration, not %v", errUsage, since.d)
 	}
 	now := m.Now()
+	from := now.Add(-since.d)
+	if !since.t.IsZero() {
+		from = since.t
+	}
 	end := now
 	if *until != "" {
 		t, err := time.Parse(time.RFC3339Nano, *until)
@@ -116,7 +152,7 @@ func (m *Main) backfill(ctx context.Context, args []string) error {
 	show, stop := m.backfillProgress(*source)
 	sum, err := reconcile.Backfill(ctx, reconcile.BackfillConfig{
 		DB: db, Inbox: queue, Source: payhook.Source{Name: src.Name, Provider: src.Provider, Environment: src.Environment},
-		Envelope: a.Envelope, Lister: lister, From: now.Add(-*since), Until: end,
+		Envelope: a.Envelope, Lister: lister, From: from, Until: end,
 		Types: types, Undelivered: *undelivered, DryRun: *dryRun,
 		Progress: show, Logger: m.logger(), Now: m.Now,
 	})

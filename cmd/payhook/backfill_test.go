@@ -177,6 +177,8 @@ func TestBackfillUsage(t *testing.T) {
 	}{
 		{"no source", []string{"backfill"}, 2, "--source is required"},
 		{"a negative since", []string{"backfill", "--source", "b", "--since", "-1h"}, 2, "--since must be a positive duration"},
+		{"a since neither duration nor time", []string{"backfill", "--source", "b", "--since", "yesterday"}, 2, "want a duration such as 3h or an RFC 3339 time"},
+		{"a since time, as reconcile's fixes print it", []string{"backfill", "--source", "b", "--since", "2026-12-01T05:00:00Z", "--config", noAPI}, 1, `source "b" has no api_url and api_key`},
 		{"a bad until", []string{"backfill", "--source", "b", "--until", "yesterday"}, 2, "--until \"yesterday\" is not an RFC 3339 time"},
 		{"an argument", []string{"backfill", "--source", "b", "extra"}, 2, "takes no argument"},
 		{"no config", []string{"backfill", "--source", "b"}, 2, "no config file"},
