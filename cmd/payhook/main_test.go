@@ -97,6 +97,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"events", "replay"}, 2, "events replay takes one ID|EVENT_ID"},
 		{[]string{"events", "list", "--status", "weird"}, 2, "--status"},
 		{[]string{"send"}, 2, "--secret"},
+		{[]string{"send", "--secret", "wrong"}, 2, "send: --secret: standard: signing secret must be whsec_<base64>"},
+		{[]string{"send", "--secret", "whsec_eA==", "--url", "http://127.0.0.1:1/webhooks/demo"}, 1, "is payhook serve running?"},
 		{[]string{"migrate", "--db", "mysql://x"}, 1, "unsupported scheme"},
 		{[]string{"sim"}, 2, "sim needs a subcommand: run, serve or check"},
 		{[]string{"sim", "run", "--help"}, 0, "Scenarios: outage, storm"},

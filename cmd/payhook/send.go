@@ -60,7 +60,7 @@ func (m *Main) send(ctx context.Context, args []string) error {
 	}
 	h, err := standard.Sign(*secret, *id, now, body)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: send: --secret: %v (give the whsec_... secret serve printed)", errUsage, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *url, bytes.NewReader(body))
 	if err != nil {
@@ -73,7 +73,7 @@ func (m *Main) send(ctx context.Context, args []string) error {
 	}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("send: %w", err)
+		return fmt.Errorf("send: %w (is payhook serve running? it prints the --url to use)", err)
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
