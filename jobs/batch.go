@@ -21,8 +21,9 @@ const maxAlone = 10000
 // of up to Batch-1 other events waiting their first try, in one
 // transaction: it locks the events, applies each one's handlers under a
 // savepoint, marks those that succeeded finished (each with its attempt
-// counted) and completes the other events' jobs, so that N events cost
-// one commit and a handful of statements besides their handlers'.
+// counted), enqueues their after-commit deliveries with one insert and
+// completes the other events' jobs, so that N events cost one commit and
+// a handful of statements besides their handlers'.
 //
 // An event whose handler fails is rolled back to its savepoint and the
 // batch goes on without it. The failure of event id is then recorded
@@ -88,6 +89,8 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 		return nil, nil, err
 	}
 	ctx = context.WithValue(ctx, queueKey{}, q)
+	deliveries := &batchDeliveries{}
+	ctx = context.WithValue(ctx, batchKey{}, deliveries)
 	done = make([]finished, 0, len(evs))
 	var back []int64
 	for _, ev := range evs {
@@ -95,9 +98,11 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_event`); err != nil {
 			return nil, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
 		}
+		deliveries.event = deliveries.event[:0]
 		status, note, herr := q.dispatchSafe(ctx, tx, ev)
 		if herr == nil {
 			done = append(done, finished{ev, status, note})
+			deliveries.all = append(deliveries.all, deliveries.event...)
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_event`); err != nil {
@@ -115,6 +120,9 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 	if err := q.finishTx(ctx, tx, done); err != nil {
 		return nil, nil, err
 	}
+	if err := q.EnqueueDeliveriesTx(ctx, tx, deliveries.all, false); err != nil {
+		return nil, nil, err
+	}
 	if err := q.putBackTx(ctx, tx, back); err != nil {
 		return nil, nil, err
 	}
@@ -123,6 +131,15 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 	}
 	return done, own, nil
 }
+
+// batchKey carries a batch's *batchDeliveries in its handlers' context.
+type batchKey struct{}
+
+// batchDeliveries collects the after-commit deliveries the handlers of a
+// batch enqueue (EnqueueDeliveries): event those of the event being
+// applied, all those of the events that succeeded, enqueued together
+// before the commit.
+type batchDeliveries struct{ event, all []int64 }
 
 // dispatchSafe is dispatch with a panic turned into the attempt's error.
 func (q *Queue) dispatchSafe(ctx context.Context, tx *sql.Tx, ev *payhook.Event) (status payhook.Status, note string, err error) {

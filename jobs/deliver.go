@@ -44,6 +44,12 @@ func EnqueueDeliveries(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	if q == nil {
 		return errors.New("enqueue deliveries: not inside a job queue's handler")
 	}
+	if b, _ := ctx.Value(batchKey{}).(*batchDeliveries); b != nil {
+		// In a batch, the event's deliveries are enqueued with the
+		// others' before the commit, if its handlers succeed.
+		b.event = append(b.event, ids...)
+		return nil
+	}
 	return q.EnqueueDeliveriesTx(ctx, tx, ids, false)
 }
 

@@ -768,7 +768,8 @@ func waitAttempts(t *testing.T, db *store.DB, id int64, n int) *payhook.Event {
 // transaction. An event whose handler fails there is rolled back alone:
 // the others commit, and it runs in its own job, where its failure is
 // its one attempt (malformed: failed at once, alerted once). Each job
-// ends completed (or cancelled) after one attempt.
+// ends completed (or cancelled) after one attempt, and the deliveries the
+// handlers enqueued go out for the events that succeeded only.
 func TestBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		var mu sync.Mutex
@@ -779,13 +780,23 @@ func TestBatch(t *testing.T) {
 			mu.Lock()
 			txOf[ev.EventID] = tx
 			mu.Unlock()
+			if err := jobs.EnqueueDeliveries(ctx, tx, []int64{ev.ID}); err != nil {
+				return err
+			}
 			if ev.EventID == "evt_bad" {
 				return fmt.Errorf("no such field: %w", payhook.ErrMalformed)
 			}
 			return effect(ctx, tx, ev)
 		})
+		delivered := map[int64]int{}
 		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16,
-			OnFailed: func(context.Context, *sql.Tx, *payhook.Event, error) error { alerted.Add(1); return nil }})
+			OnFailed: func(context.Context, *sql.Tx, *payhook.Event, error) error { alerted.Add(1); return nil },
+			Deliver: func(_ context.Context, id int64, _ bool) error {
+				mu.Lock()
+				defer mu.Unlock()
+				delivered[id]++
+				return nil
+			}})
 		var evs []*payhook.Event
 		for i := range 6 {
 			id := fmt.Sprint("evt_", i)
@@ -852,6 +863,29 @@ func TestBatch(t *testing.T) {
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
+		// Each event that succeeded enqueued its delivery once; the failed
+		// one's rolled back with it.
+		for since, n := time.Now(), 0; ; time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			got := len(delivered)
+			mu.Unlock()
+			if got >= len(evs)-1 {
+				break
+			}
+			if got != n {
+				since, n = time.Now(), got
+			}
+			if time.Since(since) > stall {
+				t.Fatalf("%d of %d deliveries after %s", got, len(evs)-1, stall)
+			}
+		}
+		mu.Lock()
+		for _, ev := range evs {
+			if want := map[bool]int{true: 0, false: 1}[ev.EventID == "evt_bad"]; delivered[ev.ID] != want {
+				t.Errorf("%s: delivered %d times; want %d", ev.EventID, delivered[ev.ID], want)
+			}
+		}
+		mu.Unlock()
 		att, err := q.Attempts(context.Background(), evs[1].ID)
 		if err != nil || len(att) != 1 || att[0].Outcome != "succeeded" {
 			t.Errorf("attempts of a batched event = %+v, %v; want one succeeded", att, err)
