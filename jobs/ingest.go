@@ -94,6 +94,11 @@ func (q *Queue) ingestTx(ctx context.Context, evs []*payhook.Event, lockWait tim
 			return nil, whole(ctx, err)
 		}
 	}
+	if lockWait > 0 {
+		if err := q.db.ClearLockTimeoutTx(ctx, tx); err != nil {
+			return nil, whole(ctx, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err))
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		if dstBug("ack-before-commit") {
 			return inserted, nil // as if answered before the commit's outcome

@@ -364,3 +364,41 @@ func TestConflictingRedeliveryAlertsOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestLockTimeoutTx: the bound LockTimeoutTx sets holds for the rest of
+// the transaction until ClearLockTimeoutTx lifts it (before a commit,
+// which may queue on PostgreSQL's notify lock); SQLite has neither.
+func TestLockTimeoutTx(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		ctx := context.Background()
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		timeout := func() string {
+			if db.Engine != store.Postgres {
+				return "none"
+			}
+			var v string
+			if err := tx.QueryRowContext(ctx, "SHOW lock_timeout").Scan(&v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		want := map[bool][2]string{true: {"200ms", "0"}, false: {"none", "none"}}[db.Engine == store.Postgres]
+		if err := db.LockTimeoutTx(ctx, tx, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if got := timeout(); got != want[0] {
+			t.Errorf("lock_timeout after LockTimeoutTx = %q, want %q", got, want[0])
+		}
+		if err := db.ClearLockTimeoutTx(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		if got := timeout(); got != want[1] {
+			t.Errorf("lock_timeout after ClearLockTimeoutTx = %q, want %q", got, want[1])
+		}
+	})
+}
