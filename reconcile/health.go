@@ -152,7 +152,21 @@ type SignatureCounter struct {
 
 	mu     sync.Mutex
 	counts map[signatureKey]*store.SignatureCount
+	// matchesFlushed is when Run last wrote counts of matches alone;
+	// failed, when each source last had a failure.
+	matchesFlushed time.Time
+	failed         map[string]time.Time
 }
+
+// matchesEvery is how often Run writes the counts of buckets that hold
+// matches only, of a source with no failure in the last
+// recentFailure: healthy traffic then costs one small commit a minute
+// per instance, not one a second. Failures, and the matches of a source
+// that just failed (they clear its alert), are written at every flush.
+const (
+	matchesEvery  = time.Minute
+	recentFailure = 5 * time.Minute
+)
 
 type signatureKey struct {
 	source string
@@ -165,7 +179,7 @@ func NewSignatureCounter(db *store.DB, bucket time.Duration) *SignatureCounter {
 	if bucket <= 0 {
 		bucket = 10 * time.Second
 	}
-	return &SignatureCounter{db: db, bucket: bucket, counts: map[signatureKey]*store.SignatureCount{}}
+	return &SignatureCounter{db: db, bucket: bucket, counts: map[signatureKey]*store.SignatureCount{}, failed: map[string]time.Time{}}
 }
 
 // Observe counts one delivery to source whose signature was refused (ok
@@ -191,6 +205,9 @@ func (c *SignatureCounter) Observe(source string, ok bool, at time.Time) {
 		if at.After(n.LastFailure) {
 			n.LastFailure = at
 		}
+		if at.After(c.failed[source]) {
+			c.failed[source] = at
+		}
 	}
 }
 
@@ -198,10 +215,27 @@ func (c *SignatureCounter) Observe(source string, ok bool, at time.Time) {
 // one transaction. On error they are kept for the next flush (those of
 // buckets older than a day are dropped, so that a database down for long
 // does not grow memory without bound).
-func (c *SignatureCounter) Flush(ctx context.Context) error {
+func (c *SignatureCounter) Flush(ctx context.Context) error { return c.flush(ctx, time.Time{}) }
+
+// flush is Flush; with a time now, the buckets that hold matches alone
+// of a source without a recent failure are kept for a later flush,
+// unless matchesEvery passed since such were last written.
+func (c *SignatureCounter) flush(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	taken := c.counts
 	c.counts = map[signatureKey]*store.SignatureCount{}
+	if !now.IsZero() {
+		if now.Sub(c.matchesFlushed) < matchesEvery {
+			for k, n := range taken {
+				if n.Failures == 0 && now.Sub(c.failed[k.source]) > recentFailure {
+					c.counts[k] = n
+					delete(taken, k)
+				}
+			}
+		} else {
+			c.matchesFlushed = now
+		}
+	}
 	c.mu.Unlock()
 	if len(taken) == 0 {
 		return nil
@@ -220,6 +254,7 @@ func (c *SignatureCounter) Flush(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.matchesFlushed = time.Time{} // not written: at the next flush
 	var newest time.Time
 	for k := range c.counts {
 		if k.bucket.After(newest) {
@@ -254,8 +289,10 @@ func (c *SignatureCounter) Flush(ctx context.Context) error {
 
 // Run flushes every interval (the bucket if zero or less) until ctx is
 // done, then once more, without ctx's cancellation, so that a shutdown
-// keeps what was counted. Errors of a flush go to logf (and the counts
-// to the next flush); Run returns the last flush's error.
+// keeps what was counted. Failures are written at every flush; buckets
+// of matches alone once a minute (matchesEvery). Errors of a flush go to
+// logf (and the counts to the next flush); Run returns the last flush's
+// error.
 func (c *SignatureCounter) Run(ctx context.Context, every time.Duration, logf func(msg string, args ...any)) error {
 	if every <= 0 {
 		every = c.bucket
@@ -264,8 +301,8 @@ func (c *SignatureCounter) Run(ctx context.Context, every time.Duration, logf fu
 	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
-			if err := c.Flush(ctx); err != nil && logf != nil {
+		case tick := <-t.C:
+			if err := c.flush(ctx, tick); err != nil && logf != nil {
 				logf("signature counts not flushed; kept for the next flush", "err", err)
 			}
 		case <-ctx.Done():

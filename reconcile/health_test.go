@@ -254,3 +254,49 @@ func inboxOf(t *testing.T, db *store.DB) payhook.Inbox {
 	}
 	return q
 }
+
+// TestSignatureCounterHoldsMatches: Run's flush writes failures at once,
+// and the matches of a source without a recent failure at most once a
+// minute; those of a source that just failed at once; Flush writes all.
+func TestSignatureCounterHoldsMatches(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		c := reconcile.NewSignatureCounter(db, 10*time.Second)
+		stats := func(wantFailures, wantVerified int64) {
+			t.Helper()
+			st, err := db.SignatureStats(ctx, "shop", t0.Add(-time.Hour))
+			var f, v int64
+			if len(st) == 1 {
+				f, v = st[0].Failures, st[0].Verified
+			}
+			if err != nil || f != wantFailures || v != wantVerified {
+				t.Fatalf("SignatureStats = %+v, %v; want %d failures, %d matches written", st, err, wantFailures, wantVerified)
+			}
+		}
+		at := func(observe time.Duration, ok bool, flush time.Duration) {
+			t.Helper()
+			c.Observe("shop", ok, t0.Add(observe))
+			if err := c.FlushAt(ctx, t0.Add(flush)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		at(0, true, time.Second)
+		stats(0, 1) // the first matches: written
+		at(20*time.Second, true, 21*time.Second)
+		stats(0, 1) // held: a minute after the last written
+		at(40*time.Second, false, 41*time.Second)
+		stats(1, 2) // a failure: written at once, and the matches held
+		at(50*time.Second, true, 51*time.Second)
+		stats(1, 3) // a match after a recent failure: at once
+		at(10*time.Minute, true, 10*time.Minute+time.Second)
+		stats(1, 4) // no recent failure, a minute since: written
+		at(10*time.Minute+10*time.Second, true, 10*time.Minute+11*time.Second)
+		stats(1, 4) // held
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stats(1, 5) // Flush writes all
+	})
+}
