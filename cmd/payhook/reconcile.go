@@ -87,6 +87,12 @@ func (m *Main) reconcile(ctx context.Context, args []string) error {
 		return err
 	}
 	if n := len(rep.Differences); n > 0 {
+		// Events stored but not processed yet (no serve running, or a
+		// backlog) read as differences that no backfill fixes: say so.
+		if waiting, err := db.ListEvents(ctx, store.Filter{Source: src.Name, Status: payhook.StatusReceived, Limit: 1}); err == nil && len(waiting) > 0 {
+			fmt.Fprintf(m.Stderr, "note: events of source %s are still waiting to be processed (payhook events list --source %s --status received): "+
+				"a running payhook serve processes them; reconcile again after\n", src.Name, src.Name)
+		}
 		return fmt.Errorf("reconcile %s: %d %s: %w", src.Name, n, plural(n, "difference"), errDifferences)
 	}
 	return nil

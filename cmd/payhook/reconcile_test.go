@@ -382,3 +382,44 @@ func TestSilenceAlert(t *testing.T) {
 		}
 	})
 }
+
+// TestReconcileSaysEventsWait: with no serve running, a backfilled
+// payment's events wait unprocessed; reconcile reports the payment
+// missing and says that the source's events are still waiting, which a
+// backfill cannot fix. Before the backfill there is nothing waiting and
+// no such note.
+func TestReconcileSaysEventsWait(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		d := deliver.New(deliver.Config{TimeScale: 1000})
+		t.Cleanup(d.Close)
+		p, err := sim.New(sim.Config{Flavour: flavour.Billete(), Sender: d, Seed: 3, TestKey: "sk_test_wait"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := httptest.NewServer(p.Handler())
+		t.Cleanup(api.Close)
+		co, err := p.CreateCheckout(sim.EnvTest, 1200, "EUR", "ord_w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"PAYHOOK_DB": dbtest.URL(t, engine), "PAYHOOK_CONFIG": writeConfig(t,
+			"sources:\n  - name: shop\n    provider: billete\n    secrets: [whsec_eA==]\n    api_url: "+api.URL+"\n    api_key: sk_test_wait\n")}
+		if code, _, errOut := run(t, env, "migrate"); code != 0 {
+			t.Fatalf("migrate = %d, %s", code, errOut)
+		}
+		const note = "events of source shop are still waiting to be processed"
+		if code, _, errOut := run(t, env, "reconcile", "--source", "shop"); code != 1 || strings.Contains(errOut, note) {
+			t.Fatalf("reconcile before the backfill = %d, %q; want 1 and no note of waiting events", code, errOut)
+		}
+		if code, out, errOut := run(t, env, "backfill", "--source", "shop"); code != 0 || !strings.Contains(out, "2 new") {
+			t.Fatalf("backfill = %d, %q, %q; want 0 and 2 new", code, out, errOut)
+		}
+		if code, _, errOut := run(t, env, "reconcile", "--source", "shop"); code != 1 || !strings.Contains(errOut, note) {
+			t.Fatalf("reconcile with the events unprocessed = %d, %q; want 1 and %q", code, errOut, note)
+		}
+	})
+}
