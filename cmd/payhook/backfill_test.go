@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
@@ -96,11 +97,18 @@ func TestBackfillAfterOutage(t *testing.T) {
 				if !strings.Contains(errOut, "backfill b: page 1: listed") {
 					t.Errorf("backfill's progress (not a terminal) = %q; want a plain line per page", errOut)
 				}
-				waitProgress(t, "the backfilled events processed", func() (bool, string) {
+				if err := awaitProgress("the backfilled events processed", stallLimit, 50*time.Millisecond, func() (bool, string) {
 					var waiting int
 					db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE source = 'b' AND status = 'received'`).Scan(&waiting)
 					return waiting == 0, fmt.Sprint(waiting)
-				})
+				}); err != nil {
+					// Say what holds the events that wait.
+					waiting, _ := db.ListEvents(ctx, store.Filter{Source: "b", Status: payhook.StatusReceived, Limit: 10})
+					for _, ev := range waiting {
+						t.Logf("waiting: %s %s via %s, %d attempts, last error %q", ev.EventID, ev.Type, ev.ReceivedVia, ev.Attempts, ev.LastError)
+					}
+					t.Fatal(err)
+				}
 				evs, err := db.ListEvents(ctx, store.Filter{Source: "b", Limit: 1 << 20})
 				if err != nil {
 					t.Fatal(err)
