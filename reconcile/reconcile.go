@@ -273,9 +273,10 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 	for _, r := range listed[adapter.KindRefund] {
 		refunds[r.PaymentRef] = append(refunds[r.PaymentRef], r)
 	}
-	disputes := map[string]adapter.Object{}
+	// A payment may have several disputes: each is compared on its own.
+	disputes := map[string][]adapter.Object{}
 	for _, d := range listed[adapter.KindDispute] {
-		disputes[d.PaymentRef] = d
+		disputes[d.PaymentRef] = append(disputes[d.PaymentRef], d)
 	}
 	atProvider := map[string]bool{}
 	for _, p := range listed[adapter.KindPayment] {
@@ -313,8 +314,11 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 	return nil
 }
 
-// payment compares one listed payment.
-func (c *comparer) payment(p adapter.Object, refunds []adapter.Object, dispute adapter.Object) error {
+// payment compares one listed payment, with each of its disputes: the
+// payment is charged back when any of them is open or lost, and each
+// dispute's chargeback and win must be posted here as it stands at the
+// provider (a dispute won that payhook never saw moves nothing either way).
+func (c *comparer) payment(p adapter.Object, refunds, disputes []adapter.Object) error {
 	want := p
 	if want.RefundedAmount < 0 {
 		want.RefundedAmount = 0
@@ -325,8 +329,10 @@ func (c *comparer) payment(p adapter.Object, refunds []adapter.Object, dispute a
 		}
 		want.Status = paymentStatus(want.Amount, want.RefundedAmount)
 	}
-	if dispute.Status == "open" || dispute.Status == "lost" {
-		want.Status = "charged_back"
+	for _, d := range disputes {
+		if disputeState(d.Status) == "charged_back" {
+			want.Status = "charged_back"
+		}
 	}
 	got, err := billing.GetPayment(c.ctx, c.db, c.source, p.Ref)
 	if errors.Is(err, payhook.ErrNotFound) {
@@ -349,24 +355,69 @@ func (c *comparer) payment(p adapter.Object, refunds []adapter.Object, dispute a
 	diff("amount", fmt.Sprint(got.Amount), fmt.Sprint(want.Amount))
 	diff("currency", strings.ToUpper(got.Currency), want.Currency)
 	diff("refunded_amount", fmt.Sprint(got.RefundedAmount), fmt.Sprint(want.RefundedAmount))
+	var posts []billing.PostingView
+	if len(refunds) > 0 || len(disputes) > 0 {
+		if posts, err = billing.ListPostings(c.ctx, c.db, c.source, p.Ref); err != nil {
+			return fmt.Errorf("reconcile %s: %w", c.source, err)
+		}
+	}
+	fix := ""
+	for _, d := range disputes {
+		here, provider := disputeHere(posts, d.Ref), disputeState(d.Status)
+		if here == provider || provider == "" || (provider == "won" && here == "none") {
+			continue
+		}
+		diff("dispute "+d.Ref, here, provider)
+		if fix != "" {
+			continue
+		}
+		switch {
+		case here == "none":
+			fix = c.backfillFix("the payment.charged_back event of dispute "+d.Ref, d.Created)
+		case provider == "won":
+			fix = c.backfillFix("the payment.chargeback_won event of dispute "+d.Ref, d.Created)
+		}
+	}
 	if len(fields) == 0 {
 		return nil
 	}
-	fix := c.backfillFix("the payment's events", p.Created)
-	missing, err := c.missingRefunds(p.Ref, refunds)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(missing) > 0:
+	if missing := unpostedRefunds(posts, refunds); len(missing) > 0 {
 		fix = c.backfillFix("the payment.refunded events of refunds "+strings.Join(ids(missing), ", "), missing[0].Created)
-	case want.Status == "charged_back" && got.Status != "charged_back":
-		fix = c.backfillFix("the payment.charged_back event of dispute "+dispute.Ref, dispute.Created)
-	case dispute.Status == "won" && got.Status == "charged_back":
-		fix = c.backfillFix("the payment.chargeback_won event of dispute "+dispute.Ref, dispute.Created)
+	}
+	if fix == "" {
+		fix = c.backfillFix("the payment's events", p.Created)
 	}
 	c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: Different, Fields: fields, Fix: fix})
 	return nil
+}
+
+// disputeState is what a listed dispute does to its payment:
+// "charged_back" (open or lost: its chargeback stands), "won" (its
+// chargeback was given back), "" for a status that moves nothing.
+func disputeState(status string) string {
+	switch status {
+	case "open", "lost":
+		return "charged_back"
+	case "won":
+		return "won"
+	}
+	return ""
+}
+
+// disputeHere is what payhook posted of dispute ref, in disputeState's
+// words: "won" (its chargeback_won posting), "charged_back" (its
+// chargeback posting only) or "none".
+func disputeHere(posts []billing.PostingView, ref string) string {
+	has := func(key string) bool {
+		return slices.ContainsFunc(posts, func(p billing.PostingView) bool { return p.FactKey == key })
+	}
+	switch {
+	case has("chargeback_won:" + ref):
+		return "won"
+	case has("chargeback:" + ref):
+		return "charged_back"
+	}
+	return "none"
 }
 
 // missingRefunds returns the succeeded refunds of payment ref that
@@ -379,13 +430,19 @@ func (c *comparer) missingRefunds(ref string, refunds []adapter.Object) ([]adapt
 	if err != nil {
 		return nil, fmt.Errorf("reconcile %s: %w", c.source, err)
 	}
+	return unpostedRefunds(posts, refunds), nil
+}
+
+// unpostedRefunds returns the succeeded refunds of which posts, a
+// payment's postings, have none.
+func unpostedRefunds(posts []billing.PostingView, refunds []adapter.Object) []adapter.Object {
 	var out []adapter.Object
 	for _, r := range refunds {
 		if r.Status == "succeeded" && !slices.ContainsFunc(posts, func(p billing.PostingView) bool { return p.FactKey == "refund:"+r.Ref }) {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // paymentStatus is a fiat payment's status by what refunds took.
