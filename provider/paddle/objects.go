@@ -85,7 +85,8 @@ type totals struct {
 // with the pinned Paddle-Version if any. Adjustments and subscriptions,
 // which Paddle cannot filter by time, are listed newest first
 // (order_by=id[DESC]) and only until one created before q.From: that page
-// is the last. Next is the after of meta.pagination.next when has_more.
+// is the last, and that item and those after it are read no further than
+// their id and created_at (one malformed beyond the window fails nothing). Next is the after of meta.pagination.next when has_more.
 // Transactions not paid or completed (draft, ready, billed, canceled,
 // past_due), adjustments of another action and chargebacks pending
 // approval or rejected, which move no money, are left out of Objects.
@@ -117,6 +118,28 @@ func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapte
 	}
 	p := adapter.ObjectPage{Next: page.next}
 	for _, raw := range page.items {
+		// The window first, on the id and created_at alone: an item
+		// older than the window is not read further, so one malformed
+		// beyond it fails nothing.
+		var head struct {
+			ID        string `json:"id"`
+			CreatedAt string `json:"created_at"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil {
+			return adapter.ObjectPage{}, fmt.Errorf("paddle: list %s: an item is not a Paddle entity (%.100q): %w", l.path, raw, payhook.ErrMalformed)
+		}
+		created, err := time.Parse(time.RFC3339Nano, head.CreatedAt)
+		if head.ID == "" || err != nil {
+			return adapter.ObjectPage{}, fmt.Errorf("paddle: list %s: a listed %s without an id or created_at (%q, %q): %w", l.path, q.Kind, head.ID, head.CreatedAt, payhook.ErrMalformed)
+		}
+		if created.Before(q.From) {
+			if l.newestFirst {
+				// Everything further is older still.
+				p.Next = ""
+				break
+			}
+			continue
+		}
 		var it listed
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return adapter.ObjectPage{}, fmt.Errorf("paddle: list %s: an item is not a Paddle entity (%.100q): %w", l.path, raw, payhook.ErrMalformed)
@@ -124,14 +147,6 @@ func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapte
 		o, keep, err := it.object(q.Kind, page.version)
 		if err != nil {
 			return adapter.ObjectPage{}, fmt.Errorf("paddle: list %s: %w", l.path, err)
-		}
-		if o.Created.Before(q.From) {
-			if l.newestFirst {
-				// Everything further is older still.
-				p.Next = ""
-				break
-			}
-			continue
 		}
 		if keep {
 			p.Objects = append(p.Objects, o)

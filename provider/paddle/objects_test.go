@@ -257,3 +257,38 @@ func TestListObjectsMalformed(t *testing.T) {
 		})
 	}
 }
+
+// A newest-first list stops at the first item older than the window,
+// reading it no further than its id and created_at: malformed items
+// beyond the window fail nothing, and that page is the last.
+func TestListObjectsStopsBeforeOldMalformed(t *testing.T) {
+	t.Parallel()
+	page := func(items ...string) string {
+		return `{"data":[` + strings.Join(items, ",") + `],"meta":{"pagination":{"per_page":3,"next":"https://api.paddle.com/x?after=z","has_more":true}}}`
+	}
+	for _, tc := range []struct {
+		name, kind, body string
+	}{
+		{"refunds", adapter.KindRefund, page(
+			`{"id":"adj_2","action":"refund","transaction_id":"txn_1","status":"approved","totals":{"total":"5"},"created_at":"2026-11-30T12:00:00Z"}`,
+			`{"id":"adj_1","action":"refund","transaction_id":"txn_1","status":"done","totals":{"total":"+5"},"created_at":"2026-11-29T12:00:00Z"}`,
+			`{"id":"adj_0","action":"refund","totals":"x","created_at":"2026-11-28T12:00:00Z"}`)},
+		{"chargebacks", adapter.KindDispute, page(
+			`{"id":"adj_2","action":"chargeback","transaction_id":"txn_1","status":"approved","totals":{"total":"5"},"created_at":"2026-11-30T12:00:00Z"}`,
+			`{"id":"adj_1","action":"chargeback","status":"gone","created_at":"2026-11-29T12:00:00Z"}`)},
+		{"subscriptions", adapter.KindSubscription, page(
+			`{"id":"sub_2","status":"active","items":[{"price":{"id":"pri_1"}}],"created_at":"2026-11-30T12:00:00Z"}`,
+			`{"id":"sub_1","status":"active","items":"none","created_at":"2026-11-29T12:00:00Z"}`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(tc.body)) }))
+			defer api.Close()
+			c := &paddle.Client{BaseURL: api.URL, Key: "pdl_sdbx_apikey_x"}
+			p, err := c.ListObjects(context.Background(), adapter.ObjectQuery{Kind: tc.kind, From: at("2026-11-30T00:00:00Z")})
+			if err != nil || len(p.Objects) != 1 || !strings.HasSuffix(p.Objects[0].Ref, "_2") || p.Next != "" {
+				t.Fatalf("ListObjects = %+v, %v; want the one item in the window, and no next page", p, err)
+			}
+		})
+	}
+}
