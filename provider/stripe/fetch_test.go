@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 
 	"github.com/payhook/payhook"
@@ -131,4 +132,94 @@ func TestClientFetchRequestsAndFaults(t *testing.T) {
 			t.Errorf("%s: request %s %v; want GET /v1/charges/ch_1?expand[]=refunds with the key and Stripe-Version", tc.name, seen.URL, seen.Header)
 		}
 	}
+}
+
+// Stripe expands 10 of a charge's refunds: the fetch lists the rest
+// (GET /v1/refunds?charge=, page after page), so that a charge or a
+// payment intent fetched lists every refund, and has_more is false.
+func TestClientFetchPagesRefunds(t *testing.T) {
+	t.Parallel()
+	p, err := sim.New(sim.Config{Flavour: flavour.Stripe(), Sender: nowhere{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var refunds []string // the starting_after of each GET /v1/refunds
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/refunds" {
+			mu.Lock()
+			refunds = append(refunds, r.URL.Query().Get("starting_after"))
+			mu.Unlock()
+			// The client asks for 100 a page; 5 make it page.
+			q := r.URL.Query()
+			q.Set("limit", "5")
+			r.URL.RawQuery = q.Encode()
+		}
+		p.Handler().ServeHTTP(w, r)
+	}))
+	defer api.Close()
+	test, _ := p.Keys()
+	env := sim.EnvTest
+	chk, _ := p.CreateCheckout(env, 1000, "usd", "ord_1")
+	pay, _ := p.CompleteCheckout(env, chk.ID)
+	other, _ := p.CompleteCheckout(env, must(p.CreateCheckout(env, 1000, "usd", "ord_2")).ID)
+	want := map[string]bool{}
+	for i := range 17 {
+		if i == 12 {
+			p.Refund(env, other.ID, 10, "", false) // another charge's, among the paged ones: not listed
+		}
+		re, err := p.Refund(env, pay.ID, 10, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[re.ID] = true
+	}
+	c := &stripe.Client{BaseURL: api.URL, Key: test}
+	for _, typ := range []string{"charge.refunded", "payment_intent.succeeded"} {
+		mu.Lock()
+		refunds = nil
+		mu.Unlock()
+		b, err := c.Fetch(context.Background(), &payhook.Event{EventID: "evt_1", Type: typ, Payload: []byte(`{"data":{"object":{"id":"` + pay.ID + `"}}}`)})
+		if err != nil {
+			t.Fatalf("%s: Fetch: %v", typ, err)
+		}
+		type list struct {
+			Data    []struct{ ID string }
+			HasMore bool `json:"has_more"`
+		}
+		var got struct {
+			Refunds      list
+			LatestCharge struct{ Refunds list } `json:"latest_charge"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		l := got.Refunds
+		if typ == "payment_intent.succeeded" {
+			l = got.LatestCharge.Refunds
+		}
+		mu.Lock()
+		requests := len(refunds)
+		mu.Unlock()
+		ids := map[string]bool{}
+		for _, r := range l.Data {
+			ids[r.ID] = true
+		}
+		if len(l.Data) != 17 || len(ids) != 17 || l.HasMore || requests != 2 {
+			t.Errorf("%s: fetched %d refunds (%d distinct of the 17), has_more %t, in %d more requests; want the 17, has_more false, in 2",
+				typ, len(l.Data), len(ids), l.HasMore, requests)
+		}
+		for id := range ids {
+			if !want[id] {
+				t.Errorf("%s: fetched refund %s, not one of the charge's", typ, id)
+			}
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

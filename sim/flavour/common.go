@@ -69,6 +69,9 @@ func (q Query) Match(ev Event) bool {
 	if q.Type != "" && !slices.Contains(strings.Split(q.Type, ","), ev.Type) {
 		return false
 	}
+	if q.Charge != "" && (ev.Data == nil || ev.Data["payment_id"] != q.Charge) {
+		return false
+	}
 	return q.CreatedFrom.IsZero() || !ev.CreatedAt.Before(q.CreatedFrom)
 }
 

@@ -195,6 +195,9 @@ type Query struct {
 	Cursor string
 	// Limit is the page size; 0 means 100, at most 1000.
 	Limit int
+	// Charge, if set, keeps only the objects of this payment (a refund's
+	// payment_id: Stripe's charge filter on its refunds list).
+	Charge string
 	// Descending lists newest first (Paddle's order_by=id[DESC]); the
 	// cursor is then the newest of what is left. Only object lists
 	// (Lister) honour it.

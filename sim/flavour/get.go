@@ -101,8 +101,13 @@ func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte,
 	return b, nil
 }
 
+// expandedRefunds is how many refunds Stripe lists on a charge whose
+// refunds are expanded; has_more says more follow.
+const expandedRefunds = 10
+
 // stripeCharge renders a payment as its charge, with its refunds when
-// refunds is true (Data's "refunds").
+// refunds is true (Data's "refunds"): the first expandedRefunds, in the
+// order GET /v1/refunds lists them.
 func stripeCharge(obj Event, refunds bool) map[string]any {
 	d := obj.Data
 	o := stripeListed(ObjectPayment, obj)
@@ -116,7 +121,13 @@ func stripeCharge(obj Event, refunds bool) map[string]any {
 			}
 			data[i] = ro
 		}
-		o["refunds"] = map[string]any{"object": "list", "data": data, "has_more": false,
+		// Stripe expands the first 10 only; GET /v1/refunds?charge=
+		// lists the rest.
+		more := len(data) > expandedRefunds
+		if more {
+			data = data[:expandedRefunds]
+		}
+		o["refunds"] = map[string]any{"object": "list", "data": data, "has_more": more,
 			"url": "/v1/charges/" + str(d, "id") + "/refunds"}
 	}
 	return o

@@ -75,20 +75,25 @@ func (stripeFlavour) ListPaths() map[string]string {
 }
 
 // ListQuery reads created[gte]|created[gt] (unix seconds), starting_after,
-// limit (1 to 100) and status ("all" only: the sim lists canceled
-// subscriptions too, as Stripe does with status=all); any other parameter
-// is an error, as Stripe's.
+// limit (1 to 100), charge (refunds of that charge only) and status ("all"
+// only: the sim lists canceled subscriptions too, as Stripe does with
+// status=all); any other parameter is an error, as Stripe's.
 func (f stripeFlavour) ListQuery(r *http.Request) (Query, error) {
 	p, err := params(r)
 	if err != nil {
 		return Query{}, err
 	}
-	if v, ok := p["status"]; ok {
-		if v != "all" {
-			return Query{}, fmt.Errorf("list query: status %q: the sim lists status=all only: %w", v, ErrQuery)
-		}
+	if v, ok := p["status"]; ok && v != "all" {
+		return Query{}, fmt.Errorf("list query: status %q: the sim lists status=all only: %w", v, ErrQuery)
+	}
+	charge, hasCharge := p["charge"]
+	if hasCharge && charge == "" {
+		return Query{}, fmt.Errorf("list query: charge is empty: %w", ErrQuery)
+	}
+	if _, ok := p["status"]; ok || hasCharge {
 		q := r.URL.Query()
 		q.Del("status")
+		q.Del("charge")
 		r = r.Clone(r.Context())
 		r.URL.RawQuery = q.Encode()
 	}
@@ -96,6 +101,7 @@ func (f stripeFlavour) ListQuery(r *http.Request) (Query, error) {
 	if err == nil && q.Type != "" {
 		err = fmt.Errorf("list query: received unknown parameter: type: %w", ErrQuery)
 	}
+	q.Charge = charge
 	return q, err
 }
 
