@@ -44,7 +44,8 @@ func orDefault(n, plain, race int) int {
 // regressions are seeds that once found a bug (put back on purpose, see
 // bugs_test.go), run by TestDST whatever -seeds says.
 var regressions = []int64{
-	17, // ack-before-commit: a commit that failed answered 2xx
+	17,  // ack-before-commit: a commit that failed answered 2xx
+	241, // a chargeback_won whose chargeback only backfill brought outlived 12 attempts
 }
 
 // seedList is the seeds a test runs: -seed alone, or n from -first.
