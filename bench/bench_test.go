@@ -186,3 +186,52 @@ func TestURLs(t *testing.T) {
 		t.Errorf("acked %d, instances got %d and %d; want 22, 11 and 11", res.Acked, counts[0].Load(), counts[1].Load())
 	}
 }
+
+// TestDrainLoop checks that drainLoop returns once nothing waits, counts
+// at most every countEvery, and fails when the count stops moving.
+func TestDrainLoop(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		counts  []int64 // what count returns, the last repeated
+		probes  int     // waiting says yes this many times, then no
+		wantErr bool
+	}{
+		{name: "drains", counts: []int64{5, 3, 1}, probes: 3},
+		{name: "stalls", counts: []int64{7}, probes: 1 << 30, wantErr: true},
+		{name: "nothing waiting", counts: []int64{0}, probes: 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			probes, counts := 0, 0
+			waiting := func(context.Context) (bool, error) {
+				probes++
+				return probes <= tc.probes, nil
+			}
+			count := func(context.Context) (int64, error) {
+				counts++
+				return tc.counts[min(counts, len(tc.counts))-1], nil
+			}
+			_, err := drainLoop(context.Background(), time.Now(), 20*time.Millisecond, time.Millisecond, 0, "stripe", waiting, count)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("drainLoop = %v; want error %v", err, tc.wantErr)
+			}
+			if tc.probes == 0 && counts != 0 {
+				t.Errorf("count called %d times though nothing waited; want 0", counts)
+			}
+		})
+	}
+	t.Run("counts seldom", func(t *testing.T) {
+		t.Parallel()
+		probes, counts := 0, 0
+		waiting := func(context.Context) (bool, error) { probes++; return probes <= 50, nil }
+		count := func(context.Context) (int64, error) { counts++; return int64(100 - probes), nil }
+		if _, err := drainLoop(context.Background(), time.Now(), time.Hour, 0, time.Hour, "stripe", waiting, count); err != nil {
+			t.Fatal(err)
+		}
+		if counts != 1 {
+			t.Errorf("count called %d times in 50 probes with countEvery 1h; want 1", counts)
+		}
+	})
+}
