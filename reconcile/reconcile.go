@@ -20,7 +20,9 @@ import (
 const (
 	// AlertDifference: the provider and payhook disagree about an
 	// object; subject is source/kind/ref, raised once per difference
-	// (the same difference found by the next run counts nothing).
+	// (the same difference found by the next run counts nothing), and
+	// acknowledged by the first run that ends without error and no
+	// longer reports a difference of the subject.
 	AlertDifference = "reconcile_difference"
 	// AlertAPIVersionDrift: an event or a listed object came in another
 	// API version than the source pins (billing.AlertAPIVersionDrift).
@@ -517,6 +519,47 @@ func (d Difference) occurrence(source string) string {
 	return b.String()
 }
 
+// subject is the subject of the difference's alert: source/kind/ref.
+func (d Difference) subject(source string) string { return source + "/" + d.Kind + "/" + d.Ref }
+
+// clearFixed acknowledges, inside tx, the source's open AlertDifference
+// alerts whose subject this run no longer reports: the difference was
+// fixed. Each is a conditional UPDATE (still open), so a concurrent
+// acknowledgement or raise is not undone by this read. The same
+// difference found again later raises nothing (its occurrence counted
+// once); another difference of the subject raises it again.
+func clearFixed(ctx context.Context, tx *billing.Tx, source string, reported map[string]bool) error {
+	prefix := source + "/"
+	rows, err := tx.QueryContext(ctx, `SELECT id, subject FROM payhook_alerts
+		WHERE kind = $1 AND acknowledged = FALSE`, AlertDifference)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: open differences: %w", source, err)
+	}
+	var fixed []int64
+	for rows.Next() {
+		var id int64
+		var subject string
+		if err := rows.Scan(&id, &subject); err != nil {
+			rows.Close()
+			return fmt.Errorf("reconcile %s: open differences: %w", source, err)
+		}
+		if strings.HasPrefix(subject, prefix) && !reported[subject] {
+			fixed = append(fixed, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reconcile %s: open differences: %w", source, err)
+	}
+	for _, id := range fixed {
+		if _, err := tx.ExecContext(ctx, `UPDATE payhook_alerts SET acknowledged = TRUE
+			WHERE id = $1 AND kind = $2 AND acknowledged = FALSE`, id, AlertDifference); err != nil {
+			return fmt.Errorf("reconcile %s: clear fixed difference: %w", source, err)
+		}
+	}
+	return nil
+}
+
 // message is the alert's text.
 func (d Difference) message(source string) string {
 	var parts []string
@@ -539,12 +582,18 @@ func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed ma
 		return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
 	}
 	defer tx.Rollback()
+	reported := map[string]bool{}
 	for i := range rep.Differences {
 		d := &rep.Differences[i]
-		d.Alerted, err = billing.RaiseAlertOnce(ctx, tx, AlertDifference, cfg.Source+"/"+d.Kind+"/"+d.Ref, d.occurrence(cfg.Source), d.message(cfg.Source))
+		subject := d.subject(cfg.Source)
+		reported[subject] = true
+		d.Alerted, err = billing.RaiseAlertOnce(ctx, tx, AlertDifference, subject, d.occurrence(cfg.Source), d.message(cfg.Source))
 		if err != nil {
 			return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
 		}
+	}
+	if err := clearFixed(ctx, tx, cfg.Source, reported); err != nil {
+		return err
 	}
 	if cfg.APIVersion != "" {
 		for _, kind := range adapter.ObjectKinds {

@@ -24,7 +24,8 @@ Lists the provider's recent payments, refunds, disputes and subscriptions
 state: missing here, missing at the provider, another status, amount,
 currency or refunded amount, another subscription status or plan. Each
 difference is a row and an alert reconcile_difference (once per
-difference). Nothing is corrected: each row says which events would
+difference); a later run that ends without error and no longer finds it
+acknowledges the alert. Nothing is corrected: each row says which events would
 correct it, through a backfill or a replay. Exit status 1 when differences
 remain, 0 when none.
 
