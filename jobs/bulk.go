@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -75,7 +77,16 @@ type BulkPlan struct {
 	// First are the newest of them (at most the number PlanReplay was
 	// given), newest first, as the event list shows them.
 	First []*payhook.Event
+	// NoEvents says that the database holds no event at all of the
+	// filter's source (a typo, another database or config?); Sources
+	// then are the sources that have events, sorted, at most
+	// maxSourcesShown. Set only when nothing matched.
+	NoEvents bool
+	Sources  []string
 }
+
+// maxSourcesShown bounds BulkPlan.Sources.
+const maxSourcesShown = 20
 
 // PlanReplay returns the events f selects, replaying nothing: their ids
 // and the first show of them. A bad filter is an error wrapping
@@ -89,6 +100,11 @@ func (q *Queue) PlanReplay(ctx context.Context, f BulkFilter, show int) (*BulkPl
 		return nil, fmt.Errorf("plan bulk replay: %w", err)
 	}
 	p := &BulkPlan{Filter: f, IDs: ids}
+	if len(ids) == 0 {
+		if err := q.otherSources(ctx, p); err != nil {
+			return nil, fmt.Errorf("plan bulk replay: %w", err)
+		}
+	}
 	if len(ids) > 0 && show > 0 {
 		sf := f.store()
 		sf.Before, sf.Limit = ids[len(ids)-1]+1, show
@@ -97,6 +113,36 @@ func (q *Queue) PlanReplay(ctx context.Context, f BulkFilter, show int) (*BulkPl
 		}
 	}
 	return p, nil
+}
+
+// otherSources sets p's NoEvents and Sources when its source has no
+// event at all.
+func (q *Queue) otherSources(ctx context.Context, p *BulkPlan) error {
+	var one int
+	err := q.db.SQL.QueryRowContext(ctx, `SELECT 1 FROM payhook_events WHERE source = $1 LIMIT 1`, p.Filter.Source).Scan(&one)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("events of source %s: %w", p.Filter.Source, err)
+	}
+	p.NoEvents = true
+	rows, err := q.db.SQL.QueryContext(ctx, `SELECT DISTINCT source FROM payhook_events ORDER BY source LIMIT $1`, maxSourcesShown)
+	if err != nil {
+		return fmt.Errorf("sources with events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return fmt.Errorf("sources with events: %w", err)
+		}
+		p.Sources = append(p.Sources, s)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sources with events: %w", err)
+	}
+	return nil
 }
 
 // BulkOptions tune ReplayBulk. Zero fields take the documented defaults.

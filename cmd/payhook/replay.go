@@ -35,6 +35,9 @@ type bulkReplay struct {
 	Replayed int                 `json:"replayed"`
 	Skipped  []int64             `json:"skipped"`
 	Error    string              `json:"error,omitempty"`
+	// Hint, when nothing matched because the source has no events at
+	// all, says so and names the sources that have some.
+	Hint string `json:"hint,omitempty"`
 }
 
 // eventsReplayBulk is payhook events replay without an id: by filter.
@@ -74,6 +77,13 @@ func (m *Main) eventsReplayBulk(ctx context.Context, dbURL, source, status, typ 
 	if out.IDs == nil {
 		out.IDs = []int64{}
 	}
+	if plan.NoEvents {
+		others := "none"
+		if len(plan.Sources) > 0 {
+			others = strings.Join(plan.Sources, ", ")
+		}
+		out.Hint = fmt.Sprintf("no events stored for source %s; sources with events: %s", source, others)
+	}
 	what := fmt.Sprintf("%d %s %s of source %s", len(plan.IDs), status, plural(len(plan.IDs), "event"), source)
 	if typ != "" {
 		what += " of type " + typ
@@ -85,6 +95,9 @@ func (m *Main) eventsReplayBulk(ctx context.Context, dbURL, source, status, typ 
 			verb = "dry run: would replay"
 		}
 		fmt.Fprintf(m.Stdout, "%s %s\n", verb, what)
+		if out.Hint != "" {
+			fmt.Fprintln(m.Stdout, out.Hint)
+		}
 		if len(plan.IDs) > 0 {
 			printEvents(m.Stdout, out.Events)
 			if n := len(plan.IDs) - len(out.Events); n > 0 {

@@ -79,12 +79,17 @@ func TestEventsReplayBulk(t *testing.T) {
 			{[]string{"events", "replay", "1", "2"}, 2, nil, "takes one ID|EVENT_ID"},
 			{append(bulk, "--dry-run"), 0, []string{"dry run: would replay 2 failed events of source shop received since", "evt_f1", "evt_f2"}, ""},
 			{append(bulk, "--dry-run", "--type", "refund"), 0, []string{"dry run: would replay 0 failed events of source shop of type refund"}, ""},
+			// A source with no events at all: said so, with those that have some.
+			{[]string{"events", "replay", "--status", "failed", "--source", "stripe", "--since", "24h"}, 0,
+				[]string{"replaying 0 failed events of source stripe", "\nno events stored for source stripe; sources with events: other, shop\n"}, ""},
 		} {
 			code, stdout, stderr := run(t, env, tc.args...)
 			ok := code == tc.code && strings.Contains(stderr, tc.stderr) && (tc.stdout == nil) == (stdout == "")
 			for _, s := range tc.stdout {
 				ok = ok && strings.Contains(stdout, s)
 			}
+			// The hint only for a source without events.
+			ok = ok && strings.Contains(stdout, "no events stored") == strings.Contains(strings.Join(tc.stdout, " "), "no events stored")
 			if !ok || strings.Contains(stdout, "evt_old") || strings.Contains(stdout, "evt_ok") || strings.Contains(stdout, "evt_f3") {
 				t.Errorf("payhook %v = %d, stdout %q, stderr %q; want %d, stdout with %q (and not the other events), stderr with %q",
 					tc.args, code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
@@ -117,7 +122,7 @@ func TestEventsReplayBulk(t *testing.T) {
 		// Nothing is failed any more: a second run replays nothing.
 		code, stdout, _ = run(t, env, append(bulk, "--json")...)
 		var again bulkReplay
-		if err := json.Unmarshal([]byte(stdout), &again); code != 0 || err != nil || again.Matched != 0 || again.Replayed != 0 {
+		if err := json.Unmarshal([]byte(stdout), &again); code != 0 || err != nil || again.Matched != 0 || again.Replayed != 0 || again.Hint != "" {
 			t.Errorf("second replay = %d, %v, %s; want 0 matched", code, err, stdout)
 		}
 	})
