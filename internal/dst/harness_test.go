@@ -215,6 +215,15 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 	h.settle(true)
 	h.backfill()
 	h.settle(false)
+	// A backfill's window ends at payhook's now; an event the provider
+	// stamped later on its own clock, ahead by the skew, is the next
+	// periodic run's (seed 178 lost a dropped chargeback when it was
+	// the last). That next run, once the skew has passed:
+	if h.plan.skew > 0 {
+		h.advance(h.plan.skew + time.Second)
+		h.backfill()
+		h.settle(false)
+	}
 
 	h.faults.mu.Lock()
 	h.faults.armed = false
