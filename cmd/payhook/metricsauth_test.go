@@ -13,7 +13,8 @@ import (
 // TestMetricsAccess: /metrics is open on --admin-addr; on the public
 // listener it is behind the console's login when there is a console,
 // else open with a warning at start; a metrics token is required wherever
-// it is served; a short one is refused at start.
+// it is served; a short one is refused at start. The console's URL is
+// logged at start, on the listener it is served on.
 func TestMetricsAccess(t *testing.T) {
 	t.Parallel()
 	const (
@@ -83,6 +84,15 @@ func TestMetricsAccess(t *testing.T) {
 				if resp.StatusCode != w.code {
 					t.Errorf("GET /metrics on the %s listener with bearer %q = %d; want %d", w.listener, w.bearer, resp.StatusCode, w.code)
 				}
+			}
+			// Where the console is, said at start (when there is one).
+			console := "msg=console url=" + urls["public"] + "/console\n"
+			if tc.adminAddr {
+				console = "msg=console url=" + urls["admin"] + "/console\n"
+			}
+			if got, want := strings.Contains(stderr.String(), console), tc.env["PAYHOOK_ADMIN_TOKEN"] != ""; got != want ||
+				(!want && strings.Contains(stderr.String(), "msg=console")) {
+				t.Errorf("logged %q: %v; want %v\n%s", console, got, want, stderr)
 			}
 			if got := strings.Contains(stderr.String(), "without authentication on the public listener"); got != tc.warn {
 				t.Errorf("warned of open metrics: %v; want %v\n%s", got, tc.warn, stderr)

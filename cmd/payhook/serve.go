@@ -199,6 +199,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	for _, s := range sources {
 		log.Info("source", "url", base+"/webhooks/"+s.Name, "provider", s.Provider, "environment", s.Environment)
 	}
+	if con != nil {
+		at := base
+		if adminLn != nil {
+			at = "http://" + adminLn.Addr().String()
+		}
+		log.Info("console", "url", at+"/console")
+	}
 	if demoSecret != "" {
 		kept := ""
 		if secretFile != "" {
