@@ -405,3 +405,31 @@ func TestBackfillInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// TestBackfillProviderClockAhead: with no end given, the window reaches
+// past payhook's now, so an event the provider, whose clock runs two
+// minutes ahead, dated in payhook's future is listed and stored too.
+func TestBackfillProviderClockAhead(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		w := newWorld(t, dbURL, flavour.Billete(), 2)
+		w.clk.set(t0.Add(time.Hour + 2*time.Minute)) // the provider's clock
+		co, err := w.p.CreateCheckout(sim.EnvTest, 3000, "EUR", "order-ahead")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+			t.Fatal(err)
+		}
+		all, _ := w.p.Events(sim.EnvTest, flavour.Query{Limit: 1000})
+		cfg := w.cfg
+		cfg.Now = func() time.Time { return t0.Add(time.Hour) } // payhook's, behind
+		sum, err := reconcile.Backfill(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.New != len(all) || len(w.stored(t)) != len(all) {
+			t.Fatalf("summary %+v, %d stored; want all %d of the provider's events, its newest dated ahead of payhook's clock",
+				sum, len(w.stored(t)), len(all))
+		}
+	})
+}

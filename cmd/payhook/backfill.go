@@ -101,7 +101,7 @@ func (m *Main) backfill(ctx context.Context, args []string) error {
 	source := fs.String("source", "", "the source to backfill (required)")
 	since := sinceFlag{d: 3 * time.Hour}
 	fs.Var(&since, "since", "list the events that occurred since `T`: a duration back from now, or an RFC 3339 time")
-	until := fs.String("until", "", "list the events that occurred up to this time (RFC 3339; default now)")
+	until := fs.String("until", "", "list the events that occurred up to this time (RFC 3339; default now, plus 5 minutes for a provider clock ahead of ours)")
 	var types typeFlags
 	fs.Var(&types, "type", "only events of this provider type (repeat, or comma-separate)")
 	undelivered := fs.Bool("undelivered", false, "only events whose webhook deliveries failed (Stripe: delivery_success=false)")
