@@ -79,11 +79,7 @@ func (m *Main) newConsole(ctx context.Context, cfg *fileConfig, db *store.DB, qu
 	c, err := console.New(console.Config{DB: db, Queue: queue, Sources: sources, Token: token, Users: users,
 		TrustProxy: cfg.Admin.TrustProxy, Jobs: ui, Logger: log, Now: m.Now,
 		Resend: func(ctx context.Context, id int64) error {
-			now := time.Now()
-			if m.Now != nil {
-				now = m.Now()
-			}
-			return resendDelivery(ctx, db, queue, id, now)
+			return resendDelivery(ctx, db, queue, id, m.Now())
 		}})
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", cfg.prefix(), err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"time"
 
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
@@ -81,23 +80,8 @@ func (m *Main) deliveriesResend(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if m.Now != nil {
-		now = m.Now()
-	}
-	tx, err := db.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("resend delivery %d: %w", id, err)
-	}
-	defer tx.Rollback()
-	if err := outbox.ResendTx(ctx, db, tx, id, now); err != nil {
+	if err := resendDelivery(ctx, db, q, id, m.Now()); err != nil {
 		return err
-	}
-	if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{id}, true); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("resend delivery %d: commit: %w", id, err)
 	}
 	fmt.Fprintf(m.Stdout, "delivery %d queued again; a running payhook serve on this database sends it\n", id)
 	return nil
