@@ -32,21 +32,7 @@ var _ groupcommit.BoundedInbox = (*jobs.Queue)(nil)
 func TestConcurrentDeliveriesStoredOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := jobs.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-		q, err := jobs.New(db, jobs.Config{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, q := openQueue(t, dbURL)
 		counting := &countingInbox{inner: q, gate: make(chan struct{})}
 		c := groupcommit.New(counting, groupcommit.Config{})
 		defer c.Close()
@@ -341,4 +327,27 @@ func TestEndedContextAndClose(t *testing.T) {
 	if _, err := c.Ingest(context.Background(), []*payhook.Event{{EventID: "evt_1"}}); !errors.Is(err, payhook.ErrUnavailable) {
 		t.Fatalf("Ingest after Close = %v, want ErrUnavailable", err)
 	}
+}
+
+// openQueue opens and migrates the database at dbURL (payhook's schema
+// and River's) and returns it with a queue on it (not started).
+func openQueue(t *testing.T, dbURL string) (*store.DB, *jobs.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(db, jobs.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, q
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
-	"github.com/payhook/payhook/store"
 )
 
 // TestStoreFailureAnswersTheBatchAtOnce: when the store refuses every
@@ -27,21 +25,7 @@ import (
 func TestStoreFailureAnswersTheBatchAtOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := jobs.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-		q, err := jobs.New(db, jobs.Config{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, q := openQueue(t, dbURL)
 		if _, err := db.SQL.Exec(`ALTER TABLE river_job RENAME TO river_job_away`); err != nil {
 			t.Fatal(err)
 		}
@@ -125,21 +109,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestFailingStoreAnswersAtOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := jobs.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-		q, err := jobs.New(db, jobs.Config{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db, q := openQueue(t, dbURL)
 		inbox := &heldInbox{inner: q}
 		c := groupcommit.New(inbox, groupcommit.Config{})
 		defer c.Close()
