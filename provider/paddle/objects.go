@@ -86,7 +86,8 @@ type totals struct {
 // which Paddle cannot filter by time, are listed newest first
 // (order_by=id[DESC]) and only until one created before q.From: that page
 // is the last, and that item and those after it are read no further than
-// their id and created_at (one malformed beyond the window fails nothing). Next is the after of meta.pagination.next when has_more.
+// their id and created_at (one malformed beyond the window fails
+// nothing). Next is the after of meta.pagination.next when has_more.
 // Transactions not paid or completed (draft, ready, billed, canceled,
 // past_due), adjustments of another action and chargebacks pending
 // approval or rejected, which move no money, are left out of Objects.
