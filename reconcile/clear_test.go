@@ -20,8 +20,9 @@ import (
 
 // A difference a later run no longer finds is fixed: a run that ends
 // without error acknowledges its open alert; those still reported, those
-// of another source (even one whose name the source's begins) and all of
-// them after a failed run stay open.
+// of another source (even one whose name the source's begins), those of
+// objects outside the run's window (an earlier run with a longer --since
+// raised it) and all of them after a failed run stay open.
 func TestReconcileClearsFixedDifferences(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -66,8 +67,12 @@ func TestReconcileClearsFixedDifferences(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Another source, "p2", has an open difference of its own.
+		// Another source, "p2", has an open difference of its own, and a
+		// payment of p's outside the runs' window has one too.
 		apply(func(tx *billing.Tx) error {
+			if err := billing.RaiseAlert(ctx, tx, reconcile.AlertDifference, "p/payment/txn_old", "older"); err != nil {
+				return err
+			}
 			return billing.RaiseAlert(ctx, tx, reconcile.AlertDifference, "p2/payment/txn_1", "p2's")
 		})
 		run := func() error {
@@ -93,13 +98,13 @@ func TestReconcileClearsFixedDifferences(t *testing.T) {
 			do   func() error
 			want []string
 		}{
-			{"both missing here", run, []string{"p/payment/txn_1", "p/payment/txn_2", "p2/payment/txn_1"}},
+			{"both missing here", run, []string{"p/payment/txn_1", "p/payment/txn_2", "p/payment/txn_old", "p2/payment/txn_1"}},
 			{"txn_1 captured here, then a run", func() error {
 				apply(func(tx *billing.Tx) error {
 					return billing.Apply(ctx, tx, "p", []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "txn_1", Amount: 1000, Currency: "EUR", CapturedAt: at}}})
 				})
 				return run()
-			}, []string{"p/payment/txn_2", "p2/payment/txn_1"}},
+			}, []string{"p/payment/txn_2", "p/payment/txn_old", "p2/payment/txn_1"}},
 			{"txn_2 captured here, then a failed run", func() error {
 				apply(func(tx *billing.Tx) error {
 					return billing.Apply(ctx, tx, "p", []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "txn_2", Amount: 1000, Currency: "EUR", CapturedAt: at}}})
@@ -115,8 +120,8 @@ func TestReconcileClearsFixedDifferences(t *testing.T) {
 					return fmt.Errorf("the failing run returned no error")
 				}
 				return nil
-			}, []string{"p/payment/txn_2", "p2/payment/txn_1"}},
-			{"a run that succeeds", run, []string{"p2/payment/txn_1"}},
+			}, []string{"p/payment/txn_2", "p/payment/txn_old", "p2/payment/txn_1"}},
+			{"a run that succeeds", run, []string{"p/payment/txn_old", "p2/payment/txn_1"}},
 		}
 		for _, s := range steps {
 			if err := s.do(); err != nil {

@@ -21,8 +21,9 @@ const (
 	// AlertDifference: the provider and payhook disagree about an
 	// object; subject is source/kind/ref, raised once per difference
 	// (the same difference found by the next run counts nothing), and
-	// acknowledged by the first run that ends without error and no
-	// longer reports a difference of the subject.
+	// acknowledged by the first run that ends without error, compares
+	// the object (it is in the run's window) and no longer reports a
+	// difference of the subject.
 	AlertDifference = "reconcile_difference"
 	// AlertAPIVersionDrift: an event or a listed object came in another
 	// API version than the source pins (billing.AlertAPIVersionDrift).
@@ -235,7 +236,7 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 		rep.Listed[kind] = len(objs)
 	}
 
-	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep}
+	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep, compared: map[string]bool{}}
 	if err := c.payments(listed); err != nil {
 		return nil, err
 	}
@@ -246,7 +247,7 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 		a, b := rep.Differences[i], rep.Differences[j]
 		return a.Kind < b.Kind || (a.Kind == b.Kind && a.Ref < b.Ref)
 	})
-	if err := raise(ctx, cfg, at, rep, listed); err != nil {
+	if err := raise(ctx, cfg, at, rep, listed, c.compared); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -259,9 +260,17 @@ type comparer struct {
 	source string
 	since  time.Time
 	rep    *Report
+	// compared holds the alert subjects of the objects this run compared:
+	// only their open differences can be found fixed by it.
+	compared map[string]bool
 }
 
 func (c *comparer) add(d Difference) { c.rep.Differences = append(c.rep.Differences, d) }
+
+// compare records that the run compared the object kind/ref.
+func (c *comparer) compare(kind, ref string) {
+	c.compared[Difference{Kind: kind, Ref: ref}.subject(c.source)] = true
+}
 
 // backfillFix is the fix of what a backfill from t brings.
 func (c *comparer) backfillFix(what string, t time.Time) string {
@@ -283,6 +292,7 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 	atProvider := map[string]bool{}
 	for _, p := range listed[adapter.KindPayment] {
 		atProvider[p.Ref] = true
+		c.compare(adapter.KindPayment, p.Ref)
 		if err := c.payment(p, refunds[p.Ref], disputes[p.Ref]); err != nil {
 			return err
 		}
@@ -293,6 +303,7 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 		if atProvider[ref] {
 			continue
 		}
+		c.compare(adapter.KindPayment, ref)
 		missing, err := c.missingRefunds(ref, rs)
 		if err != nil {
 			return err
@@ -308,6 +319,7 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 		return fmt.Errorf("reconcile %s: %w", c.source, err)
 	}
 	for _, p := range here {
+		c.compare(adapter.KindPayment, p.Ref)
 		if !atProvider[p.Ref] {
 			c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: MissingAtProvider,
 				Fix: "none from the provider: check the payment at the provider (another account or environment?) and the events that created it here (payhook events list)"})
@@ -464,6 +476,7 @@ func (c *comparer) subscriptions(listed []adapter.Object) error {
 	atProvider := map[string]bool{}
 	for _, s := range listed {
 		atProvider[s.Ref] = true
+		c.compare(adapter.KindSubscription, s.Ref)
 		got, err := billing.GetSubscription(c.ctx, c.db, c.source, s.Ref)
 		if errors.Is(err, payhook.ErrNotFound) {
 			if !s.Created.Before(c.since) {
@@ -492,6 +505,7 @@ func (c *comparer) subscriptions(listed []adapter.Object) error {
 		return fmt.Errorf("reconcile %s: %w", c.source, err)
 	}
 	for _, s := range here {
+		c.compare(adapter.KindSubscription, s.Ref)
 		if !atProvider[s.Ref] {
 			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: MissingAtProvider,
 				Fix: "none from the provider: check the subscription at the provider and the events that created it here"})
@@ -523,13 +537,13 @@ func (d Difference) occurrence(source string) string {
 func (d Difference) subject(source string) string { return source + "/" + d.Kind + "/" + d.Ref }
 
 // clearFixed acknowledges, inside tx, the source's open AlertDifference
-// alerts whose subject this run no longer reports: the difference was
-// fixed. Each is a conditional UPDATE (still open), so a concurrent
+// alerts whose subject this run compared and no longer reports: the
+// difference was fixed. An object outside the run's window (a shorter
+// --since) was not looked at, so its alert stays open. Each is a conditional UPDATE (still open), so a concurrent
 // acknowledgement or raise is not undone by this read. The same
 // difference found again later raises nothing (its occurrence counted
 // once); another difference of the subject raises it again.
-func clearFixed(ctx context.Context, tx *billing.Tx, source string, reported map[string]bool) error {
-	prefix := source + "/"
+func clearFixed(ctx context.Context, tx *billing.Tx, source string, compared, reported map[string]bool) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id, subject FROM payhook_alerts
 		WHERE kind = $1 AND acknowledged = FALSE`, AlertDifference)
 	if err != nil {
@@ -543,7 +557,7 @@ func clearFixed(ctx context.Context, tx *billing.Tx, source string, reported map
 			rows.Close()
 			return fmt.Errorf("reconcile %s: open differences: %w", source, err)
 		}
-		if strings.HasPrefix(subject, prefix) && !reported[subject] {
+		if compared[subject] && !reported[subject] {
 			fixed = append(fixed, id)
 		}
 	}
@@ -575,8 +589,9 @@ func (d Difference) message(source string) string {
 
 // raise raises, in one transaction, the alert of each difference (once)
 // and of each API version the listed objects came in other than the
-// pinned one (once per version).
-func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed map[string][]adapter.Object) error {
+// pinned one (once per version), and clears the fixed differences of the
+// compared objects.
+func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed map[string][]adapter.Object, compared map[string]bool) error {
 	tx, err := billing.Begin(ctx, cfg.DB, at)
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
@@ -592,7 +607,7 @@ func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed ma
 			return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
 		}
 	}
-	if err := clearFixed(ctx, tx, cfg.Source, reported); err != nil {
+	if err := clearFixed(ctx, tx, cfg.Source, compared, reported); err != nil {
 		return err
 	}
 	if cfg.APIVersion != "" {
