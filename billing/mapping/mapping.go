@@ -66,7 +66,8 @@
 //	                               id} only; nil for mode setup, payment_status unpaid, or no order
 //	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id);
 //	                               fetched with latest_charge.refunds expanded, also its refunds as
-//	                               charge.refunded maps them
+//	                               charge.refunded maps them (a refund in a status unknown here is
+//	                               left out: its refund.* event reports it)
 //	charge.succeeded,              a charge without a payment intent (the Charges API):
 //	charge.captured                Captured{id, amount_captured (or amount)} + OrderPaid; nil when it
 //	                               has a payment intent (payment_intent.succeeded captures it) or is
@@ -118,7 +119,8 @@
 //	                       won dispute, an adjustment of its own) → ChargebackWon{transaction_id,
 //	                       ReversalRef: adjustment id}. chargeback_warning, credit,
 //	                       credit_reverse and other actions move no money: nil. An unknown
-//	                       refund status is an error.
+//	                       refund status is an error (listed on a fetched transaction, that
+//	                       adjustment is left out and the transaction still maps).
 //	subscription.created, subscription.updated
 //	                       Subscription: scheduled_change.action cancel → canceled; status canceled →
 //	                       ended; active/trialing/past_due/paused → active; others are an error
@@ -550,7 +552,26 @@ func (o obj) first(keys ...string) (string, error) {
 
 // errStatus is an unknown status value.
 func errStatus(o obj, k, v string) error {
-	return malformed("field %q has unknown value %q", o.name(k), v)
+	return unknownStatus{malformed("field %q has unknown value %q", o.name(k), v)}
+}
+
+// unknownStatus is errStatus's error: a status this mapping does not know.
+// A payment's fetched object that lists a refund or an adjustment in such
+// a status still maps the payment (see listed).
+type unknownStatus struct{ error }
+
+func (u unknownStatus) Unwrap() error { return u.error }
+
+// listed is the answer for one refund or adjustment listed on a payment's
+// fetched object: one in a status this mapping does not know is left out
+// (nothing of it moves) rather than failing the payment's own facts for
+// good; its own event (refund.*, adjustment.*) fails with the status.
+func listed(facts []billing.Fact, err error) ([]billing.Fact, error) {
+	var u unknownStatus
+	if errors.As(err, &u) {
+		return nil, nil
+	}
+	return facts, err
 }
 
 // ignored is the error a provider's mapping returns for an event that

@@ -81,7 +81,7 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 		return nil, err
 	}
 	for _, a := range adjustments {
-		more, err := paddleAdjustment(e, a)
+		more, err := listed(paddleAdjustment(e, a))
 		var ign ignored
 		if errors.As(err, &ign) {
 			continue

@@ -64,7 +64,7 @@ func stripe(e *event) ([]billing.Fact, error) {
 			if err != nil {
 				return nil, err
 			}
-			more, err := stripeRefundList(e, charge, list, ref, nil)
+			more, err := stripeRefundList(e, charge, list, ref, nil, true)
 			if err != nil {
 				return nil, err
 			}
@@ -312,7 +312,7 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts, err := stripeRefundList(e, o, list, pay, snap)
+	facts, err := stripeRefundList(e, o, list, pay, snap, false)
 	if err != nil {
 		return nil, err
 	}
@@ -326,8 +326,9 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 // payment pay by the rules of refund.* (stripeRefund): succeeded or
 // pending is a Refunded with the payment snapshot snap (nil: none), failed
 // or canceled a RefundFailed, requires_action nothing yet, any other
-// status malformed.
-func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Payment) ([]billing.Fact, error) {
+// status malformed, or, when onPayment (the list is on a payment's own
+// event), left out as listed says.
+func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Payment, onPayment bool) ([]billing.Fact, error) {
 	var facts []billing.Fact
 	for _, r := range list {
 		status, err := r.need("status")
@@ -350,6 +351,9 @@ func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Pay
 			facts = append(facts, billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at})
 			continue
 		default:
+			if onPayment {
+				continue // left out, as listed says
+			}
 			return nil, errStatus(r, "status", status)
 		}
 		amount, err := r.needAmount("amount")
