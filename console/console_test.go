@@ -448,3 +448,39 @@ func (nopQueue) PlanReplay(context.Context, jobs.BulkFilter, int) (*jobs.BulkPla
 func (nopQueue) ReplayBulk(context.Context, *jobs.BulkPlan, jobs.BulkOptions) (jobs.BulkResult, error) {
 	return jobs.BulkResult{}, nil
 }
+
+// Close stops a bulk replay running in the background and waits for it:
+// the batch it replayed stays replayed, the rest stay failed, and a bulk
+// replay asked for after Close is refused with 503.
+func TestCloseStopsTheBulkReplay(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		// One event a minute: the second waits for Close.
+		e := newEnv(t, dbURL, func(cfg *console.Config) { cfg.ReplayRate = 1.0 / 60 })
+		ids := e.ingest(event("evt_a", "unreadable", `{}`), event("evt_b", "unreadable", `{}`))
+		for _, id := range ids {
+			e.wait(id, payhook.StatusFailed)
+		}
+		c := e.client()
+		csrf := c.login()
+		confirm := url.Values{"csrf": {csrf}, "source": {"shop"}, "status": {"failed"}, "since": {"24h"},
+			"before": {fmt.Sprint(ids[1] + 1)}}
+		if resp, body := c.do("POST", "/console/events/replay", confirm, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("bulk replay = %d: %s", resp.StatusCode, body)
+		}
+		// The first event is replayed at once; wait for its new attempt.
+		e.fixed.Store(true)
+		e.wait(ids[0], payhook.StatusProcessed)
+		e.console.Close()
+		if got, err := e.db.Event(context.Background(), ids[1]); err != nil || got.Status != payhook.StatusFailed {
+			t.Fatalf("the event the stopped replay did not reach: %v, %v; want failed", got.Status, err)
+		}
+		resp, body := c.do("GET", "/console/events", nil, nil)
+		if resp.StatusCode != 200 || !strings.Contains(body, "stopped after 1 of 2") {
+			t.Errorf("events page after Close = %d; want the bulk replay stopped after 1 of 2:\n%s", resp.StatusCode, body)
+		}
+		if resp, body := c.do("POST", "/console/events/replay", confirm, nil); resp.StatusCode != 503 {
+			t.Errorf("bulk replay after Close = %d; want 503: %s", resp.StatusCode, body)
+		}
+	})
+}

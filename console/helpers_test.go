@@ -33,11 +33,12 @@ var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // whose queue runs: events of type "flaky" fail until fixed is set, and
 // those of type "unreadable" fail at once.
 type env struct {
-	t     *testing.T
-	db    *store.DB
-	queue *jobs.Queue
-	url   string
-	fixed atomic.Bool
+	t       *testing.T
+	db      *store.DB
+	queue   *jobs.Queue
+	console *console.Console
+	url     string
+	fixed   atomic.Bool
 }
 
 // options tweak the console of an env.
@@ -104,6 +105,7 @@ func newEnv(t *testing.T, dbURL string, opts ...options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.console = c
 	m := http.NewServeMux()
 	c.Mount(m)
 	srv := httptest.NewServer(m)

@@ -29,6 +29,24 @@ type bulkRun struct {
 	total    int
 	result   jobs.BulkResult
 	err      error
+	closed   bool               // Close was called: no new bulk replay
+	cancel   context.CancelFunc // stops the running one
+	wg       sync.WaitGroup     // the running one's goroutine
+}
+
+// Close stops the bulk replay running in the background, if any, and
+// waits for it: the events it re-enqueued stay so (each batch is one
+// transaction), the others keep their status. A bulk replay asked for
+// after Close is refused. Call it before closing the database.
+func (c *Console) Close() {
+	b := &c.bulk
+	b.mu.Lock()
+	b.closed = true
+	if b.cancel != nil {
+		b.cancel()
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
 }
 
 // BulkStatus is what the events page shows of the bulk replay running, or
@@ -138,18 +156,26 @@ func (c *Console) replayBulk(w http.ResponseWriter, r *http.Request, s *session)
 	}
 	b := &c.bulk
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return "", fmt.Errorf("bulk replay: the console is shutting down: %w", payhook.ErrUnavailable)
+	}
 	if b.running {
 		b.mu.Unlock()
 		return "", fmt.Errorf("a bulk replay by %s is running (%d of %d): wait for it to finish: %w", b.user, b.done, b.total, payhook.ErrConflict)
 	}
 	b.running, b.filter, b.user, b.started, b.finished = true, f, s.User, c.cfg.Now(), time.Time{}
 	b.done, b.total, b.result, b.err = 0, len(plan.IDs), jobs.BulkResult{}, nil
+	// Not the request's context, which ends with the redirect: Close's.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	b.cancel = cancel
+	b.wg.Add(1)
 	b.mu.Unlock()
 	c.log.Info("console bulk replay", "source", f.Source, "status", f.Status, "type", f.Type, "since", f.Since,
 		"events", len(plan.IDs), "user", s.User)
-	// Not the request's context, which ends with the redirect.
-	ctx := context.WithoutCancel(r.Context())
 	go func() {
+		defer b.wg.Done()
+		defer cancel()
 		res, err := c.cfg.Queue.ReplayBulk(ctx, plan, jobs.BulkOptions{Rate: c.cfg.ReplayRate,
 			Progress: func(done, _ int) {
 				b.mu.Lock()

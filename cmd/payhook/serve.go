@@ -237,6 +237,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		if adminSrv != nil {
 			adminSrv.Close()
 		}
+		if con != nil {
+			con.Close()
+		}
 		queue.Stop(context.Background())
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
@@ -251,6 +254,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		if aerr := adminSrv.Shutdown(sctx); err == nil {
 			err = aerr
 		}
+	}
+	if con != nil {
+		con.Close() // its bulk replay, before the database closes
 	}
 	if qerr := queue.Stop(sctx); err == nil {
 		err = qerr
