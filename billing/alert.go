@@ -146,11 +146,39 @@ func raiseOnce(ctx context.Context, tx *Tx, out *Outcome, source, kind, subject,
 	if err != nil {
 		return false, fmt.Errorf("record alert %s %s: %w", kind, subject, err)
 	}
-	if _, err := raise(ctx, tx, kind, subject, message); err != nil {
+	count, err := raise(ctx, tx, kind, subject, message)
+	if err != nil {
 		return false, err
 	}
-	return true, tx.emit(ctx, out, outbox.AlertRaised, source, subject, kind+"\x00"+subject+"\x00"+occurrence, tx.now,
+	// With the alert's count: the same occurrence raised again after
+	// ResolveAlert is another fact.
+	return true, tx.emit(ctx, out, outbox.AlertRaised, source, subject, fmt.Sprintf("%s\x00%s\x00%s\x00#%d", kind, subject, occurrence, count), tx.now,
 		alertData{Kind: kind, Subject: subject, Message: message})
+}
+
+// ResolveAlert acknowledges, inside tx, the open alert id of kind because
+// what it reported is fixed (not because someone saw it: that is
+// AckAlert), and forgets its subject's occurrences, so that the same
+// occurrence seen again (RaiseAlertOnce) raises the alert again. The
+// UPDATE's condition (still open, of that kind) decides: it reports
+// whether this call resolved it.
+func ResolveAlert(ctx context.Context, tx *Tx, kind string, id int64) (bool, error) {
+	if err := tx.check(); err != nil {
+		return false, err
+	}
+	var subject string
+	err := tx.QueryRowContext(ctx, `UPDATE payhook_alerts SET acknowledged = TRUE
+		WHERE id = $1 AND kind = $2 AND acknowledged = FALSE RETURNING subject`, id, kind).Scan(&subject)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("resolve alert %d: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM payhook_alert_occurrences WHERE kind = $1 AND subject = $2`, kind, subject); err != nil {
+		return false, fmt.Errorf("resolve alert %d: forget its occurrences: %w", id, err)
+	}
+	return true, nil
 }
 
 // AlertView is one alert.

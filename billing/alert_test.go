@@ -54,3 +54,67 @@ func TestAlertsAndReads(t *testing.T) {
 		}
 	})
 }
+
+// An alert raised once per occurrence and then resolved (what it reported
+// was fixed) is raised again by the very same occurrence, with one more
+// alert.raised fact; acknowledged by hand, it is not.
+func TestResolvedAlertRaisesAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		in := func(do func(tx *billing.Tx) error) {
+			t.Helper()
+			tx, err := billing.Begin(ctx, db, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if err := do(tx); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		raiseOnce := func() (raised bool) {
+			in(func(tx *billing.Tx) (err error) {
+				raised, err = billing.RaiseAlertOnce(ctx, tx, "k", "s/payment/p1", "s/payment/p1/missing_here", "missing")
+				return err
+			})
+			return raised
+		}
+		resolve := func(id int64) (resolved bool) {
+			in(func(tx *billing.Tx) (err error) {
+				resolved, err = billing.ResolveAlert(ctx, tx, "k", id)
+				return err
+			})
+			return resolved
+		}
+		if !raiseOnce() || raiseOnce() {
+			t.Fatal("the first RaiseAlertOnce raises, the second does not")
+		}
+		id := alerts(t, db)[0].ID
+		if resolve(id + 1) {
+			t.Error("ResolveAlert of another id resolved something")
+		}
+		if !resolve(id) || resolve(id) {
+			t.Fatal("the first ResolveAlert resolves, the second does not")
+		}
+		if !raiseOnce() {
+			t.Fatal("the same occurrence after ResolveAlert raised nothing")
+		}
+		if as := alerts(t, db); len(as) != 1 || as[0].Acknowledged || as[0].Count != 2 {
+			t.Fatalf("alerts = %+v; want one, open, count 2", as)
+		}
+		if n := len(facts(t, db)); n != 2 {
+			t.Fatalf("%d alert.raised facts; want 2", n)
+		}
+		if err := billing.AckAlert(ctx, db, id); err != nil {
+			t.Fatal(err)
+		}
+		if raiseOnce() {
+			t.Error("the same occurrence after AckAlert raised the alert again")
+		}
+	})
+}

@@ -23,7 +23,8 @@ const (
 	// (the same difference found by the next run counts nothing), and
 	// acknowledged by the first run that ends without error, compares
 	// the object (it is in the run's window) and no longer reports a
-	// difference of the subject.
+	// difference of the subject (after which the same difference found
+	// again raises it again).
 	AlertDifference = "reconcile_difference"
 	// AlertAPIVersionDrift: an event or a listed object came in another
 	// API version than the source pins (billing.AlertAPIVersionDrift).
@@ -539,10 +540,10 @@ func (d Difference) subject(source string) string { return source + "/" + d.Kind
 // clearFixed acknowledges, inside tx, the source's open AlertDifference
 // alerts whose subject this run compared and no longer reports: the
 // difference was fixed. An object outside the run's window (a shorter
-// --since) was not looked at, so its alert stays open. Each is a conditional UPDATE (still open), so a concurrent
-// acknowledgement or raise is not undone by this read. The same
-// difference found again later raises nothing (its occurrence counted
-// once); another difference of the subject raises it again.
+// --since) was not looked at, so its alert stays open. Each is
+// billing.ResolveAlert (a conditional UPDATE: still open), so a concurrent
+// acknowledgement or raise is not undone by this read; the difference
+// found again later, even the very same, raises the alert again.
 func clearFixed(ctx context.Context, tx *billing.Tx, source string, compared, reported map[string]bool) error {
 	rows, err := tx.QueryContext(ctx, `SELECT id, subject FROM payhook_alerts
 		WHERE kind = $1 AND acknowledged = FALSE`, AlertDifference)
@@ -566,8 +567,7 @@ func clearFixed(ctx context.Context, tx *billing.Tx, source string, compared, re
 		return fmt.Errorf("reconcile %s: open differences: %w", source, err)
 	}
 	for _, id := range fixed {
-		if _, err := tx.ExecContext(ctx, `UPDATE payhook_alerts SET acknowledged = TRUE
-			WHERE id = $1 AND kind = $2 AND acknowledged = FALSE`, id, AlertDifference); err != nil {
+		if _, err := billing.ResolveAlert(ctx, tx, AlertDifference, id); err != nil {
 			return fmt.Errorf("reconcile %s: clear fixed difference: %w", source, err)
 		}
 	}
