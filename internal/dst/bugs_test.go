@@ -3,11 +3,19 @@
 package dst
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
 )
+
+func init() {
+	outbox.DSTOutside = func(ctx context.Context, query string, args ...any) error {
+		return running.Load().writeOutside(ctx, query, args...)
+	}
+}
 
 // putBack are bugs put back on purpose, one at a time, with the number of
 // seeds within which the simulation must find each (go test -tags dst).
@@ -17,6 +25,7 @@ var putBack = []struct {
 	within int
 }{
 	{"ack-before-commit", func(on bool) { jobs.DSTBugs["ack-before-commit"] = on }, 20},
+	{"outbox-outside-tx", func(on bool) { outbox.DSTBugs["outbox-outside-tx"] = on }, 20},
 }
 
 // TestDSTFindsPutBackBugs puts each bug back and runs seeds from 1 until

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 )
@@ -38,6 +39,42 @@ type faults struct {
 	crashed     bool
 	fail        float64 // probability that a statement or commit fails
 	rng         *rand.Rand
+	// outside holds the statements written outside the open transaction
+	// (outbox-outside-tx): SQLite's one writer runs them as soon as that
+	// transaction ends, whatever its end, as if on a connection of their
+	// own that committed at once.
+	outside []outsideStmt
+}
+
+type outsideStmt struct {
+	query string
+	args  []any
+}
+
+// writeOutside queues a statement written outside the open transaction.
+func (f *faults) writeOutside(_ context.Context, query string, args ...any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outside = append(f.outside, outsideStmt{query, args})
+	return nil
+}
+
+// flushOutside runs the statements written outside the transaction that
+// just ended on c, with no faults: they committed on their own.
+func (c *faultConn) flushOutside() {
+	c.f.mu.Lock()
+	stmts := c.f.outside
+	c.f.outside = nil
+	c.f.mu.Unlock()
+	for _, s := range stmts {
+		nv := make([]driver.NamedValue, len(s.args))
+		for i, a := range s.args {
+			nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+		}
+		if _, err := c.Conn.(driver.ExecerContext).ExecContext(context.Background(), s.query, nv); err != nil {
+			panic(fmt.Sprintf("dst: a statement outside the transaction: %v", err))
+		}
+	}
 }
 
 // next returns the fate of the next statement (or commit, when commit).
@@ -67,6 +104,10 @@ func (f *faults) isCrashed() bool {
 	defer f.mu.Unlock()
 	return f.crashed
 }
+
+// running is the faults of the run going on, for the bugs put back
+// (bugs_test.go), whose runs are never parallel.
+var running atomic.Pointer[faults]
 
 // faultDriver is a database/sql driver (modernc's SQLite, pgx's) with
 // faults in front of every statement and commit.
@@ -118,7 +159,7 @@ func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 	if err != nil {
 		return nil, err
 	}
-	return &faultTx{Tx: tx, f: c.f}, nil
+	return &faultTx{Tx: tx, c: c, f: c.f}, nil
 }
 
 func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
@@ -158,12 +199,14 @@ func (c *faultConn) ResetSession(ctx context.Context) error {
 
 type faultTx struct {
 	driver.Tx
+	c *faultConn
 	f *faults
 }
 
 // Commit fails or crashes like a statement; either way the transaction
 // is rolled back, so nothing of it is applied.
 func (t *faultTx) Commit() error {
+	defer t.c.flushOutside()
 	if err := t.f.next(); err != nil {
 		t.Tx.Rollback()
 		return err
@@ -175,11 +218,26 @@ func (t *faultTx) Commit() error {
 	return nil
 }
 
+func (t *faultTx) Rollback() error {
+	defer t.c.flushOutside()
+	return t.Tx.Rollback()
+}
+
 func (f *faults) committed() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.armed {
 		f.commits++
 		f.dying = f.afterCommit[f.commits]
+	}
+}
+
+// die makes the process die at the next statement: right after a side
+// effect outside the database (the sink's), before it is recorded.
+func (f *faults) die() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.armed {
+		f.dying = true
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/receiver"
@@ -129,11 +130,16 @@ type harness struct {
 	acked map[string]time.Time
 	// done counts the attempts that ended each event's processing
 	// (jobs.Config.OnDone): more than one is an event processed twice.
-	done    map[string]int
-	crashes int
-	rescued int
-	steps   int
-	logs    *bytes.Buffer
+	done map[string]int
+	// sink is the application's after-commit effect, told each fact.
+	sink *sink
+	// violation is the first broken invariant seen inside payhook's
+	// code, raised after the step (see violate).
+	violation string
+	crashes   int
+	rescued   int
+	steps     int
+	logs      *bytes.Buffer
 }
 
 func (h *harness) Now() time.Time { return h.now }
@@ -181,12 +187,15 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 	h := &harness{t: t, seed: seed, plan: newPlan(rng), rng: rng, now: start, op: op, ctx: context.Background(),
 		acked: map[string]time.Time{}, done: map[string]int{}, logs: &bytes.Buffer{}}
 	h.faults = &faults{crashAt: map[int]bool{}, afterCommit: map[int]bool{}, fail: h.plan.stmtFail, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17))}
+	running.Store(h.faults)
 	for _, n := range h.plan.crashes {
 		h.faults.crashAt[n] = true
 	}
 	for _, n := range h.plan.afterCommits {
 		h.faults.afterCommit[n] = true
 	}
+	sp, srng := newSinkPlan(seed)
+	h.sink = &sink{h: h, plan: sp, rng: srng, told: map[string]int{}}
 	h.sender = &sender{h: h, rng: rand.New(rand.NewPCG(uint64(seed), 0x5e7d))}
 	h.api = &apiTransport{h: h, rng: rand.New(rand.NewPCG(uint64(seed), 0xa91))}
 	h.open()
@@ -289,7 +298,14 @@ func (h *harness) open() {
 		h.fatalf("api client: %v", err)
 	}
 	h.src = payhook.Source{Name: sourceName, Provider: "billete", Environment: sim.EnvTest, Verifier: v, Fetch: client.Fetch}
-	qc, err := process.New(process.Config{DB: h.db, Sources: []payhook.Source{h.src}, Now: h.Now, Logger: log})
+	box, err := outbox.New(outbox.Config{DB: h.db, Now: h.Now, Logger: log})
+	if err != nil {
+		h.fatalf("outbox: %v", err)
+	}
+	if err := box.AddFunc(sinkName, nil, h.sink.send); err != nil {
+		h.fatalf("outbox: %v", err)
+	}
+	qc, err := process.New(process.Config{DB: h.db, Sources: []payhook.Source{h.src}, Now: h.Now, Logger: log, Outbox: box})
 	if err != nil {
 		h.fatalf("process: %v", err)
 	}
@@ -307,7 +323,8 @@ func (h *harness) open() {
 			return
 		}
 		if h.done[ev.EventID]++; h.done[ev.EventID] > 1 {
-			h.fatalf("event %s processed %d times (now %s)", ev.EventID, h.done[ev.EventID], status)
+			// Raised after the step: the queue recovers a panic here.
+			h.violate("event %s processed %d times (now %s)", ev.EventID, h.done[ev.EventID], status)
 		}
 	}
 	h.queue, err = jobs.New(h.db, qc)
@@ -371,6 +388,7 @@ func (h *harness) settle(deliveriesOnly bool) {
 			}
 			h.steps++
 			ran, err := h.queue.Step(h.ctx)
+			h.checkViolation()
 			if h.crashed() {
 				continue
 			}
@@ -484,6 +502,7 @@ func (h *harness) waiting() int {
 	h.unarmed(func() {
 		err := h.db.SQL.QueryRowContext(h.ctx, `SELECT
 			(SELECT count(*) FROM payhook_events WHERE status = 'received') +
+			(SELECT count(*) FROM payhook_deliveries WHERE status = 'pending') +
 			(SELECT count(*) FROM river_job WHERE state IN ('available', 'retryable', 'scheduled', 'running'))`).Scan(&n)
 		if err != nil {
 			h.fatalf("count waiting work: %v", err)
@@ -779,6 +798,7 @@ func (h *harness) checkAlways(when string) {
 			h.fatalf("%s: event %s was answered 2xx and is not stored", when, id)
 		}
 	}
+	h.checkFacts(when, false)
 	for _, q := range doubled {
 		var what string
 		var n int
@@ -799,6 +819,12 @@ var doubled = []string{
 	`SELECT source || ' ' || event_id, count(*) FROM payhook_events GROUP BY source, event_id HAVING count(*) > 1 LIMIT 1`,
 	`SELECT source || ' ' || ref, count(*) FROM payhook_payments GROUP BY source, ref HAVING count(*) > 1 LIMIT 1`,
 	`SELECT source || ' ' || fact_key, count(*) FROM payhook_ledger_postings GROUP BY source, fact_key HAVING count(*) > 1 LIMIT 1`,
+	// A fact once per business fact: its id, and its (type, subject) for
+	// the types whose key is the subject.
+	`SELECT fact_id, count(*) FROM payhook_facts GROUP BY fact_id HAVING count(*) > 1 LIMIT 1`,
+	`SELECT type || ' ' || subject, count(*) FROM payhook_facts WHERE type NOT IN ('subscription.updated', 'alert.raised')
+		GROUP BY source, type, subject HAVING count(*) > 1 LIMIT 1`,
+	`SELECT 'delivery of fact ' || fact || ' to ' || sink, count(*) FROM payhook_deliveries GROUP BY fact, sink HAVING count(*) > 1 LIMIT 1`,
 }
 
 // checkFinal checks a settled run: checkAlways, every acked event
@@ -807,6 +833,7 @@ var doubled = []string{
 // ledger summing to zero).
 func (h *harness) checkFinal(exp sim.Expected) {
 	h.checkAlways("at the end")
+	h.checkFacts("at the end", true)
 	evs, err := dbReceiver{h.db, sourceName}.Events(h.ctx)
 	if err != nil {
 		h.fatalf("list events: %v", err)
