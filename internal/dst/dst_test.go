@@ -75,7 +75,7 @@ func TestDST(t *testing.T) {
 	for _, seed := range list {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			parallel(t)
-			out := runSQLite(t, seed)
+			out := runSQLite(t, seed, false)
 			if testing.Verbose() {
 				t.Logf("seed %d: %d events, %d crashes, %d jobs rescued, digest %s", seed, out.events, out.crashes, out.rescued, out.digest[:16])
 			}
@@ -91,26 +91,35 @@ func TestDSTReplaysExactly(t *testing.T) {
 	for _, seed := range seedList(2) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			cryptotest.SetGlobalRandom(t, uint64(seed))
-			a := runSQLite(t, seed)
+			a := runSQLite(t, seed, false)
 			cryptotest.SetGlobalRandom(t, uint64(seed))
-			b := runSQLite(t, seed)
+			b := runSQLite(t, seed, false)
 			if a.digest != b.digest {
 				t.Fatalf("seed %d: digests %s and %s differ (first difference: %s); replay: %s",
-					seed, a.digest, b.digest, firstDiff(a.dump, b.dump), replay(seed, store.SQLite))
+					seed, a.digest, b.digest, firstDiff(a.dump, b.dump), replay(seed, false))
 			}
 		})
 	}
 }
 
 // TestDSTPostgres runs the same seeds on PostgreSQL (outside the bubble:
-// its connections are real sockets) and SQLite: the same final state by
-// business ids.
+// its connections are real sockets) and SQLite, with the faults both
+// engines play alike (faults.portable): the same final state by business
+// ids.
 func TestDSTPostgres(t *testing.T) {
 	for _, seed := range seedList(orDefault(*pgSeeds, 3, 2)) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			parallel(t)
 			pg := runSeed(t, seed, postgresOpener(t))
-			lite := runSQLite(t, seed)
+			lite := runSQLite(t, seed, true)
+			if testing.Verbose() {
+				t.Logf("seed %d: %d events; postgres %d crashes, %d jobs rescued; sqlite %d crashes, %d jobs rescued",
+					seed, pg.events, pg.crashes, pg.rescued, lite.crashes, lite.rescued)
+			}
+			if pg.crashes != lite.crashes || pg.rescued != lite.rescued {
+				t.Errorf("seed %d: the engines played different faults: postgres %d crashes, %d jobs rescued; sqlite %d, %d",
+					seed, pg.crashes, pg.rescued, lite.crashes, lite.rescued)
+			}
 			if pg.business != lite.business {
 				t.Fatalf("seed %d: the engines end in different states:\npostgres:\n%s\nsqlite:\n%s", seed, pg.business, lite.business)
 			}
@@ -118,13 +127,16 @@ func TestDSTPostgres(t *testing.T) {
 	}
 }
 
-// runSQLite runs seed on a copy of the migrated template, in a bubble.
-func runSQLite(t *testing.T, seed int64) outcome {
+// runSQLite runs seed on a copy of the migrated template, in a bubble,
+// with the portable faults or those of every statement.
+func runSQLite(t *testing.T, seed int64, portable bool) outcome {
 	var out outcome
 	path := filepath.Join(t.TempDir(), "payhook.db")
 	copyFile(t, sqliteTemplate(t), path)
+	op := sqliteOpener(path)
+	op.portable = portable
 	synctest.Test(t, func(t *testing.T) {
-		out = runSeed(t, seed, sqliteOpener(path))
+		out = runSeed(t, seed, op)
 	})
 	return out
 }
@@ -243,7 +255,7 @@ func postgresOpener(t *testing.T) opener {
 	cfg.RuntimeParams["timezone"] = "UTC"
 	name := stdlib.RegisterConnConfig(cfg)
 	t.Cleanup(func() { stdlib.UnregisterConnConfig(name) })
-	return opener{engine: store.Postgres, open: func(f *faults) *sql.DB {
+	return opener{engine: store.Postgres, portable: true, open: func(f *faults) *sql.DB {
 		db := openFaulty(stdlib.GetDefaultDriver(), name, f)
 		db.SetMaxOpenConns(8)
 		return db

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -44,6 +45,10 @@ type faults struct {
 	// transaction ends, whatever its end, as if on a connection of their
 	// own that committed at once.
 	outside []outsideStmt
+	// portable: the faults fall on points both engines pass in the same
+	// order (see unitStatements), so a seed plays the same faults on
+	// SQLite and PostgreSQL. Otherwise every statement is a point.
+	portable bool
 }
 
 type outsideStmt struct {
@@ -77,8 +82,29 @@ func (c *faultConn) flushOutside() {
 	}
 }
 
-// next returns the fate of the next statement (or commit, when commit).
-func (f *faults) next() error {
+// In the portable model the points are payhook's units of work: the
+// commit of a transaction that ran one of payhook's statements, and each
+// of payhook's statements outside a transaction. River's statements (its
+// drivers' sqlc queries) and River's own transactions are no points: its
+// SQLite and PostgreSQL drivers differ in them (SQLite wraps a schedule in
+// a transaction, PostgreSQL does it in one statement), and so do
+// payhook's statements inside a transaction (billing skips a lock and a
+// sum on PostgreSQL for a payment just inserted). A unit holds ~8
+// statements, so the plan's statement numbers and failure rate are
+// scaled by unitStatements, and its commit numbers by unitCommits (every
+// other commit on SQLite is River's own).
+const (
+	unitStatements = 8
+	unitCommits    = 2
+)
+
+// riverStatement reports whether query is one of River's (sqlc names
+// each of them).
+func riverStatement(query string) bool { return strings.HasPrefix(query, "-- name:") }
+
+// next returns the fate of the next statement or commit: a point, or
+// (portable) one that only a crash stops.
+func (f *faults) next(point bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.crashed {
@@ -87,16 +113,47 @@ func (f *faults) next() error {
 	if !f.armed {
 		return nil
 	}
-	f.n++
-	if f.crashAt[f.n] || f.dying {
+	if !point {
+		if f.dying {
+			f.dying = false
+			f.crashed = true
+			return errCrashed
+		}
+		return nil
+	}
+	stride, fail := 1, f.fail
+	if f.portable {
+		stride, fail = unitStatements, f.fail*unitStatements
+	}
+	crash := false
+	for range stride {
+		f.n++
+		crash = crash || f.crashAt[f.n]
+	}
+	if crash || f.dying {
 		f.dying = false
 		f.crashed = true
 		return errCrashed
 	}
-	if f.fail > 0 && f.rng.Float64() < f.fail {
+	if fail > 0 && f.rng.Float64() < fail {
 		return errInjected
 	}
 	return nil
+}
+
+// statement returns the fate of query, run inside tx (nil: outside one).
+func (f *faults) statement(tx *faultTx, query string) error {
+	if !f.portable {
+		return f.next(true)
+	}
+	if riverStatement(query) {
+		return f.next(false)
+	}
+	if tx != nil {
+		tx.payhook = true
+		return f.next(false)
+	}
+	return f.next(true)
 }
 
 func (f *faults) isCrashed() bool {
@@ -148,36 +205,38 @@ func (d *faultDriver) Open(dsn string) (driver.Conn, error) {
 
 type faultConn struct {
 	driver.Conn
-	f *faults
+	f  *faults
+	tx *faultTx // the open transaction, if any
 }
 
 func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if err := c.f.next(); err != nil {
+	if err := c.f.next(!c.f.portable); err != nil {
 		return nil, err
 	}
 	tx, err := c.Conn.(driver.ConnBeginTx).BeginTx(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &faultTx{Tx: tx, c: c, f: c.f}, nil
+	c.tx = &faultTx{Tx: tx, c: c, f: c.f}
+	return c.tx, nil
 }
 
 func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := c.f.next(); err != nil {
+	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}
 	return c.Conn.(driver.ExecerContext).ExecContext(ctx, query, args)
 }
 
 func (c *faultConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if err := c.f.next(); err != nil {
+	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}
 	return c.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
 }
 
 func (c *faultConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	if err := c.f.next(); err != nil {
+	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}
 	return c.Conn.(driver.ConnPrepareContext).PrepareContext(ctx, query)
@@ -201,24 +260,32 @@ type faultTx struct {
 	driver.Tx
 	c *faultConn
 	f *faults
+	// payhook: one of payhook's statements ran in it (portable model).
+	payhook bool
 }
 
 // Commit fails or crashes like a statement; either way the transaction
-// is rolled back, so nothing of it is applied.
+// is rolled back, so nothing of it is applied. In the portable model only
+// a transaction of payhook's is a point.
 func (t *faultTx) Commit() error {
+	t.c.tx = nil
 	defer t.c.flushOutside()
-	if err := t.f.next(); err != nil {
+	point := !t.f.portable || t.payhook
+	if err := t.f.next(point); err != nil {
 		t.Tx.Rollback()
 		return err
 	}
 	if err := t.Tx.Commit(); err != nil {
 		return err
 	}
-	t.f.committed()
+	if point {
+		t.f.committed()
+	}
 	return nil
 }
 
 func (t *faultTx) Rollback() error {
+	t.c.tx = nil
 	defer t.c.flushOutside()
 	return t.Tx.Rollback()
 }
@@ -226,9 +293,16 @@ func (t *faultTx) Rollback() error {
 func (f *faults) committed() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.armed {
+	if !f.armed {
+		return
+	}
+	stride := 1
+	if f.portable {
+		stride = unitCommits
+	}
+	for range stride {
 		f.commits++
-		f.dying = f.afterCommit[f.commits]
+		f.dying = f.dying || f.afterCommit[f.commits]
 	}
 }
 
