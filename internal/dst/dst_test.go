@@ -49,6 +49,27 @@ var regressions = []int64{
 	178, // a dropped chargeback the provider stamped after the backfill's end (payhook's now; its clock 56 s ahead)
 }
 
+// pgRegressions are seeds on which the engines once ended apart, run by
+// TestDSTPostgres whatever -pg-seeds says.
+var pgRegressions = []int64{
+	42, // a job stamped at the nanosecond was due 1 ms later on one engine; faults at statement numbers the engines count apart
+}
+
+// withRegressions is list (n seeds from -first) and the regression seeds
+// it leaves out; list alone when -seed replays one.
+func withRegressions(list, regressions []int64) []int64 {
+	if *oneSeed != 0 {
+		return list
+	}
+	n := int64(len(list))
+	for _, r := range regressions {
+		if r < *first || r >= *first+n {
+			list = append(list, r)
+		}
+	}
+	return list
+}
+
 // seedList is the seeds a test runs: -seed alone, or n from -first.
 func seedList(n int) []int64 {
 	if *oneSeed != 0 {
@@ -64,15 +85,7 @@ func seedList(n int) []int64 {
 // TestDST runs the seeds on SQLite inside a testing/synctest bubble and
 // checks every invariant after each run and at each crash.
 func TestDST(t *testing.T) {
-	list := seedList(orDefault(*seeds, 100, 5))
-	if *oneSeed == 0 {
-		for _, r := range regressions {
-			if r < *first || r >= *first+int64(len(list)) {
-				list = append(list, r)
-			}
-		}
-	}
-	for _, seed := range list {
+	for _, seed := range withRegressions(seedList(orDefault(*seeds, 100, 5)), regressions) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			parallel(t)
 			out := runSQLite(t, seed, false)
@@ -107,7 +120,7 @@ func TestDSTReplaysExactly(t *testing.T) {
 // engines play alike (faults.portable): the same final state by business
 // ids.
 func TestDSTPostgres(t *testing.T) {
-	for _, seed := range seedList(orDefault(*pgSeeds, 3, 2)) {
+	for _, seed := range withRegressions(seedList(orDefault(*pgSeeds, 3, 2)), pgRegressions) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			parallel(t)
 			pg := runSeed(t, seed, postgresOpener(t))
@@ -116,9 +129,10 @@ func TestDSTPostgres(t *testing.T) {
 				t.Logf("seed %d: %d events; postgres %d crashes, %d jobs rescued; sqlite %d crashes, %d jobs rescued",
 					seed, pg.events, pg.crashes, pg.rescued, lite.crashes, lite.rescued)
 			}
-			if pg.crashes != lite.crashes || pg.rescued != lite.rescued {
-				t.Errorf("seed %d: the engines played different faults: postgres %d crashes, %d jobs rescued; sqlite %d, %d",
-					seed, pg.crashes, pg.rescued, lite.crashes, lite.rescued)
+			// One interleaving: the same steps, fault points and crashes.
+			if pg.steps != lite.steps || pg.points != lite.points || pg.crashes != lite.crashes || pg.rescued != lite.rescued {
+				t.Errorf("seed %d: the engines ran apart: postgres %d steps, %d fault points, %d crashes, %d jobs rescued; sqlite %d, %d, %d, %d",
+					seed, pg.steps, pg.points, pg.crashes, pg.rescued, lite.steps, lite.points, lite.crashes, lite.rescued)
 			}
 			if pg.business != lite.business {
 				t.Fatalf("seed %d: the engines end in different states:\npostgres:\n%s\nsqlite:\n%s", seed, pg.business, lite.business)

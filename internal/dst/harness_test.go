@@ -163,6 +163,8 @@ type outcome struct {
 	events   int
 	crashes  int
 	rescued  int
+	steps    int // queue steps
+	points   int // fault points passed (faults.n)
 }
 
 // runSeed plays one seed to its end and checks every invariant; it fails
@@ -252,7 +254,8 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 	}
 	h.checkFinal(exp)
 	dg, dump := h.digest()
-	return outcome{digest: dg, dump: dump, business: h.business(exp), events: len(exp.Events), crashes: h.crashes, rescued: h.rescued}
+	return outcome{digest: dg, dump: dump, business: h.business(exp), events: len(exp.Events), crashes: h.crashes, rescued: h.rescued,
+		steps: h.steps, points: h.faults.n}
 }
 
 // secret is the endpoint's signing secret of a seed; the receiver's
