@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/riverqueue/river"
-
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/store"
 )
@@ -53,14 +51,34 @@ func (q *Queue) ingestTx(ctx context.Context, evs []*payhook.Event, lockWait tim
 	}
 	defer tx.Rollback()
 	if lockWait > 0 {
+		// No need to lift it before the commit: without a NOTIFY in the
+		// transaction (see riverrow.go), the commit waits on no lock.
 		if err := q.db.LockTimeoutTx(ctx, tx, lockWait); err != nil {
 			return nil, whole(ctx, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err))
 		}
 	}
 	var inserted []bool
-	if together {
-		if inserted, err = q.db.InsertEventsTx(ctx, tx, evs); err != nil {
-			return nil, fmt.Errorf("%w: %w: %w", payhook.ErrUnavailable, errTogether, err)
+	alone := len(evs) == 1
+	if together || alone {
+		with := store.With{}
+		if q.db.Engine == store.Postgres {
+			with = q.processJobsWith()
+		}
+		if inserted, err = q.db.InsertEventsWithTx(ctx, tx, evs, with); err != nil {
+			err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+			if with.SQL != nil && !store.IsRowError(err) {
+				// The jobs' insert went with the events' (PostgreSQL):
+				// an error no row caused is the store's, as the
+				// enqueue's was.
+				return nil, whole(ctx, err)
+			}
+			if !alone {
+				return nil, fmt.Errorf("%w: %w", errTogether, err)
+			}
+			if store.IsLockTimeout(err) {
+				err = fmt.Errorf("%w: %w", err, payhook.ErrLocked)
+			}
+			return nil, &payhook.EventError{Index: 0, Err: err}
 		}
 	} else {
 		inserted = make([]bool, len(evs))
@@ -78,25 +96,21 @@ func (q *Queue) ingestTx(ctx context.Context, evs []*payhook.Event, lockWait tim
 			inserted[i] = ins[0]
 		}
 	}
-	var jobs []river.InsertManyParams
-	for i, ev := range evs {
-		if inserted[i] && ev.Status == payhook.StatusReceived {
-			jobs = append(jobs, river.InsertManyParams{Args: processArgs{EventID: ev.ID}})
+	if q.db.Engine != store.Postgres || !(together || alone) {
+		// The jobs did not go with the events.
+		var ids []int64
+		for i, ev := range evs {
+			if inserted[i] && ev.Status == payhook.StatusReceived {
+				ids = append(ids, ev.ID)
+			}
 		}
-	}
-	if len(jobs) > 0 {
-		if _, err := q.client.InsertManyTx(ctx, tx, jobs); err != nil {
-			err = fmt.Errorf("%w: enqueue: %w", payhook.ErrUnavailable, err)
+		if err := q.insertProcessJobsTx(ctx, tx, ids); err != nil {
+			err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
 			if store.IsLockTimeout(err) {
 				// A job's unique key held elsewhere: about some events.
 				return nil, err
 			}
 			return nil, whole(ctx, err)
-		}
-	}
-	if lockWait > 0 {
-		if err := q.db.ClearLockTimeoutTx(ctx, tx); err != nil {
-			return nil, whole(ctx, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err))
 		}
 	}
 	if err := tx.Commit(); err != nil {

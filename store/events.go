@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/payhook/payhook"
 )
@@ -45,62 +48,65 @@ const AlertEventBodyConflict = "event_body_conflict"
 // LastError as the reason, made storable (payhook.Storable).
 //
 // All events go into one statement, one round trip however many there
-// are; an error then fails them all without naming one (see jobs' Ingest,
-// which retries them one by one to find it). An event whose key comes
-// twice in evs is inserted at its first place.
+// are, and the stored bodies of those not inserted are read with one
+// more; an error then fails them all without naming one (see jobs'
+// Ingest, which retries them one by one to find it). An event whose key
+// comes twice in evs is inserted at its first place.
 func (db *DB) InsertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
-	inserted := make([]bool, 0, len(evs))
-	for chunk := range slices.Chunk(evs, maxInsertRows) {
-		ins, err := db.insertEventsTx(ctx, tx, chunk)
-		if err != nil {
-			return nil, err
-		}
-		inserted = append(inserted, ins...)
-	}
-	return inserted, nil
+	return db.InsertEventsWithTx(ctx, tx, evs, With{})
 }
 
-// maxInsertRows bounds the rows of one INSERT, which takes
-// eventInsertArgs arguments per row: SQLite allows 32,766, PostgreSQL 65,535.
-const maxInsertRows = 1000
+// With is a data-modifying statement that InsertEventsWithTx runs, on
+// PostgreSQL, in the same statement as the insert of the events (a WITH
+// query), so that what must commit with each stored event (its job) costs
+// no round trip of its own. It reads the events the insert stored from
+// the table "inserted" (id, status); rows of events not stored are not
+// there.
+type With struct {
+	// SQL returns the statement with its placeholders numbered from first.
+	// Nil: nothing runs with the insert.
+	SQL func(first int) string
+	// Args are the statement's arguments.
+	Args []any
+}
 
-// insertEventsTx is InsertEventsTx for at most maxInsertRows events.
-func (db *DB) insertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]bool, error) {
-	inserted := make([]bool, len(evs))
-	var q strings.Builder
-	q.WriteString(`INSERT INTO payhook_events
-		(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
-		 enqueued_at, received_via)
-		VALUES `)
-	args := make([]any, 0, len(evs)*eventInsertArgs)
-	for i, ev := range evs {
+// InsertEventsWithTx is InsertEventsTx, running with in the same statement
+// as the insert on PostgreSQL. SQLite has no data-modifying WITH: there a
+// With with SQL is refused, and the caller runs its statement after, on
+// the IDs of the events inserted.
+func (db *DB) InsertEventsWithTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event, with With) ([]bool, error) {
+	for _, ev := range evs {
 		if ev.Status == "" {
 			ev.Status = payhook.StatusReceived
 		}
 		if ev.ReceivedVia == "" {
 			ev.ReceivedVia = payhook.ViaWebhook
 		}
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		n := i * eventInsertArgs
-		fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
-			n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+6, n+11)
-		args = append(args, ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
-			ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia))
 	}
-	q.WriteString(" ON CONFLICT (source, event_id) DO NOTHING RETURNING id, source, event_id")
-	ids, err := db.insertReturning(ctx, tx, q.String(), args)
+	var ids map[eventKey]int64
+	var err error
+	if db.Engine == Postgres {
+		ids, err = db.insertEventsPostgres(ctx, tx, evs, with)
+	} else {
+		if with.SQL != nil {
+			return nil, fmt.Errorf("insert events: a statement with the insert needs PostgreSQL")
+		}
+		ids, err = db.insertEventsSQLite(ctx, tx, evs)
+	}
 	if err != nil {
 		if len(evs) == 1 {
 			return nil, fmt.Errorf("insert event %s/%s: %w", evs[0].Source, evs[0].EventID, err)
 		}
 		return nil, fmt.Errorf("insert %d events: %w", len(evs), err)
 	}
+	inserted := make([]bool, len(evs))
+	first := make(map[eventKey]*payhook.Event, len(ids))
+	var dups []*payhook.Event
 	for i, ev := range evs {
 		k := eventKey{ev.Source, ev.EventID}
 		if id, ok := ids[k]; ok {
 			ev.ID, inserted[i] = id, true
+			first[k] = ev
 			delete(ids, k) // a later place of the same key was not inserted
 			continue
 		}
@@ -109,58 +115,204 @@ func (db *DB) insertEventsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Eve
 			// from the delivered body: no conflict.
 			continue
 		}
-		if err := db.noteConflictTx(ctx, tx, ev); err != nil {
+		dups = append(dups, ev)
+	}
+	if err := db.noteConflictsTx(ctx, tx, dups, first); err != nil {
+		return nil, err
+	}
+	return inserted, nil
+}
+
+// maxInsertRows bounds the rows of one INSERT on SQLite, which takes
+// eventInsertArgs arguments per row, and allows 32,766 arguments.
+const maxInsertRows = 1000
+
+// insertEventsSQLite inserts evs, at most maxInsertRows a statement, and
+// returns the ids of those inserted by key.
+func (db *DB) insertEventsSQLite(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (map[eventKey]int64, error) {
+	ids := make(map[eventKey]int64, len(evs))
+	for chunk := range slices.Chunk(evs, maxInsertRows) {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO payhook_events
+		(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
+		 enqueued_at, received_via)
+		VALUES `)
+		args := make([]any, 0, len(chunk)*eventInsertArgs)
+		for i, ev := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			n := i * eventInsertArgs
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
+				n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+6, n+11)
+			args = append(args, ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
+				ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia))
+		}
+		q.WriteString(" ON CONFLICT (source, event_id) DO NOTHING RETURNING id, source, event_id")
+		if err := scanIDs(ctx, tx, q.String(), args, ids); err != nil {
 			return nil, err
 		}
 	}
-	return inserted, nil
+	return ids, nil
 }
 
 // eventInsertArgs is the number of arguments of one event's row.
 const eventInsertArgs = 11
 
-type eventKey struct{ source, eventID string }
-
-// insertReturning runs an INSERT ... RETURNING id, source, event_id and
-// returns the ids by key; the order of the returned rows is not relied on
-// (SQLite does not promise it).
-func (db *DB) insertReturning(ctx context.Context, tx *sql.Tx, query string, args []any) (map[eventKey]int64, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
+// insertEventsPostgres inserts evs in one statement whose text does not
+// depend on their number (the events go as one array per column), so that
+// it is prepared once per connection, and runs with in it.
+func (db *DB) insertEventsPostgres(ctx context.Context, tx *sql.Tx, evs []*payhook.Event, with With) (map[eventKey]int64, error) {
+	n := len(evs)
+	var (
+		source, eventID, typ, env = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		occurred, received        = make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+		payload                   = make([][]byte, n)
+		secret, status, lastError = make([]string, n), make([]string, n), make([]string, n)
+		via                       = make([]string, n)
+	)
+	ts := func(t time.Time) pgtype.Timestamptz {
+		if t.IsZero() {
+			return pgtype.Timestamptz{}
+		}
+		return pgtype.Timestamptz{Time: t.UTC().Truncate(time.Microsecond), Valid: true}
+	}
+	for i, ev := range evs {
+		source[i], eventID[i], typ[i], env[i] = ev.Source, ev.EventID, ev.Type, ev.Environment
+		occurred[i], received[i] = ts(ev.OccurredAt), ts(ev.ReceivedAt)
+		payload[i] = ev.Payload
+		secret[i], status[i], lastError[i], via[i] = ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia)
+	}
+	args := []any{source, eventID, typ, env, occurred, received, payload, secret, status, lastError, via}
+	q := `WITH input AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[],
+			$7::bytea[], $8::text[], $9::text[], $10::text[], $11::text[]) WITH ORDINALITY
+			AS t(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error, received_via, ord)
+	), inserted AS (
+		INSERT INTO payhook_events
+			(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
+			 enqueued_at, received_via)
+		SELECT source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
+			received_at, received_via
+		FROM input ORDER BY ord
+		ON CONFLICT (source, event_id) DO NOTHING
+		RETURNING id, source, event_id, status
+	)`
+	if with.SQL != nil {
+		q += `, follow AS (` + with.SQL(len(args)+1) + `)`
+		args = append(args, with.Args...)
+	}
+	q += ` SELECT id, source, event_id FROM inserted`
+	ids := make(map[eventKey]int64, n)
+	if err := scanIDs(ctx, tx, q, args, ids); err != nil {
 		return nil, err
 	}
+	return ids, nil
+}
+
+type eventKey struct{ source, eventID string }
+
+// scanIDs runs an INSERT ... RETURNING id, source, event_id and adds the
+// ids to ids by key; the order of the returned rows is not relied on
+// (SQLite does not promise it).
+func scanIDs(ctx context.Context, tx *sql.Tx, query string, args []any, ids map[eventKey]int64) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
-	ids := map[eventKey]int64{}
 	for rows.Next() {
 		var id int64
 		var k eventKey
 		if err := rows.Scan(&id, &k.source, &k.eventID); err != nil {
-			return nil, err
+			return err
 		}
 		ids[k] = id
 	}
-	return ids, rows.Err()
+	return rows.Err()
 }
 
-// noteConflictTx raises AlertEventBodyConflict if the stored event with
-// ev's key has another payload. A stored payload never changes, so reading
-// it is no race; the alerts' unique (kind, subject) index decides that the
-// alert is raised once, whatever delivery brings a conflicting body first.
-func (db *DB) noteConflictTx(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-	// The stored payload comes back only when it differs.
-	var stored []byte
-	err := tx.QueryRowContext(ctx, `SELECT CASE WHEN payload = $3 THEN NULL ELSE payload END
-		FROM payhook_events WHERE source = $1 AND event_id = $2`, ev.Source, ev.EventID, ev.Payload).Scan(&stored)
+// noteConflictsTx raises AlertEventBodyConflict for each event of dups,
+// not inserted, whose body differs from the stored one: the one of first
+// when its key was inserted by this very batch, else the one in the
+// database, read for all of them with one query. A stored payload never
+// changes, so reading it is no race; the alerts' unique (kind, subject)
+// index decides that the alert is raised once, whatever delivery brings a
+// conflicting body first.
+func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.Event, first map[eventKey]*payhook.Event) error {
+	var read []*payhook.Event
+	for _, ev := range dups {
+		if f, ok := first[eventKey{ev.Source, ev.EventID}]; ok {
+			if !bytes.Equal(f.Payload, ev.Payload) {
+				if err := db.raiseConflictTx(ctx, tx, ev, f.Payload); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		read = append(read, ev)
+	}
+	for chunk := range slices.Chunk(read, maxInsertRows) {
+		stored, err := db.storedPayloadsTx(ctx, tx, chunk)
+		if err != nil {
+			return err
+		}
+		for _, ev := range chunk {
+			p, ok := stored[eventKey{ev.Source, ev.EventID}]
+			if !ok {
+				return fmt.Errorf("compare event %s/%s with the stored one: %w", ev.Source, ev.EventID, sql.ErrNoRows)
+			}
+			if !bytes.Equal(p, ev.Payload) {
+				if err := db.raiseConflictTx(ctx, tx, ev, p); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// storedPayloadsTx returns the stored payloads of the events with evs'
+// keys, by key.
+func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (map[eventKey][]byte, error) {
+	var q strings.Builder
+	q.WriteString(`SELECT source, event_id, payload FROM payhook_events WHERE (source, event_id) IN (VALUES `)
+	args := make([]any, 0, 2*len(evs))
+	for i, ev := range evs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
+		args = append(args, ev.Source, ev.EventID)
+	}
+	q.WriteString(")")
+	rows, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
-		return fmt.Errorf("compare event %s/%s with the stored one: %w", ev.Source, ev.EventID, err)
+		return nil, fmt.Errorf("compare %d events with the stored ones: %w", len(evs), err)
 	}
-	if stored == nil {
-		return nil
+	defer rows.Close()
+	stored := make(map[eventKey][]byte, len(evs))
+	for rows.Next() {
+		var k eventKey
+		var p []byte
+		if err := rows.Scan(&k.source, &k.eventID, &p); err != nil {
+			return nil, fmt.Errorf("compare %d events with the stored ones: %w", len(evs), err)
+		}
+		stored[k] = p
 	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("compare %d events with the stored ones: %w", len(evs), err)
+	}
+	return stored, nil
+}
+
+// raiseConflictTx raises AlertEventBodyConflict for ev, delivered again
+// with another body than stored.
+func (db *DB) raiseConflictTx(ctx context.Context, tx *sql.Tx, ev *payhook.Event, stored []byte) error {
 	subject := ev.Source + "/" + ev.EventID
 	msg := fmt.Sprintf("event %s delivered again with another body: the first is kept (sha256 %x), the new one was not stored (sha256 %x)",
 		subject, sha256.Sum256(stored), sha256.Sum256(ev.Payload))
-	_, err = tx.ExecContext(ctx, `INSERT INTO payhook_alerts
+	_, err := tx.ExecContext(ctx, `INSERT INTO payhook_alerts
 		(kind, subject, message, first_seen, last_seen, count, acknowledged)
 		VALUES ($1, $2, $3, $4, $4, 1, FALSE)
 		ON CONFLICT (kind, subject) DO NOTHING`,

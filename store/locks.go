@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -50,4 +51,22 @@ func (db *DB) ClearLockTimeoutTx(ctx context.Context, tx *sql.Tx) error {
 func IsLockTimeout(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == "55P03"
+}
+
+// IsRowError reports whether err, a PostgreSQL statement's failure, is
+// one that the rows it was given can cause: bad data (class 22), a
+// constraint (23), a lock held elsewhere (55P03), a deadlock or a
+// serialisation failure (40). Anything else (a missing table, a full
+// disk, a connection lost, a server shutting down) is the database's as a
+// whole: the same statement with other rows would fail alike.
+func IsRowError(err error) bool {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		return false
+	}
+	switch {
+	case strings.HasPrefix(pg.Code, "22"), strings.HasPrefix(pg.Code, "23"), strings.HasPrefix(pg.Code, "40"):
+		return true
+	}
+	return pg.Code == "55P03"
 }

@@ -1,0 +1,151 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
+)
+
+// TestIngestedJobsAreRiversJobs: the jobs Ingest writes into River's
+// table itself (riverrow.go), in a batch, alone, and one at a time, are
+// the rows River's InsertManyTx writes for the same args: River's own
+// insert of the same job finds each one live (its unique key and states),
+// and the other columns equal those of a job River inserted. An event
+// stored as ignored gets no job.
+func TestIngestedJobsAreRiversJobs(t *testing.T) {
+	for _, stamp := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stamp=%v", stamp), func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				db, err := store.Open(ctx, dbURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if _, err := db.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := Migrate(ctx, db); err != nil {
+					t.Fatal(err)
+				}
+				now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+				cfg := Config{Logger: slog.New(slog.DiscardHandler), MaxAttempts: 7}
+				if stamp {
+					cfg.StampWithNow, cfg.Now = true, func() time.Time { return now }
+				}
+				q, err := New(db, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ev := func(id string) *payhook.Event {
+					return &payhook.Event{Source: "src", EventID: id, Type: "t", ReceivedAt: now, Payload: []byte(`{}`)}
+				}
+				ignored := ev("evt_ignored")
+				ignored.Status, ignored.LastError = payhook.StatusIgnored, "environment"
+				batch := []*payhook.Event{ev("evt_a"), ignored, ev("evt_b")}
+				if _, err := q.Ingest(ctx, batch); err != nil {
+					t.Fatal(err)
+				}
+				single := ev("evt_c")
+				if _, err := q.Ingest(ctx, []*payhook.Event{single}); err != nil {
+					t.Fatal(err)
+				}
+				// One at a time, as after a failed batch.
+				apart := []*payhook.Event{ev("evt_d"), ev("evt_e")}
+				if _, err := q.ingestTx(ctx, apart, 0, false); err != nil {
+					t.Fatal(err)
+				}
+				ours := []*payhook.Event{batch[0], batch[2], single, apart[0], apart[1]}
+
+				// A job River inserts, for comparison.
+				ref := ev("evt_river")
+				tx, err := db.SQL.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				if _, err := db.InsertEventsTx(ctx, tx, []*payhook.Event{ref}); err != nil {
+					t.Fatal(err)
+				}
+				params := []river.InsertManyParams{{Args: processArgs{EventID: ref.ID}}}
+				for _, e := range ours {
+					params = append(params, river.InsertManyParams{Args: processArgs{EventID: e.ID}})
+				}
+				res, err := q.client.InsertManyTx(ctx, tx, params)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res[0].UniqueSkippedAsDuplicate {
+					t.Fatal("River's job for a fresh event skipped as a duplicate")
+				}
+				want := res[0].Job
+				for i, r := range res[1:] {
+					if !r.UniqueSkippedAsDuplicate {
+						t.Errorf("River inserted a second job for %s: the ingested one's unique key or states differ", ours[i].EventID)
+						continue
+					}
+					compareJobs(t, ours[i], r.Job, want, stamp)
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+				var n int
+				if err := db.SQL.QueryRowContext(ctx, `SELECT count(*) FROM river_job`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != len(ours)+1 {
+					t.Errorf("%d jobs, want %d (none for the ignored event)", n, len(ours)+1)
+				}
+			})
+		})
+	}
+}
+
+// compareJobs checks that got, the job of ev, is like want, River's job
+// of another event; stamp says that both took their times from Now.
+func compareJobs(t *testing.T, ev *payhook.Event, got, want *rivertype.JobRow, stamp bool) {
+	t.Helper()
+	var args processArgs
+	if err := json.Unmarshal(got.EncodedArgs, &args); err != nil || args != (processArgs{EventID: ev.ID}) {
+		t.Errorf("%s: args %s (%v), want event_id %d", ev.EventID, got.EncodedArgs, err, ev.ID)
+	}
+	type cols struct {
+		Kind, Queue  string
+		State        rivertype.JobState
+		Priority     int
+		MaxAttempts  int
+		Metadata     string
+		Tags         []string
+		UniqueStates []rivertype.JobState
+		Attempt      int
+	}
+	c := func(j *rivertype.JobRow) cols {
+		// River's SQLite insert marks its rows with a nonce, to tell them
+		// from those it met: no part of the job.
+		var meta map[string]any
+		if err := json.Unmarshal(j.Metadata, &meta); err != nil {
+			t.Fatalf("job %d: metadata %s: %v", j.ID, j.Metadata, err)
+		}
+		delete(meta, "river:unique_nonce")
+		m, _ := json.Marshal(meta)
+		return cols{j.Kind, j.Queue, j.State, j.Priority, j.MaxAttempts, string(m), j.Tags, j.UniqueStates, j.Attempt}
+	}
+	if g, w := c(got), c(want); fmt.Sprint(g) != fmt.Sprint(w) {
+		t.Errorf("%s: job %+v, want River's %+v", ev.EventID, g, w)
+	}
+	// Times: the database's clock, or Now with StampWithNow, as River's own.
+	if !got.ScheduledAt.Equal(got.CreatedAt) || got.CreatedAt.IsZero() ||
+		(stamp && (!got.CreatedAt.Equal(want.CreatedAt) || !got.ScheduledAt.Equal(want.ScheduledAt))) {
+		t.Errorf("%s: created %v, scheduled %v; River's %v, %v", ev.EventID, got.CreatedAt, got.ScheduledAt, want.CreatedAt, want.ScheduledAt)
+	}
+}
