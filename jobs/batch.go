@@ -74,7 +74,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 		return nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
 	}
 	defer tx.Rollback()
-	taken, err := q.takeJobsTx(ctx, tx, q.cfg.Batch-1)
+	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.cfg.Batch-1, q.alone)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,7 +114,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 		}
 		if job, ok := jobOf[ev.ID]; ok {
 			back = append(back, job)
-			q.keepAlone(ev.ID)
+			q.keepAlone(q.alone, ev.ID)
 		}
 	}
 	if err := q.finishTx(ctx, tx, done); err != nil {
@@ -176,38 +176,48 @@ func (q *Queue) finishTx(ctx context.Context, tx *sql.Tx, done []finished) error
 	return nil
 }
 
-func (q *Queue) keepAlone(event int64) {
+// keepAlone adds id to alone (q.alone or q.aloneDeliveries), so that no
+// batch takes its job again.
+func (q *Queue) keepAlone(alone map[int64]bool, id int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if len(q.alone) >= maxAlone {
-		clear(q.alone)
+	if len(alone) >= maxAlone {
+		clear(alone)
 	}
-	q.alone[event] = true
+	alone[id] = true
 }
 
 // riverSQLiteTime is the layout of River's times on SQLite, which compare
 // as text with datetime('now', 'subsec').
 const riverSQLiteTime = "2006-01-02 15:04:05.000"
 
-// takenJob is a job takeJobsTx took and the event it is about.
+// takenJob is a job takeJobsTx took and the row it is about (an
+// event's, or a delivery's).
 type takenJob struct{ job, event int64 }
 
-// takeJobsTx takes, in tx, up to n event jobs that are due and were
-// never tried (from Ingest or the sweep), oldest first as River fetches
+// takenArgs reads the row id of the args of either kind takeJobsTx takes.
+type takenArgs struct {
+	EventID  int64 `json:"event_id"`
+	Delivery int64 `json:"delivery"`
+}
+
+// takeJobsTx takes, in tx, up to n jobs of kind (processArgs' or
+// deliverArgs') that are due and were never tried (from Ingest, the
+// sweep, a batch's EnqueueDeliveries), oldest first as River fetches
 // them, skipping any another transaction holds, and marks them completed
 // after one attempt, as River would once they succeed. Their events are
 // applied in tx, so the completion commits or rolls back with them. The
 // conditional UPDATE decides: a job River fetched meanwhile is running,
-// not available, and is not taken. Jobs of the events in q.alone are
-// left to run alone.
-func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, n int) ([]takenJob, error) {
+// not available, and is not taken. Jobs of the rows in alone (guarded by
+// q.mu) are left to run alone.
+func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, alone map[int64]bool) ([]takenJob, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	q.mu.Lock()
-	alone := len(q.alone)
+	nalone := len(alone)
 	q.mu.Unlock()
-	limit := n + min(alone, n) // room to drop the alone ones
+	limit := n + min(nalone, n) // room to drop the alone ones
 	// River's times: the database's clock, or Now with StampWithNow.
 	var now any
 	query := `UPDATE river_job
@@ -240,9 +250,9 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, n int) ([]takenJob, 
 			now = q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
 		}
 	}
-	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, processArgs{}.Kind(), limit, now)
+	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, kind, limit, now)
 	if err != nil {
-		return nil, fmt.Errorf("take waiting event jobs: %w", err)
+		return nil, fmt.Errorf("take waiting %s jobs: %w", kind, err)
 	}
 	defer rows.Close()
 	var all []takenJob
@@ -250,24 +260,27 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, n int) ([]takenJob, 
 		var t takenJob
 		var raw []byte
 		if err := rows.Scan(&t.job, &raw); err != nil {
-			return nil, fmt.Errorf("take waiting event jobs: %w", err)
+			return nil, fmt.Errorf("take waiting %s jobs: %w", kind, err)
 		}
-		var args processArgs
+		var args takenArgs
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return nil, fmt.Errorf("take waiting event jobs: job %d: args %q: %w", t.job, raw, err)
+			return nil, fmt.Errorf("take waiting %s jobs: job %d: args %q: %w", kind, t.job, raw, err)
 		}
 		t.event = args.EventID
+		if kind == (deliverArgs{}).Kind() {
+			t.event = args.Delivery
+		}
 		all = append(all, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("take waiting event jobs: %w", err)
+		return nil, fmt.Errorf("take waiting %s jobs: %w", kind, err)
 	}
 	rows.Close()
 	var taken []takenJob
 	var back []int64
 	q.mu.Lock()
 	for _, t := range all {
-		if q.alone[t.event] || len(taken) >= n {
+		if alone[t.event] || len(taken) >= n {
 			back = append(back, t.job)
 			continue
 		}

@@ -76,12 +76,18 @@ func (q *Queue) EnqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64
 	return nil
 }
 
-// deliver runs one attempt of delivery id.
+// deliver runs one attempt of delivery id: its first, while other
+// deliveries wait theirs, together with theirs (deliverBatch).
 func (q *Queue) deliver(ctx context.Context, job *river.Job[deliverArgs]) error {
 	if q.cfg.Deliver == nil {
 		return river.JobCancel(errors.New("no Deliver configured for after-commit deliveries"))
 	}
 	final := job.Attempt >= job.MaxAttempts
+	if job.Attempt == 1 && !final {
+		if done, err := q.deliverBatch(ctx, job.Args.Delivery); done {
+			return err
+		}
+	}
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -92,6 +98,92 @@ func (q *Queue) deliver(ctx context.Context, job *river.Job[deliverArgs]) error 
 	}()
 	if err != nil {
 		return storable(err)
+	}
+	return nil
+}
+
+// deliverBatch runs the first attempt of delivery id together with those
+// of up to Batch-1 other deliveries waiting theirs (Config.DeliverMany):
+// it takes their jobs, marked completed, in a transaction of its own,
+// sends them all, and in one more transaction records their attempts and
+// puts back untried the jobs of those that failed, which run alone next.
+// It reports false when the attempt of id is still to run alone: batching
+// is off, no other delivery was waiting, or id itself failed in the
+// batch (it is tried again at once, alone). A failure of the last
+// transaction fails the attempt of id and leaves the others to the sweep.
+func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
+	if q.cfg.DeliverMany == nil || q.cfg.Batch <= 1 {
+		return false, nil
+	}
+	kind := deliverArgs{}.Kind()
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return false, nil
+	}
+	defer tx.Rollback()
+	taken, err := q.takeJobsTx(ctx, tx, kind, q.cfg.Batch-1, q.aloneDeliveries)
+	if err != nil || len(taken) == 0 {
+		return false, nil
+	}
+	if err := tx.Commit(); err != nil {
+		return false, nil
+	}
+	ids := []int64{id}
+	for _, t := range taken {
+		ids = append(ids, t.event)
+	}
+	errs, record := func() (errs []error, record func(context.Context, *sql.Tx) error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err := fmt.Errorf("deliveries %v panicked: %v", ids, r)
+				errs, record = make([]error, len(ids)), nil
+				for i := range errs {
+					errs[i] = err
+				}
+			}
+		}()
+		return q.cfg.DeliverMany(ctx, ids)
+	}()
+	if len(errs) != len(ids) {
+		return true, fmt.Errorf("deliver %d deliveries: %d results", len(ids), len(errs))
+	}
+	// The record is written whatever ctx became: the sends happened.
+	ctx = context.WithoutCancel(ctx)
+	var back []int64
+	for i, t := range taken {
+		if errs[i+1] != nil {
+			back = append(back, t.job)
+			q.keepAlone(q.aloneDeliveries, t.event)
+		}
+	}
+	if err := q.recordDeliveries(ctx, record, back); err != nil {
+		q.cfg.Logger.Error("record a batch of deliveries; the sweep enqueues those still pending", "deliveries", len(ids), "err", err)
+		return true, storable(err)
+	}
+	if errs[0] != nil {
+		return false, nil
+	}
+	return true, nil
+}
+
+// recordDeliveries writes a batch's attempts (record) and puts the jobs
+// back in one transaction.
+func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Context, *sql.Tx) error, back []int64) error {
+	tx, err := q.db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record deliveries: %w", err)
+	}
+	defer tx.Rollback()
+	if record != nil {
+		if err := record(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if err := q.putBackTx(ctx, tx, back); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record deliveries: commit: %w", err)
 	}
 	return nil
 }

@@ -118,6 +118,22 @@ type Config struct {
 	// of a process that died is retried by River's rescuer once it has run
 	// for RescueAfter: deliveries are at least once.
 	Deliver func(ctx context.Context, delivery int64, final bool) error
+	// DeliverMany, if set, runs the first attempt of several after-commit
+	// deliveries at once (Deliver's, but sent together): the worker
+	// running a delivery's first attempt takes the jobs of up to Batch-1
+	// other deliveries waiting their first try, marked completed in a
+	// transaction of its own, and calls DeliverMany with all their ids,
+	// outside any transaction. It returns, in the order of ids, nil for a
+	// delivery that needs nothing more (delivered, or no longer pending)
+	// and an error for one it did not deliver (its sink failed, or it
+	// left it to Deliver: a paused or unknown sink), and record, which
+	// writes its attempts in the transaction that also puts the jobs of
+	// the failed ones back untried; each failed one is then tried again
+	// at once by Deliver, alone, and retried from there with
+	// DeliveryBackoff. A process that dies before that commit leaves
+	// them pending with a completed job: the sweep (DeliverySweep)
+	// enqueues them again. If nil, deliveries run one by one.
+	DeliverMany func(ctx context.Context, deliveries []int64) (errs []error, record func(ctx context.Context, tx *sql.Tx) error)
 	// DeliverySweep, if set, is called by every sweep inside its
 	// transaction: it returns up to limit deliveries to enqueue (pending,
 	// and last enqueued before before), which the sweep enqueues in the
@@ -202,6 +218,8 @@ type Queue struct {
 	// alone holds the events that failed in another event's batch: no
 	// batch takes them again, so that they run alone (see processBatch).
 	alone map[int64]bool
+	// aloneDeliveries is alone for deliveries (see deliverBatch).
+	aloneDeliveries map[int64]bool
 }
 
 // processArgs is the job of one event: payhook's row id of the event.
@@ -329,7 +347,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",
 			cfg.RescueAfter, cfg.JobTimeout, payhook.ErrConfig)
 	}
-	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}}
+	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}, aloneDeliveries: map[int64]bool{}}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(q.work))
 	river.AddWorker(workers, river.WorkFunc(q.deliver))

@@ -769,7 +769,9 @@ func waitAttempts(t *testing.T, db *store.DB, id int64, n int) *payhook.Event {
 // the others commit, and it runs in its own job, where its failure is
 // its one attempt (malformed: failed at once, alerted once). Each job
 // ends completed (or cancelled) after one attempt, and the deliveries the
-// handlers enqueued go out for the events that succeeded only.
+// handlers enqueued go out for the events that succeeded only: together
+// (DeliverMany), their attempts recorded in one transaction; one that
+// fails there is tried again alone (Deliver) and delivered once.
 func TestBatch(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		var mu sync.Mutex
@@ -789,13 +791,42 @@ func TestBatch(t *testing.T) {
 			return effect(ctx, tx, ev)
 		})
 		delivered := map[int64]int{}
+		var batches [][]int64
+		var failing int64 // the delivery that fails in its batch
+		alone := map[int64]int{}
 		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16,
 			OnFailed: func(context.Context, *sql.Tx, *payhook.Event, error) error { alerted.Add(1); return nil },
 			Deliver: func(_ context.Context, id int64, _ bool) error {
 				mu.Lock()
 				defer mu.Unlock()
 				delivered[id]++
+				alone[id]++
 				return nil
+			},
+			DeliverMany: func(_ context.Context, ids []int64) ([]error, func(context.Context, *sql.Tx) error) {
+				mu.Lock()
+				defer mu.Unlock()
+				batches = append(batches, ids)
+				errs := make([]error, len(ids))
+				var ok []int64
+				for i, id := range ids {
+					if id == failing {
+						errs[i] = errors.New("sink down")
+						continue
+					}
+					ok = append(ok, id)
+				}
+				return errs, func(ctx context.Context, tx *sql.Tx) error {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, id := range ok {
+						delivered[id]++
+						if _, err := tx.ExecContext(ctx, `INSERT INTO effects (event_id) VALUES ($1)`, fmt.Sprint("delivery ", id)); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
 			}})
 		var evs []*payhook.Event
 		for i := range 6 {
@@ -808,6 +839,9 @@ func TestBatch(t *testing.T) {
 		if _, err := q.Ingest(context.Background(), evs); err != nil {
 			t.Fatal(err)
 		}
+		mu.Lock()
+		failing = evs[4].ID
+		mu.Unlock()
 		start(t, q)
 		for _, ev := range evs {
 			got := waitDone(t, db, ev.ID)
@@ -885,7 +919,36 @@ func TestBatch(t *testing.T) {
 				t.Errorf("%s: delivered %d times; want %d", ev.EventID, delivered[ev.ID], want)
 			}
 		}
+		if len(batches) == 0 || len(batches[0]) != len(evs)-1 {
+			t.Errorf("DeliverMany got %v; want the %d deliveries in one batch", batches, len(evs)-1)
+		}
+		if alone[failing] != 1 || len(alone) != 1 {
+			t.Errorf("delivered alone: %v; want only %d, once", alone, failing)
+		}
 		mu.Unlock()
+		// Every delivery's job ran once: River's, or the batch's.
+		for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			var done, all int
+			if err := db.SQL.QueryRow(`SELECT COUNT(*), COALESCE(SUM(CASE WHEN state = 'completed' AND attempt = 1 THEN 1 ELSE 0 END), 0)
+				FROM river_job WHERE kind = 'payhook_deliver'`).Scan(&all, &done); err != nil {
+				t.Fatal(err)
+			}
+			if all == len(evs)-1 && done == all {
+				break
+			}
+			if time.Since(since) > stall {
+				t.Fatalf("%d of %d delivery jobs completed after one attempt", done, all)
+			}
+		}
+		for _, ev := range evs {
+			want := 1
+			if ev.EventID == "evt_bad" || ev.ID == failing {
+				want = 0
+			}
+			if n := effects(t, db, fmt.Sprint("delivery ", ev.ID)); n != want {
+				t.Errorf("%s: %d deliveries recorded in a batch; want %d", ev.EventID, n, want)
+			}
+		}
 		att, err := q.Attempts(context.Background(), evs[1].ID)
 		if err != nil || len(att) != 1 || att[0].Outcome != "succeeded" {
 			t.Errorf("attempts of a batched event = %+v, %v; want one succeeded", att, err)

@@ -3,20 +3,25 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
 )
 
 // BenchmarkProcessBilling measures processing as payhook serve runs it:
 // b.N stored Stripe checkout.session.completed events, each its own
 // payment and order, processed by a started queue with the billing
-// handlers (payment, capture posting and its entries, the order paid)
-// until none is left waiting. Run it against a durable cluster to count
-// the flush:
+// handlers (payment, capture posting and its entries, the order paid) and
+// serve's default outbox (a log sink, discarded here: two deliveries per
+// event), until no event is left waiting and no delivery pending.
+// events/s counts the events; drained/s the same until the deliveries are
+// done too. Run it against a durable cluster to count the flush:
 //
 //	PAYHOOK_TEST_POSTGRES=postgres://...durable... go test -run '^$' \
 //	    -bench ProcessBilling -benchtime 5000x ./billing/process/
@@ -26,7 +31,19 @@ func BenchmarkProcessBilling(b *testing.B) {
 			ctx := context.Background()
 			db := open(b, dbtest.URL(b, engine))
 			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-			cfg := config(b, db, []payhook.Source{{Name: "shop", Provider: "stripe"}}, now)
+			box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler),
+				Now: func() time.Time { return now }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+				b.Fatal(err)
+			}
+			cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
+				Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler), Outbox: box})
+			if err != nil {
+				b.Fatal(err)
+			}
 			q, err := jobs.New(db, cfg)
 			if err != nil {
 				b.Fatal(err)
@@ -44,24 +61,32 @@ func BenchmarkProcessBilling(b *testing.B) {
 			if err := q.Start(ctx); err != nil {
 				b.Fatal(err)
 			}
-			for {
-				var waiting int
-				if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'received'`).Scan(&waiting); err != nil {
-					b.Fatal(err)
+			wait := func(query string) {
+				for {
+					var waiting bool
+					if err := db.SQL.QueryRow(query).Scan(&waiting); err != nil {
+						b.Fatal(err)
+					}
+					if !waiting {
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
 				}
-				if waiting == 0 {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
 			}
-			b.StopTimer()
+			wait(`SELECT EXISTS (SELECT 1 FROM payhook_events WHERE status = 'received')`)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-			var processed int
+			wait(`SELECT EXISTS (SELECT 1 FROM payhook_deliveries WHERE status = 'pending')`)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "drained/s")
+			var processed, delivered int
 			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'processed'`).Scan(&processed); err != nil {
 				b.Fatal(err)
 			}
-			if processed != b.N {
-				b.Fatalf("%d of %d events processed", processed, b.N)
+			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_deliveries WHERE status = 'delivered'`).Scan(&delivered); err != nil {
+				b.Fatal(err)
+			}
+			if processed != b.N || delivered != 2*b.N {
+				b.Fatalf("%d of %d events processed, %d of %d deliveries delivered", processed, b.N, delivered, 2*b.N)
 			}
 			q.Stop(ctx)
 		})

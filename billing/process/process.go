@@ -96,6 +96,7 @@ func New(cfg Config) (jobs.Config, error) {
 	}
 	if cfg.Outbox != nil {
 		jc.Deliver = cfg.Outbox.Deliver
+		jc.DeliverMany = cfg.Outbox.DeliverMany
 		jc.DeliverySweep = cfg.Outbox.Sweep
 	}
 	return jc, nil

@@ -1,0 +1,251 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// errLeftAlone is DeliverMany's error for a delivery it did not send.
+var errLeftAlone = errors.New("left to a delivery of its own")
+
+// DeliverMany runs the first attempt of each of the deliveries ids as
+// Deliver does, sending them at once (each sink call in a goroutine of its
+// own), and writes nothing itself: record writes every attempt in the
+// caller's transaction (the job queue's, which also puts the jobs of the
+// failed ones back; see jobs.Config.DeliverMany). errs[i] is nil for a
+// delivery now delivered or no longer pending; the sink's error for one
+// whose send failed (its attempt is in record, the delivery stays
+// pending); and an error for one it did not send, which Deliver is left
+// to handle: its sink is paused or not configured here, or it answered
+// gone (Deliver pauses the sink). If the deliveries cannot be read, every
+// errs[i] is that error and record is nil.
+func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, record func(context.Context, *sql.Tx) error) {
+	errs = make([]error, len(ids))
+	ds, paused, err := o.loadMany(ctx, ids)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs, nil
+	}
+	type sent struct {
+		d       *delivery
+		r       *route
+		rec     Receipt
+		err     error
+		latency time.Duration
+	}
+	results := make([]sent, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		d := ds[id]
+		if d == nil || d.status != StatusPending {
+			continue // nothing to do, as for Deliver
+		}
+		o.mu.RLock()
+		r := o.routes[d.sink]
+		o.mu.RUnlock()
+		if r == nil || pausedAny(paused, d.sink, r) {
+			errs[i] = fmt.Errorf("delivery %d: sink %s: %w", id, d.sink, errLeftAlone)
+			continue
+		}
+		results[i] = sent{d: d, r: r}
+		wg.Add(1)
+		go func(s *sent) {
+			defer wg.Done()
+			actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
+			defer cancel()
+			start := time.Now()
+			s.rec, s.err = send(actx, s.r.sink, s.d.fact)
+			s.latency = time.Since(start)
+		}(&results[i])
+	}
+	wg.Wait()
+	var delivered, failed []*sent
+	for i := range results {
+		s := &results[i]
+		switch {
+		case s.d == nil:
+		case errors.Is(s.err, ErrGone):
+			// Deliver sends it again and pauses the sink in one
+			// transaction with its attempt.
+			errs[i] = fmt.Errorf("delivery %d: %w", s.d.id, errLeftAlone)
+		case s.err != nil:
+			errs[i] = s.err
+			failed = append(failed, s)
+		default:
+			delivered = append(delivered, s)
+		}
+	}
+	record = func(ctx context.Context, tx *sql.Tx) error {
+		now := o.cfg.Now()
+		if len(delivered) > 0 {
+			ids := make([]int64, len(delivered))
+			for i, s := range delivered {
+				ids[i] = s.d.id
+			}
+			attempts, err := o.markDelivered(ctx, tx, ids, now)
+			if err != nil {
+				return err
+			}
+			rows := make([]attemptRow, 0, len(delivered))
+			for _, s := range delivered {
+				if n, ok := attempts[s.d.id]; ok {
+					rows = append(rows, attemptRow{s.d.id, n, s.rec, "", s.latency})
+				}
+			}
+			if err := o.insertAttempts(ctx, tx, rows, now); err != nil {
+				return err
+			}
+		}
+		for _, s := range failed {
+			o.cfg.Logger.Warn("fact delivery failed", "sink", s.d.sink, "fact", s.d.fact.ID, "type", s.d.fact.Type,
+				"delivery", s.d.id, "final", false, "err", s.err)
+			if err := o.recordTx(ctx, tx, s.d, StatusPending, s.rec, s.err, s.latency); err != nil {
+				return err
+			}
+		}
+		for _, s := range delivered {
+			s.r.counts.delivered.Add(1)
+		}
+		for _, s := range failed {
+			s.r.counts.errors.Add(1)
+		}
+		return nil
+	}
+	return errs, record
+}
+
+// pausedAny reports whether r's sink is paused for its target.
+func pausedAny(paused map[string]string, sink string, r *route) bool {
+	url, ok := paused[sink]
+	return ok && url == target(r.sink)
+}
+
+// loadMany reads the deliveries ids with their facts, and the paused
+// sinks with the target each is paused for.
+func (o *Outbox) loadMany(ctx context.Context, ids []int64) (map[int64]*delivery, map[string]string, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `SELECT d.id, d.sink, d.status, f.body
+		FROM payhook_deliveries d JOIN payhook_facts f ON f.id = d.fact WHERE d.id IN (`+placeholders(1, len(ids))+`)`, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
+	}
+	defer rows.Close()
+	ds := make(map[int64]*delivery, len(ids))
+	for rows.Next() {
+		d := &delivery{}
+		var body string
+		if err := rows.Scan(&d.id, &d.sink, &d.status, &body); err != nil {
+			return nil, nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
+		}
+		if err := json.Unmarshal([]byte(body), &d.fact); err != nil {
+			return nil, nil, fmt.Errorf("load delivery %d: its fact: %w", d.id, err)
+		}
+		ds[d.id] = d
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
+	}
+	rows.Close()
+	paused := map[string]string{}
+	rows, err = o.cfg.DB.SQL.QueryContext(ctx, `SELECT sink, url FROM payhook_sinks_paused`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("paused sinks: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var sink, url string
+		if err := rows.Scan(&sink, &url); err != nil {
+			return nil, nil, fmt.Errorf("paused sinks: %w", err)
+		}
+		paused[sink] = url
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("paused sinks: %w", err)
+	}
+	return ds, paused, nil
+}
+
+// markDelivered marks the deliveries ids still pending delivered, with
+// one attempt more, and returns the attempt number of each it marked.
+func (o *Outbox) markDelivered(ctx context.Context, tx *sql.Tx, ids []int64, now time.Time) (map[int64]int, error) {
+	at := o.cfg.DB.TimeValue(now)
+	args := []any{at}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := tx.QueryContext(ctx, `UPDATE payhook_deliveries
+		SET status = 'delivered', attempts = attempts + 1, last_error = '', updated_at = $1, delivered_at = $1
+		WHERE id IN (`+placeholders(2, len(ids))+`) AND status = 'pending'
+		RETURNING id, attempts`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("record %d deliveries: %w", len(ids), err)
+	}
+	defer rows.Close()
+	out := make(map[int64]int, len(ids))
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("record %d deliveries: %w", len(ids), err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("record %d deliveries: %w", len(ids), err)
+	}
+	return out, nil
+}
+
+// attemptRow is one line of the delivery log.
+type attemptRow struct {
+	delivery int64
+	attempt  int
+	rec      Receipt
+	err      string
+	latency  time.Duration
+}
+
+// insertAttempts writes rows to the delivery log with one statement.
+func (o *Outbox) insertAttempts(ctx context.Context, tx *sql.Tx, rows []attemptRow, now time.Time) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	args := []any{o.cfg.DB.TimeValue(now)}
+	var values strings.Builder
+	for i, r := range rows {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&values, "($%d, $%d, $1, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6)
+		args = append(args, r.delivery, r.attempt, r.rec.Status, excerpt(r.rec.Response), r.err, r.latency.Microseconds())
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_delivery_attempts
+		(delivery, attempt, at, status_code, response, error, latency_us) VALUES `+values.String(), args...); err != nil {
+		return fmt.Errorf("record the attempts of %d deliveries: %w", len(rows), err)
+	}
+	return nil
+}
+
+// placeholders returns "$from, ..., $(from+n-1)".
+func placeholders(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "$%d", from+i)
+	}
+	return b.String()
+}
