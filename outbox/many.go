@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -15,15 +14,15 @@ import (
 var errLeftAlone = errors.New("left to a delivery of its own")
 
 // DeliverMany runs the first attempt of each of the deliveries ids as
-// Deliver does, sending them at once (each sink call in a goroutine of its
-// own), and writes nothing itself: record writes every attempt in the
+// Deliver does, sending them one after the other, and writes nothing
+// itself: record writes every attempt in the
 // caller's transaction (the job queue's, which also puts the jobs of the
 // failed ones back; see jobs.Config.DeliverMany). errs[i] is nil for a
 // delivery now delivered or no longer pending; the sink's error for one
 // whose send failed (its attempt is in record, the delivery stays
 // pending); and an error for one it did not send, which Deliver is left
-// to handle: its sink is paused or not configured here, or it answered
-// gone (Deliver pauses the sink). If the deliveries cannot be read, every
+// to handle: its sink is paused or not configured here, failed earlier in
+// this call, or it answered gone (Deliver pauses the sink). If the deliveries cannot be read, every
 // errs[i] is that error and record is nil.
 func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, record func(context.Context, *sql.Tx) error) {
 	errs = make([]error, len(ids))
@@ -42,7 +41,11 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 		latency time.Duration
 	}
 	results := make([]sent, len(ids))
-	var wg sync.WaitGroup
+	// One after the other, as one worker sends (the other workers send
+	// theirs meanwhile): a sink that fails is not called again in this
+	// batch, so a dead one costs one timeout, and the order of the calls
+	// is the order of ids.
+	down := map[string]bool{}
 	for i, id := range ids {
 		d := ds[id]
 		if d == nil || d.status != StatusPending {
@@ -51,22 +54,21 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 		o.mu.RLock()
 		r := o.routes[d.sink]
 		o.mu.RUnlock()
-		if r == nil || pausedAny(paused, d.sink, r) {
+		if r == nil || down[d.sink] || pausedAny(paused, d.sink, r) {
 			errs[i] = fmt.Errorf("delivery %d: sink %s: %w", id, d.sink, errLeftAlone)
 			continue
 		}
-		results[i] = sent{d: d, r: r}
-		wg.Add(1)
-		go func(s *sent) {
-			defer wg.Done()
-			actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
-			defer cancel()
-			start := time.Now()
-			s.rec, s.err = send(actx, s.r.sink, s.d.fact)
-			s.latency = time.Since(start)
-		}(&results[i])
+		s := &results[i]
+		*s = sent{d: d, r: r}
+		actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
+		start := time.Now()
+		s.rec, s.err = send(actx, r.sink, d.fact)
+		s.latency = time.Since(start)
+		cancel()
+		if s.err != nil {
+			down[d.sink] = true
+		}
 	}
-	wg.Wait()
 	var delivered, failed []*sent
 	for i := range results {
 		s := &results[i]
