@@ -32,6 +32,9 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 // All events go into one statement; if it fails, the batch is tried again
 // one event at a time, which names the event that fails it.
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
+	if dstBug("check-then-insert") {
+		return q.checkThenInsert(ctx, evs)
+	}
 	inserted, err := q.ingestTx(ctx, evs, lockWait, len(evs) > 1)
 	if errors.Is(err, errTogether) {
 		return q.ingestTx(ctx, evs, lockWait, false)

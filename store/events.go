@@ -329,10 +329,14 @@ func (db *DB) raiseConflictTx(ctx context.Context, tx *sql.Tx, ev *payhook.Event
 // the event is no longer waiting (processed, ignored or failed), so a job
 // that runs twice does nothing the second time.
 func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.Event, error) {
-	ev, err := scanEvent(tx.QueryRowContext(ctx, `UPDATE payhook_events
+	query := `UPDATE payhook_events
 		SET attempts = attempts + 1
 		WHERE id = $1 AND status = 'received'
-		RETURNING `+eventColumns, id))
+		RETURNING ` + eventColumns
+	if dstBug("claim-without-condition") {
+		query = withoutCondition(query)
+	}
+	ev, err := scanEvent(tx.QueryRowContext(ctx, query, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -436,9 +440,13 @@ func (db *DB) FinishEventTx(ctx context.Context, tx *sql.Tx, id int64, status pa
 	if status == payhook.StatusProcessed {
 		processedAt = db.TimeValue(at)
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
+	query := `UPDATE payhook_events
 		SET status = $2, processed_at = $3, last_error = $4
-		WHERE id = $1 AND status = 'received'`, id, string(status), processedAt, payhook.Storable(note))
+		WHERE id = $1 AND status = 'received'`
+	if dstBug("claim-without-condition") {
+		query = withoutCondition(query)
+	}
+	res, err := tx.ExecContext(ctx, query, id, string(status), processedAt, payhook.Storable(note))
 	if err != nil {
 		return fmt.Errorf("mark event %d %s: %w", id, status, err)
 	}

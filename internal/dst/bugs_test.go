@@ -26,6 +26,12 @@ var putBack = []struct {
 }{
 	{"ack-before-commit", func(on bool) { jobs.DSTBugs["ack-before-commit"] = on }, 20},
 	{"outbox-outside-tx", func(on bool) { outbox.DSTBugs["outbox-outside-tx"] = on }, 20},
+	// Without the unique index on (source, event_id), which it stands in
+	// for, and which the run drops.
+	{"check-then-insert", func(on bool) {
+		jobs.DSTBugs["check-then-insert"] = on
+		bugSchema = map[bool]string{true: `DROP INDEX payhook_events_source_event_id`}[on]
+	}, 20},
 }
 
 // TestDSTFindsPutBackBugs puts each bug back and runs seeds from 1 until

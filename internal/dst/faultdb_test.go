@@ -209,7 +209,19 @@ type faultConn struct {
 	tx *faultTx // the open transaction, if any
 }
 
+// park parks an actor's statement outside a transaction, or its begin,
+// until the harness lets it go (concurrent_test.go).
+func (c *faultConn) park(ctx context.Context) error {
+	if c.tx != nil {
+		return nil
+	}
+	return gate(ctx)
+}
+
 func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if err := c.park(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.f.next(!c.f.portable); err != nil {
 		return nil, err
 	}
@@ -222,6 +234,9 @@ func (c *faultConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.
 }
 
 func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := c.park(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}
@@ -229,6 +244,9 @@ func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver
 }
 
 func (c *faultConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if err := c.park(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}
@@ -236,6 +254,9 @@ func (c *faultConn) QueryContext(ctx context.Context, query string, args []drive
 }
 
 func (c *faultConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	if err := c.park(ctx); err != nil {
+		return nil, err
+	}
 	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,7 @@ type plan struct {
 	afterCommits          []int // commit numbers
 	maxBatch              int
 	loseAnswersAfterCrash bool
+	conc                  concPlan // drawn from its own stream (newConcPlan)
 }
 
 func newPlan(rng *rand.Rand) plan {
@@ -93,9 +94,9 @@ func newPlan(rng *rand.Rand) plan {
 
 func (p plan) String() string {
 	return fmt.Sprintf("size %.3f drop %.2f dup %.2f burst %.2f delay %s skew %s api-fail %.2f stmt-fail %.4f "+
-		"crashes at statements %v and after commits %v, answers lost at a crash %v, batches up to %d",
+		"crashes at statements %v and after commits %v, answers lost at a crash %v, batches up to %d, %s",
 		p.size, p.drop, p.dup, p.burst, p.delay.Round(time.Second), p.skew.Round(time.Second), p.apiFail, p.stmtFail,
-		p.crashes, p.afterCommits, p.loseAnswersAfterCrash, p.maxBatch)
+		p.crashes, p.afterCommits, p.loseAnswersAfterCrash, p.maxBatch, p.conc)
 }
 
 // opener opens the run's database with the faults in front of it, and
@@ -119,8 +120,12 @@ type harness struct {
 	faults *faults
 	ctx    context.Context
 
-	db     *store.DB
-	queue  *jobs.Queue
+	db    *store.DB
+	queue *jobs.Queue
+	// queue2 is the second instance's, when the seed runs two.
+	queue2 *jobs.Queue
+	conc   concPlan
+	crng   *rand.Rand // the draws of concurrency: instances, interleavings
 	recv   http.Handler
 	src    payhook.Source
 	prov   *sim.Provider
@@ -205,11 +210,18 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 	for _, n := range h.plan.afterCommits {
 		h.faults.afterCommit[n] = true
 	}
+	h.conc, h.crng = newConcPlan(seed)
+	h.plan.conc = h.conc
 	sp, srng := newSinkPlan(seed)
 	h.sink = &sink{h: h, plan: sp, rng: srng, told: map[string]int{}}
 	h.sender = &sender{h: h, rng: rand.New(rand.NewPCG(uint64(seed), 0x5e7d))}
 	h.api = &apiTransport{h: h, rng: rand.New(rand.NewPCG(uint64(seed), 0xa91))}
 	h.open()
+	if bugSchema != "" {
+		if _, err := h.db.SQL.ExecContext(h.ctx, bugSchema); err != nil {
+			h.fatalf("the schema of the bug put back: %v", err)
+		}
+	}
 	defer func() {
 		if h.db != nil {
 			h.db.Close()
@@ -258,6 +270,10 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 		steps: h.steps, points: h.faults.n}
 }
 
+// bugSchema is a change of the schema that a bug put back needs
+// (bugs_test.go), run at the start of each seed.
+var bugSchema string
+
 // secret is the endpoint's signing secret of a seed; the receiver's
 // source is configured with it before the story creates the endpoint.
 func secret(seed int64) string {
@@ -298,7 +314,9 @@ func replay(seed int64, portable bool) string {
 func (h *harness) open() {
 	h.db = &store.DB{SQL: h.op.open(h.faults), Engine: h.op.engine, URL: "dst"}
 	if h.op.engine == store.SQLite {
-		h.db.SQL.SetMaxOpenConns(1)
+		// One connection, as payhook serve has; two instances park one
+		// each at once, and the harness reads beside them.
+		h.db.SQL.SetMaxOpenConns(1 + 3*(h.conc.instances-1))
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	v, err := provider.New(provider.Options{Provider: "billete", Secrets: []string{secret(h.seed)}})
@@ -343,6 +361,11 @@ func (h *harness) open() {
 	h.queue, err = jobs.New(h.db, qc)
 	if err != nil {
 		h.fatalf("queue: %v", err)
+	}
+	if h.conc.instances > 1 {
+		if h.queue2, err = jobs.New(h.db, qc); err != nil {
+			h.fatalf("queue: %v", err)
+		}
 	}
 	h.recv, err = receiver.New(receiver.Config{Sources: []payhook.Source{h.src}, Inbox: batcherInbox{}, Now: h.Now,
 		Logger: log, StoreTimeout: time.Hour})
@@ -399,24 +422,20 @@ func (h *harness) settle(deliveriesOnly bool) {
 			if h.nextJob().After(h.now) {
 				break // nothing due: spare Step its two queries
 			}
-			h.steps++
-			ran, err := h.queue.Step(h.ctx)
-			h.checkViolation()
-			if h.crashed() {
-				continue
-			}
-			if err != nil {
-				fmt.Fprintf(h.logs, "step: %v\n", err)
-			}
-			if !ran {
+			if !h.step() {
 				break
 			}
 		}
 		w := h.waiting()
 		if w > 0 && !h.now.Before(nextSweep) {
-			h.rescue()
+			if !h.conc.sweepFirst {
+				h.rescue()
+			}
 			if _, err := h.queue.Sweep(h.ctx); err != nil && !h.crashed() {
 				fmt.Fprintf(h.logs, "sweep: %v\n", err)
+			}
+			if h.conc.sweepFirst {
+				h.rescue()
 			}
 			nextSweep = h.now.Add(15 * time.Second)
 		}
@@ -434,6 +453,32 @@ func (h *harness) settle(deliveriesOnly bool) {
 		}
 		h.now = maxTime(wake, h.now.Add(time.Millisecond))
 	}
+}
+
+// step runs the oldest due job on each instance, the two at once when
+// there are two, and reports whether one ran (or a crash ended it).
+func (h *harness) step() bool {
+	var ran [2]bool
+	var errs [2]error
+	if h.conc.instances == 1 {
+		h.steps++
+		ran[0], errs[0] = h.queue.Step(h.ctx)
+	} else {
+		h.steps += 2
+		together(h.ctx, h.crng,
+			func(ctx context.Context) { ran[0], errs[0] = h.queue.Step(ctx) },
+			func(ctx context.Context) { ran[1], errs[1] = h.queue2.Step(ctx) })
+	}
+	h.checkViolation()
+	if h.crashed() {
+		return true
+	}
+	for _, err := range errs {
+		if err != nil {
+			fmt.Fprintf(h.logs, "step: %v\n", err)
+		}
+	}
+	return ran[0] || ran[1]
 }
 
 // rescue is River's rescuer, which a stepped queue does not run: a job
@@ -586,11 +631,34 @@ func (h *harness) deliver(due []*attempt) {
 		return cmp.Or(cmp.Compare(a.ev.EventID, b.ev.EventID), bytes.Compare(a.ev.Payload, b.ev.Payload))
 	})
 	crashedAt := -1
+	if h.conc.instances > 1 {
+		// Each delivery reaches one of the two instances, as behind a
+		// load balancer; each forms its own batches.
+		var mine [2][]*ingestCall
+		for _, c := range calls {
+			i := h.crng.IntN(2)
+			mine[i] = append(mine[i], c)
+		}
+		instance := func(q *jobs.Queue, calls []*ingestCall) func(context.Context) {
+			return func(ctx context.Context) {
+				for len(calls) > 0 {
+					n := min(len(calls), 1+h.crng.IntN(h.plan.maxBatch))
+					h.ingest(ctx, q, calls[:n])
+					calls = calls[n:]
+				}
+			}
+		}
+		together(h.ctx, h.crng, instance(h.queue, mine[0]), instance(h.queue2, mine[1]))
+		if h.faults.isCrashed() {
+			crashedAt = finished
+		}
+		calls = nil
+	}
 	for len(calls) > 0 {
 		n := min(len(calls), 1+h.rng.IntN(h.plan.maxBatch))
 		batch := calls[:n]
 		calls = calls[n:]
-		h.ingest(batch)
+		h.ingest(h.ctx, h.queue, batch)
 		if crashedAt < 0 && h.faults.isCrashed() {
 			crashedAt = finished
 		}
@@ -614,7 +682,7 @@ func (h *harness) deliver(due []*attempt) {
 // ingest stores one batch with one Ingest call, as the group committer
 // does: the same event twice in a batch is stored once and both are
 // answered; a failure answers the whole batch with it.
-func (h *harness) ingest(batch []*ingestCall) {
+func (h *harness) ingest(ctx context.Context, q *jobs.Queue, batch []*ingestCall) {
 	var evs []*payhook.Event
 	first := map[string]int{}
 	for _, c := range batch {
@@ -623,7 +691,7 @@ func (h *harness) ingest(batch []*ingestCall) {
 			evs = append(evs, c.ev)
 		}
 	}
-	inserted, err := h.queue.Ingest(h.ctx, evs)
+	inserted, err := q.Ingest(ctx, evs)
 	for _, c := range batch {
 		i := first[c.ev.EventID]
 		if err != nil {

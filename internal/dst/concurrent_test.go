@@ -1,0 +1,128 @@
+package dst
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+)
+
+// Two payhook instances on one database: two receivers (group commit
+// batches of their own) and two step drivers. Their statements interleave
+// in an order the seed chooses, still one seed, one run: each instance
+// runs as an actor that parks at every statement it sends outside a
+// transaction and at every transaction's begin, and the harness lets one
+// actor go at a time, to its next park. A transaction runs whole once
+// begun: SQLite has one writer, so what two instances can interleave is a
+// read outside a transaction (a look before a write) and the
+// transactions, which is where a check-then-insert or a claim without its
+// condition goes wrong. PostgreSQL runs the same order.
+
+// concPlan is what a seed chose for concurrency, drawn from a stream of
+// its own (the rest of the plan stays what it was).
+type concPlan struct {
+	instances int // 1, or 2 on one database
+	// sweepFirst runs the sweep before River's rescuer (both are
+	// periodic and independent in production): a job left running by a
+	// crash then gets a stand-in before it is itself retried, two live
+	// jobs for one event.
+	sweepFirst bool
+}
+
+func newConcPlan(seed int64) (concPlan, *rand.Rand) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0xc0c))
+	p := concPlan{instances: 1, sweepFirst: rng.IntN(2) == 0}
+	if rng.IntN(3) != 0 {
+		p.instances = 2
+	}
+	return p, rng
+}
+
+func (p concPlan) String() string {
+	return fmt.Sprintf("%d instances, sweep before rescue %v", p.instances, p.sweepFirst)
+}
+
+type actorKey struct{}
+
+// actor is one instance's goroutine under the scheduler.
+type actor struct {
+	id     int
+	s      *scheduler
+	wake   chan struct{}
+	done   bool
+	panic  any
+	parked bool
+}
+
+type scheduler struct {
+	arrive  chan *actor
+	aborted bool // set before the actors are woken for good: gates open
+}
+
+// gate parks the calling actor, if any, until the harness lets it go; it
+// returns an error once the run is being abandoned.
+func gate(ctx context.Context) error {
+	a, _ := ctx.Value(actorKey{}).(*actor)
+	if a == nil {
+		return nil
+	}
+	a.s.arrive <- a
+	<-a.wake
+	if a.s.aborted {
+		return errCrashed
+	}
+	return nil
+}
+
+// together runs fns as actors, one at a time from park to park, in an
+// order drawn from rng, until all have returned. A panic in one (a broken
+// invariant) is raised in the caller once every actor has returned.
+func together(ctx context.Context, rng *rand.Rand, fns ...func(ctx context.Context)) {
+	s := &scheduler{arrive: make(chan *actor)}
+	parked := make([]*actor, len(fns))
+	for i, fn := range fns {
+		a := &actor{id: i, s: s, wake: make(chan struct{})}
+		parked[i] = a
+		go func() {
+			defer func() {
+				a.panic = recover()
+				a.done = true
+				s.arrive <- a
+			}()
+			<-a.wake
+			fn(context.WithValue(ctx, actorKey{}, a))
+		}()
+	}
+	var raised any
+	for len(parked) > 0 {
+		i := rng.IntN(len(parked))
+		if s.aborted {
+			i = 0
+		}
+		a := parked[i]
+		parked = slices.Delete(parked, i, i+1)
+		a.wake <- struct{}{}
+		b := <-s.arrive
+		if b != a {
+			panic("dst: an actor ran while another was let go")
+		}
+		switch {
+		case b.panic != nil:
+			raised = cmpOr(raised, b.panic)
+			s.aborted = true
+		case !b.done:
+			i, _ := slices.BinarySearchFunc(parked, b.id, func(x *actor, id int) int { return x.id - id })
+			parked = slices.Insert(parked, i, b)
+		}
+	}
+	if raised != nil {
+		panic(raised)
+	}
+}
+
+func cmpOr(a, b any) any {
+	if a != nil {
+		return a
+	}
+	return b
+}
