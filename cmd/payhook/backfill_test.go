@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -105,7 +106,7 @@ func TestBackfillAfterOutage(t *testing.T) {
 					// Say what holds the events that wait.
 					waiting, _ := db.ListEvents(ctx, store.Filter{Source: "b", Status: payhook.StatusReceived, Limit: 10})
 					for _, ev := range waiting {
-						t.Logf("waiting: %s %s via %s, %d attempts, last error %q", ev.EventID, ev.Type, ev.ReceivedVia, ev.Attempts, ev.LastError)
+						t.Logf("waiting: %s %s via %s, %d attempts, last error %q; its jobs: %s", ev.EventID, ev.Type, ev.ReceivedVia, ev.Attempts, ev.LastError, jobsOf(db, ev.ID))
 					}
 					t.Fatal(err)
 				}
@@ -204,4 +205,33 @@ func TestBackfillUsage(t *testing.T) {
 	if _, err := os.Stat(strings.TrimPrefix(dbURL, "sqlite://")); err == nil {
 		t.Error("a refused backfill created the database")
 	}
+}
+
+// jobsOf describes River's jobs of event id (state, attempt, when due),
+// for a test that says what holds an event that waits.
+func jobsOf(db *store.DB, id int64) string {
+	arg := `CAST(args->>'event_id' AS BIGINT)`
+	if db.Engine == store.SQLite {
+		arg = `json_extract(args, '$.event_id')`
+	}
+	rows, err := db.SQL.Query(`SELECT id, state, attempt, max_attempts, CAST(scheduled_at AS TEXT), CAST(finalized_at AS TEXT)
+		FROM river_job WHERE kind = 'payhook_process_event' AND `+arg+` = $1 ORDER BY id`, id)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var job, attempt, maxAttempts int64
+		var state, scheduled string
+		var finalized sql.NullString
+		if err := rows.Scan(&job, &state, &attempt, &maxAttempts, &scheduled, &finalized); err != nil {
+			return err.Error()
+		}
+		out = append(out, fmt.Sprintf("job %d %s attempt %d/%d scheduled %s finalized %s", job, state, attempt, maxAttempts, scheduled, finalized.String))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }
