@@ -9,6 +9,7 @@ import (
 
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
 )
 
 func init() {
@@ -32,6 +33,9 @@ var putBack = []struct {
 		jobs.DSTBugs["check-then-insert"] = on
 		bugSchema = map[bool]string{true: `DROP INDEX payhook_events_source_event_id`}[on]
 	}, 20},
+	// Both statements that say "only if still received": the claim and
+	// the finishing UPDATE.
+	{"claim-without-condition", func(on bool) { store.DSTBugs["claim-without-condition"] = on }, 50},
 }
 
 // TestDSTFindsPutBackBugs puts each bug back and runs seeds from 1 until

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 // Two payhook instances on one database: two receivers (group commit
@@ -27,6 +28,12 @@ type concPlan struct {
 	// crash then gets a stand-in before it is itself retried, two live
 	// jobs for one event.
 	sweepFirst bool
+	// freezes maps step rounds of the two instances to the park at which
+	// one of them freezes (a process stopped mid-job: a long GC pause, a
+	// VM migrated, a network cut), for freezeFor: long enough for River's
+	// rescuer and the sweep to take its job for a dead process's.
+	freezes   map[int]int
+	freezeFor time.Duration
 }
 
 func newConcPlan(seed int64) (concPlan, *rand.Rand) {
@@ -35,11 +42,17 @@ func newConcPlan(seed int64) (concPlan, *rand.Rand) {
 	if rng.IntN(3) != 0 {
 		p.instances = 2
 	}
+	p.freezes = map[int]int{}
+	for range rng.IntN(5) {
+		p.freezes[1+rng.IntN(120)] = 1 + rng.IntN(6)
+	}
+	p.freezeFor = 30*time.Second + time.Duration(rng.Int64N(int64(3*time.Minute)))
 	return p, rng
 }
 
 func (p concPlan) String() string {
-	return fmt.Sprintf("%d instances, sweep before rescue %v", p.instances, p.sweepFirst)
+	return fmt.Sprintf("%d instances, sweep before rescue %v, freezes %v for %s", p.instances, p.sweepFirst,
+		p.freezes, p.freezeFor.Round(time.Second))
 }
 
 type actorKey struct{}
@@ -76,8 +89,11 @@ func gate(ctx context.Context) error {
 
 // together runs fns as actors, one at a time from park to park, in an
 // order drawn from rng, until all have returned. A panic in one (a broken
-// invariant) is raised in the caller once every actor has returned.
-func together(ctx context.Context, rng *rand.Rand, fns ...func(ctx context.Context)) {
+// invariant) is raised in the caller once every actor has returned. When
+// freezeAt is above zero, the actor that parks freezeAt-th is frozen
+// there instead: together returns it, parked, for the harness to thaw
+// later (or abandon, at a crash).
+func together(ctx context.Context, rng *rand.Rand, freezeAt int, fns ...func(ctx context.Context)) *frozen {
 	s := &scheduler{arrive: make(chan *actor)}
 	parked := make([]*actor, len(fns))
 	for i, fn := range fns {
@@ -94,6 +110,8 @@ func together(ctx context.Context, rng *rand.Rand, fns ...func(ctx context.Conte
 		}()
 	}
 	var raised any
+	var ice *frozen
+	parks := 0
 	for len(parked) > 0 {
 		i := rng.IntN(len(parked))
 		if s.aborted {
@@ -111,12 +129,52 @@ func together(ctx context.Context, rng *rand.Rand, fns ...func(ctx context.Conte
 			raised = cmpOr(raised, b.panic)
 			s.aborted = true
 		case !b.done:
+			if parks++; parks == freezeAt && ice == nil {
+				ice = &frozen{a: b}
+				continue
+			}
 			i, _ := slices.BinarySearchFunc(parked, b.id, func(x *actor, id int) int { return x.id - id })
 			parked = slices.Insert(parked, i, b)
 		}
 	}
 	if raised != nil {
+		if ice != nil {
+			ice.abandon()
+		}
 		panic(raised)
+	}
+	return ice
+}
+
+// frozen is an actor frozen at a park.
+type frozen struct {
+	a     *actor
+	until time.Time
+}
+
+// thaw lets the frozen actor go on alone to its end, and raises its
+// panic, if any.
+func (f *frozen) thaw() {
+	for {
+		f.a.wake <- struct{}{}
+		b := <-f.a.s.arrive
+		if b.done {
+			if b.panic != nil {
+				panic(b.panic)
+			}
+			return
+		}
+	}
+}
+
+// abandon ends the frozen actor: its park and every later one fail.
+func (f *frozen) abandon() {
+	f.a.s.aborted = true
+	for {
+		f.a.wake <- struct{}{}
+		if b := <-f.a.s.arrive; b.done {
+			return
+		}
 	}
 }
 

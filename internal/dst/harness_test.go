@@ -126,6 +126,8 @@ type harness struct {
 	queue2 *jobs.Queue
 	conc   concPlan
 	crng   *rand.Rand // the draws of concurrency: instances, interleavings
+	rounds int        // step rounds of two instances
+	frozen *frozen    // an instance frozen mid-job, if any
 	recv   http.Handler
 	src    payhook.Source
 	prov   *sim.Provider
@@ -223,6 +225,9 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 		}
 	}
 	defer func() {
+		if h.frozen != nil {
+			h.frozen.abandon()
+		}
 		if h.db != nil {
 			h.db.Close()
 		}
@@ -383,6 +388,10 @@ func (h *harness) crashed() bool {
 	}
 	h.crashes++
 	fmt.Fprintf(h.logs, "--- crash %d at statement %d, %s\n", h.crashes, h.faults.n, h.now.Sub(start))
+	if h.frozen != nil {
+		h.frozen.abandon() // the whole machine went down
+		h.frozen = nil
+	}
 	h.db.Close()
 	h.faults.mu.Lock()
 	h.faults.crashed = false
@@ -414,6 +423,9 @@ func (h *harness) settle(deliveriesOnly bool) {
 		if h.now.Sub(start) > horizon {
 			h.fatalf("not settled after %s: %d deliveries pending, %d events waiting", horizon, len(h.sender.queue), h.waiting())
 		}
+		if h.frozen != nil && !h.now.Before(h.frozen.until) {
+			h.thaw()
+		}
 		if due := h.sender.due(); len(due) > 0 {
 			h.deliver(due)
 			h.crashed()
@@ -439,7 +451,7 @@ func (h *harness) settle(deliveriesOnly bool) {
 			}
 			nextSweep = h.now.Add(15 * time.Second)
 		}
-		if len(h.sender.queue) == 0 && (w == 0 || deliveriesOnly) {
+		if len(h.sender.queue) == 0 && (deliveriesOnly || w == 0 && h.frozen == nil) {
 			return
 		}
 		// Wake at the next thing due: a delivery, or, while work waits in
@@ -447,6 +459,9 @@ func (h *harness) settle(deliveriesOnly bool) {
 		wake := h.now.Add(horizon)
 		if len(h.sender.queue) > 0 {
 			wake = h.sender.queue[0].due
+		}
+		if h.frozen != nil {
+			wake = minTime(wake, h.frozen.until)
 		}
 		if w > 0 {
 			wake = minTime(wake, nextSweep, h.nextJob())
@@ -465,9 +480,19 @@ func (h *harness) step() bool {
 		ran[0], errs[0] = h.queue.Step(h.ctx)
 	} else {
 		h.steps += 2
-		together(h.ctx, h.crng,
+		h.rounds++
+		freezeAt := 0
+		if h.frozen == nil {
+			freezeAt = h.conc.freezes[h.rounds]
+		}
+		ice := together(h.ctx, h.crng, freezeAt,
 			func(ctx context.Context) { ran[0], errs[0] = h.queue.Step(ctx) },
 			func(ctx context.Context) { ran[1], errs[1] = h.queue2.Step(ctx) })
+		if ice != nil {
+			ice.until = h.now.Add(h.conc.freezeFor)
+			h.frozen = ice
+			fmt.Fprintf(h.logs, "--- instance %d frozen at %s until %s\n", ice.a.id+1, h.now.Sub(start), ice.until.Sub(start))
+		}
 	}
 	h.checkViolation()
 	if h.crashed() {
@@ -479,6 +504,16 @@ func (h *harness) step() bool {
 		}
 	}
 	return ran[0] || ran[1]
+}
+
+// thaw lets the frozen instance go on from where it froze.
+func (h *harness) thaw() {
+	f := h.frozen
+	h.frozen = nil
+	fmt.Fprintf(h.logs, "--- instance %d thawed at %s\n", f.a.id+1, h.now.Sub(start))
+	f.thaw()
+	h.checkViolation()
+	h.crashed()
 }
 
 // rescue is River's rescuer, which a stepped queue does not run: a job
@@ -648,7 +683,7 @@ func (h *harness) deliver(due []*attempt) {
 				}
 			}
 		}
-		together(h.ctx, h.crng, instance(h.queue, mine[0]), instance(h.queue2, mine[1]))
+		together(h.ctx, h.crng, 0, instance(h.queue, mine[0]), instance(h.queue2, mine[1]))
 		if h.faults.isCrashed() {
 			crashedAt = finished
 		}
