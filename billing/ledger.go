@@ -50,6 +50,44 @@ func (a *applier) post(ctx context.Context, key, kind, paymentRef string, revers
 	return id, true, nil
 }
 
+// postEntries is post followed, when it inserts, by entries moving the
+// posting's amount from credit to debit. On PostgreSQL it is one
+// statement (a round trip less per movement), the entries inserted only
+// with the posting the unique index let in.
+func (a *applier) postEntries(ctx context.Context, key, kind, paymentRef string, reverses, amount, requested int64, currency, debit, credit string) (int64, bool, error) {
+	if a.tx.db.Engine != store.Postgres {
+		id, inserted, err := a.post(ctx, key, kind, paymentRef, reverses, amount, requested, currency)
+		if err != nil || !inserted {
+			return id, inserted, err
+		}
+		return id, true, a.entries(ctx, id, currency, debit, amount, credit)
+	}
+	var rev any
+	if reverses != 0 {
+		rev = reverses
+	}
+	var id int64
+	err := a.tx.QueryRowContext(ctx, `WITH p AS (INSERT INTO payhook_ledger_postings
+			(source, fact_key, kind, payment_ref, reverses_id, amount, requested_amount, currency, posted_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (source, fact_key) DO NOTHING
+			RETURNING id),
+		e AS (INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
+			SELECT p.id, v.account, $8, v.amount
+			FROM p CROSS JOIN (VALUES (1, $10::text, $6::bigint), (2, $11::text, -$6::bigint)) AS v(n, account, amount)
+			WHERE $6::bigint <> 0
+			ORDER BY v.n)
+		SELECT id FROM p`, a.source, key, kind, paymentRef, rev, amount, requested, currency, a.t(a.tx.now), debit, credit).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("post %s with its entries: %w", key, err)
+	}
+	a.out.Posted = append(a.out.Posted, key)
+	return id, true, nil
+}
+
 // posting returns the id, payment and requested amount of the posting of
 // key; id 0 if there is none.
 func (a *applier) posting(ctx context.Context, key string) (id int64, paymentRef string, requested int64, err error) {

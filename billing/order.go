@@ -21,22 +21,24 @@ func (a *applier) orderPaid(ctx context.Context, f OrderPaid) error {
 			return err
 		}
 	}
-	return a.payOrder(ctx, f.OrderID, f.PaymentRef)
+	return a.payOrder(ctx, f.OrderID, f.PaymentRef, false)
 }
 
 // payOrder creates the order of the source as pending if unknown, then
 // marks it paid by the fiat payment (or other reference) paidBy only if
 // pending. The first time paidBy tries to pay an order paid by another
 // payment, it raises AlertOrderPaidTwice; when paidBy is a stored payment
-// that cannot pay it (see claimOrder), AlertOrderPaymentMismatch.
-func (a *applier) payOrder(ctx context.Context, orderID, paidBy string) error {
+// that cannot pay it (see claimOrder), AlertOrderPaymentMismatch. mayPay
+// says this transaction holds paidBy locked as a fiat payment of orderID
+// (the capture that just recorded it): nothing to check.
+func (a *applier) payOrder(ctx context.Context, orderID, paidBy string, mayPay bool) error {
 	if a.claimed[orderID] == paidBy {
 		// This call marked it paid by paidBy (the event's capture), and
 		// holds it locked: paying it again by the same payment changes
 		// nothing and raises nothing.
 		return nil
 	}
-	ok, other, err := a.claimOrder(ctx, orderID, paidBy, "fiat")
+	ok, other, err := a.claimOrder(ctx, orderID, paidBy, "fiat", mayPay)
 	switch {
 	case err != nil || ok:
 		return err
@@ -52,24 +54,45 @@ func (a *applier) payOrder(ctx context.Context, orderID, paidBy string) error {
 
 // claimOrder marks the order of the source paid by paidBy if pending and
 // paidBy may pay it: a reference that is no stored payment, or a stored
-// payment of kind whose order id is empty or orderID; the UPDATE's WHERE
-// decides. Else it returns who paid the order: "" when it is still
+// payment of kind whose order id is empty or orderID (known when mayPay);
+// one upsert's WHERE decides, on the order as it is once any other claim
+// of it ended, and creates the order if unknown (pending when paidBy may
+// not pay it). Else it returns who paid the order: "" when it is still
 // pending, because paidBy may not pay it.
-func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string) (claimed bool, paidByBefore string, err error) {
-	if err := a.heardOfOrder(ctx, orderID); err != nil {
-		return false, "", err
+func (a *applier) claimOrder(ctx context.Context, orderID, paidBy, kind string, mayPay bool) (claimed bool, paidByBefore string, err error) {
+	var status string
+	if mayPay {
+		err = a.tx.QueryRowContext(ctx, `INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
+			VALUES ($1, $2, 'paid', $3, $4, $4)
+			ON CONFLICT (source, order_id) DO UPDATE SET status = 'paid', paid_by = excluded.paid_by, paid_at = excluded.paid_at
+				WHERE payhook_orders.status = 'pending'
+			RETURNING status`,
+			a.source, orderID, paidBy, a.t(a.tx.now)).Scan(&status)
+	} else {
+		at := "$4"
+		if a.tx.db.Engine == store.Postgres {
+			at = "CAST($4 AS TIMESTAMPTZ)"
+		}
+		// m is read once (MATERIALIZED: not once per use).
+		err = a.tx.QueryRowContext(ctx, `WITH m AS MATERIALIZED (SELECT EXISTS (SELECT 1 FROM payhook_payments p
+				WHERE p.source = $1 AND p.ref = $3 AND (p.kind <> $5 OR (p.order_id <> '' AND p.order_id <> $2))) AS bad)
+			INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
+			SELECT $1, $2, CASE WHEN m.bad THEN 'pending' ELSE 'paid' END, CASE WHEN m.bad THEN '' ELSE $3 END,
+				CASE WHEN m.bad THEN NULL ELSE `+at+` END, `+at+`
+			FROM m
+			WHERE TRUE
+			ON CONFLICT (source, order_id) DO UPDATE SET status = 'paid', paid_by = excluded.paid_by, paid_at = excluded.paid_at
+				WHERE payhook_orders.status = 'pending' AND excluded.status = 'paid'
+			RETURNING status`,
+			a.source, orderID, paidBy, a.t(a.tx.now), kind).Scan(&status)
 	}
-	res, err := a.tx.ExecContext(ctx, `UPDATE payhook_orders SET status = 'paid', paid_by = $3, paid_at = $4
-		WHERE source = $1 AND order_id = $2 AND status = 'pending'
-		AND NOT EXISTS (SELECT 1 FROM payhook_payments p WHERE p.source = $1 AND p.ref = $3
-			AND (p.kind <> $5 OR (p.order_id <> '' AND p.order_id <> $2)))`,
-		a.source, orderID, paidBy, a.t(a.tx.now), kind)
-	if err != nil {
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return false, "", fmt.Errorf("mark order %s paid: %w", orderID, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return false, "", fmt.Errorf("mark order %s paid: %w", orderID, err)
-	} else if n == 1 {
+	if err == nil && status == "pending" {
+		return false, "", nil // created pending: paidBy may not pay it
+	}
+	if err == nil {
 		a.out.OrdersPaid = append(a.out.OrdersPaid, orderID)
 		if a.claimed == nil {
 			a.claimed = map[string]string{}

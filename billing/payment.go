@@ -139,11 +139,8 @@ func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
 // it did.
 func (a *applier) move(ctx context.Context, p *payment, key, kind string, reverses, requested int64, next money) (bool, error) {
 	delta := next.kept(p.Amount) - p.kept(p.Amount)
-	id, inserted, err := a.post(ctx, key, kind, p.Ref, reverses, delta, requested, p.Currency)
+	_, inserted, err := a.postEntries(ctx, key, kind, p.Ref, reverses, delta, requested, p.Currency, AccountReceivable, AccountRevenue)
 	if err != nil || !inserted {
-		return false, err
-	}
-	if err := a.entries(ctx, id, p.Currency, AccountReceivable, delta, AccountRevenue); err != nil {
 		return false, err
 	}
 	_, err = a.tx.ExecContext(ctx, `UPDATE payhook_payments SET refunded_amount = $2, status = $3, updated_at = $4
@@ -218,14 +215,10 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 	}
 	succeeded = succeeded && p.Amount == 0
 	if p.Amount > 0 {
-		postID, inserted, err := a.post(ctx, "capture:"+pay.Ref, "capture", pay.Ref, 0, p.Amount, p.Amount, p.Currency)
+		_, inserted, err := a.postEntries(ctx, "capture:"+pay.Ref, "capture", pay.Ref, 0, p.Amount, p.Amount, p.Currency,
+			AccountReceivable, AccountRevenue)
 		if err != nil {
 			return nil, err
-		}
-		if inserted {
-			if err := a.entries(ctx, postID, p.Currency, AccountReceivable, p.Amount, AccountRevenue); err != nil {
-				return nil, err
-			}
 		}
 		succeeded = inserted
 	}
@@ -236,7 +229,7 @@ func (a *applier) captured(ctx context.Context, pay Payment) (*payment, error) {
 		}
 	}
 	if orderNew {
-		if err := a.payOrder(ctx, pay.OrderID, pay.Ref); err != nil {
+		if err := a.payOrder(ctx, pay.OrderID, pay.Ref, true); err != nil {
 			return nil, err
 		}
 	}

@@ -80,14 +80,12 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 	// the coins are in the wallet, as a fiat capture's money is with the
 	// provider, so the ledger does not depend on which payment of an order
 	// came first. The order rule only alerts.
-	id, inserted, err := a.post(ctx, "settle:"+f.InvoiceRef, "settle", f.InvoiceRef, 0, f.Amount, f.Amount, f.Currency)
+	_, inserted, err = a.postEntries(ctx, "settle:"+f.InvoiceRef, "settle", f.InvoiceRef, 0, f.Amount, f.Amount, f.Currency,
+		AccountCryptoWallet, AccountRevenue)
 	if err != nil {
 		return err
 	}
 	if inserted {
-		if err := a.entries(ctx, id, f.Currency, AccountCryptoWallet, f.Amount, AccountRevenue); err != nil {
-			return err
-		}
 		if err := a.emit(ctx, outbox.CryptoSettled, f.InvoiceRef, f.InvoiceRef, f.At, settledData{Invoice: f.InvoiceRef,
 			OrderID: f.OrderID, Amount: f.Amount, Currency: f.Currency, ChainRef: f.ChainRef}); err != nil {
 			return err
@@ -96,7 +94,7 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 	if f.OrderID == "" {
 		return nil
 	}
-	ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef, "crypto")
+	ok, other, err := a.claimOrder(ctx, f.OrderID, f.InvoiceRef, "crypto", false)
 	if err != nil || ok || other == f.InvoiceRef || other == "" {
 		return err
 	}

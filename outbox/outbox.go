@@ -135,15 +135,7 @@ func (r *route) matches(typ string) bool {
 // route writes the deliveries of the fact with row id fact to the sinks
 // matching typ, and returns their ids.
 func (o *Outbox) route(ctx context.Context, tx *sql.Tx, fact int64, typ string, now time.Time) ([]int64, error) {
-	o.mu.RLock()
-	var names []string
-	for _, r := range o.routes {
-		if r.matches(typ) {
-			names = append(names, r.name)
-		}
-	}
-	o.mu.RUnlock()
-	sort.Strings(names)
+	names := o.sinksFor(typ)
 	var ids []int64
 	at := o.cfg.DB.TimeValue(now)
 	for _, name := range names {
@@ -161,6 +153,21 @@ func (o *Outbox) route(ctx context.Context, tx *sql.Tx, fact int64, typ string, 
 		ids = append(ids, id)
 	}
 	return ids, nil
+}
+
+// sinksFor returns the names of the sinks that take facts of type typ,
+// sorted.
+func (o *Outbox) sinksFor(typ string) []string {
+	o.mu.RLock()
+	var names []string
+	for _, r := range o.routes {
+		if r.matches(typ) {
+			names = append(names, r.name)
+		}
+	}
+	o.mu.RUnlock()
+	sort.Strings(names)
+	return names
 }
 
 // Sweep is the outbox's part of the job queue's sweep, inside tx: it
