@@ -51,8 +51,9 @@ faults: ## the long fault suite (kills, PostgreSQL down, disk full, two instance
 	@cat faults-report.md
 
 SEEDS ?= 1000
-dst: ## the deterministic simulation over SEEDS seeds (1000) on SQLite, no race detector; replay one: go test ./internal/dst -run 'TestDST$$' -seed S -v
-	go test -count=1 -timeout 0 ./internal/dst -run 'TestDST$$' -seeds $(SEEDS)
+PG_SEEDS ?= 100
+dst: ## the deterministic simulation, no race detector: SEEDS (1000) on SQLite, PG_SEEDS (100) on both engines; replay one: go test ./internal/dst -run 'TestDST$$' -seed S -v
+	PAYHOOK_RACE=0 scripts/test.sh -timeout 0 ./internal/dst -run '^(TestDST|TestDSTPostgres)$$' -seeds $(SEEDS) -pg-seeds $(PG_SEEDS)
 
 pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
 	scripts/pg.sh start
