@@ -19,6 +19,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/cmd/payhook/checkdb"
 	"github.com/payhook/payhook/provider/standard"
 	"github.com/payhook/payhook/sim"
 	"github.com/payhook/payhook/sim/flavour"
@@ -154,19 +155,11 @@ Look around: payhook events list --db %s
 	return nil
 }
 
-// keptOf is the money kept in one currency of the ledger: what the
-// provider owes the merchant plus the crypto wallet (minus revenue, the
-// same number). The demo, sim check and payhook ledger balances's
-// accounts agree through it.
-func keptOf(accounts map[string]int64) int64 {
-	return accounts[billing.AccountReceivable] + accounts[billing.AccountCryptoWallet]
-}
-
-// keptBalances is keptOf for every currency of the ledger.
+// keptBalances is checkdb.Kept for every currency of the ledger.
 func keptBalances(b billing.BalancesView) map[string]int64 {
 	out := make(map[string]int64, len(b.Balances))
 	for cur, cb := range b.Balances {
-		out[cur] = keptOf(cb.Accounts)
+		out[cur] = checkdb.Kept(cb.Accounts)
 	}
 	return out
 }

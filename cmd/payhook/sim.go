@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/payhook/payhook/cmd/payhook/checkdb"
 	"github.com/payhook/payhook/sim"
 	"github.com/payhook/payhook/sim/check"
 	"github.com/payhook/payhook/sim/deliver"
@@ -391,7 +392,7 @@ func (m *Main) simCheck(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	diffs, err := check.Compare(ctx, dbReceiver{db, *source}, res.Expected)
+	diffs, err := check.Compare(ctx, checkdb.Receiver{DB: db, Source: *source}, res.Expected)
 	if err != nil {
 		return fmt.Errorf("sim check: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing/process"
+	"github.com/payhook/payhook/cmd/payhook/checkdb"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/provider"
@@ -899,7 +900,7 @@ func (s *sender) Resend(string) error { return errors.New("dst: no resend") }
 // every event answered 2xx is stored, and nothing is stored twice.
 func (h *harness) checkAlways(when string) {
 	stored := map[string]bool{}
-	evs, err := dbReceiver{h.db, sourceName}.Events(h.ctx)
+	evs, err := checkdb.Receiver{DB: h.db, Source: sourceName}.Events(h.ctx)
 	if err != nil {
 		h.fatalf("%s: list events: %v", when, err)
 	}
@@ -950,7 +951,7 @@ var doubled = []string{
 func (h *harness) checkFinal(exp sim.Expected) {
 	h.checkAlways("at the end")
 	h.checkFacts("at the end", true)
-	evs, err := dbReceiver{h.db, sourceName}.Events(h.ctx)
+	evs, err := checkdb.Receiver{DB: h.db, Source: sourceName}.Events(h.ctx)
 	if err != nil {
 		h.fatalf("list events: %v", err)
 	}
@@ -969,7 +970,7 @@ func (h *harness) checkFinal(exp sim.Expected) {
 		}
 	}
 	h.checkJobs(evs)
-	diffs, err := check.Compare(h.ctx, dbReceiver{h.db, sourceName}, exp)
+	diffs, err := check.Compare(h.ctx, checkdb.Receiver{DB: h.db, Source: sourceName}, exp)
 	if err != nil {
 		h.fatalf("compare with the provider: %v", err)
 	}
@@ -1080,7 +1081,7 @@ func (h *harness) digest() (string, string) {
 // their status, and what sim/check compares, as one string that both
 // engines must agree on for one seed.
 func (h *harness) business(exp sim.Expected) string {
-	r := dbReceiver{h.db, sourceName}
+	r := checkdb.Receiver{DB: h.db, Source: sourceName}
 	var b strings.Builder
 	evs, _ := r.Events(h.ctx)
 	slices.SortFunc(evs, func(a, b *payhook.Event) int { return cmp.Compare(a.EventID, b.EventID) })
