@@ -125,10 +125,10 @@ race=(-race '-gcflags=modernc.org/sqlite/lib=-race=false')
 # -parallel 4: the fault tests spend most of their time waiting (a job's
 # recovery takes up to 90 s); with the default (the core count, 2) they
 # held both slots of cmd/payhook idle while the storms queued behind them.
-# The deterministic simulation's many seeds: under -race a seed costs ~15
+# The deterministic simulation's many seeds: under -race a seed costs ~8
 # times its CPU, so the -race run plays only a few and this pass, without
-# it, the few hundred the issue asks for (~0.25 CPU-s a seed, in parallel
-# inside the package). It runs next to the main run, which leaves the
+# it, the few hundred issue 13 asks for (~0.3 CPU-s a SQLite seed, ~1 on
+# both engines, in parallel inside the package; ~150 CPU-s in all). It runs next to the main run, which leaves the
 # cores idle while its fault tests wait, in its own process group (so
 # that cleanup can stop it), and its output is printed after the main run's.
 dst_seeds="${PAYHOOK_DST_SEEDS:-}"
