@@ -38,7 +38,8 @@ Targets, measured one after the other for each load, all in one run:
   --db URL   a payhook serve started in this process on that database
              (sqlite://FILE or postgres://...), with one source for --provider
   --url URL  a payhook already running: the webhook URL of a source of
-             --provider holding --secret (drain only with --url-db); or any
+             --provider holding --secret (drain only with --url-db, one for
+             all or one per --url); or any
              other receiver of --provider's webhooks verifying with --secret,
              such as stripe-sync-engine (bench/peer). NAME=URL names the
              target in the results (default "url"); URL,URL,... is one
@@ -88,7 +89,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	var dbs, urls listFlag
 	fs.Var(&dbs, "db", "start payhook in-process on this database and measure it (repeatable)")
 	fs.Var(&urls, "url", "measure the running payhook source at this webhook URL (repeatable)")
-	urlDB := fs.String("url-db", "", "the database of the --url targets (payhook's), to measure their drain")
+	var urlDBs listFlag
+	fs.Var(&urlDBs, "url-db", "the database of the --url targets (payhook's), to measure their drain; repeated: one per --url, in order")
 	secret := fs.String("secret", "", "the signing secret of the --url source")
 	provider := fs.String("provider", "stripe", "whose deliveries to send: "+strings.Join(bench.Providers(), ", "))
 	kind := fs.String("event", bench.Kinds()[0], "the event sent: "+strings.Join(bench.Kinds(), ", "))
@@ -117,8 +119,10 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: bench needs a target: --floor, --db or --url", errUsage)
 	case len(urls) > 0 && *secret == "":
 		return fmt.Errorf("%w: --url needs the source's --secret", errUsage)
-	case *urlDB != "" && len(urls) == 0:
+	case len(urlDBs) > 0 && len(urls) == 0:
 		return fmt.Errorf("%w: --url-db goes with a --url", errUsage)
+	case len(urlDBs) > 1 && len(urlDBs) != len(urls):
+		return fmt.Errorf("%w: %d --url-db for %d --url: give one for all, or one per --url", errUsage, len(urlDBs), len(urls))
 	case *events <= 0 || *dups < 0:
 		return fmt.Errorf("%w: --events must be positive and --duplicates 0 or more", errUsage)
 	case *stall <= 0:
@@ -142,7 +146,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 
 	rep := benchReport{Date: m.Now().UTC(), Args: args, Machine: benchMachine{CPUs: runtime.NumCPU(), CPU: cpuModel(),
 		Go: runtime.Version(), Databases: map[string]string{}}}
-	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, *urlDB, *provider, *secret, *workers, &rep.Machine)
+	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, urlDBs, *provider, *secret, *workers, &rep.Machine)
 	defer closeAll()
 	if err != nil {
 		return err
@@ -226,7 +230,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // benchTargets starts the targets: the floor, payhook on each database,
 // and the running ones given by URL. closeAll stops what it started, also
 // after an error.
-func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string, urlDB, providerName, urlSecret string,
+func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs []string, providerName, urlSecret string,
 	workers int, mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
 	var closers []func()
 	closeAll = func() {
@@ -295,7 +299,11 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls []string,
 				t.Name = fmt.Sprintf("url-%d", i+1)
 			}
 		}
-		if urlDB != "" {
+		if len(urlDBs) > 0 {
+			urlDB := urlDBs[0]
+			if len(urlDBs) > 1 {
+				urlDB = urlDBs[i]
+			}
 			db, err := store.Open(ctx, urlDB)
 			if err != nil {
 				return nil, closeAll, err

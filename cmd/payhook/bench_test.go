@@ -108,6 +108,8 @@ func TestBenchUsage(t *testing.T) {
 		{"--floor", "--concurrency", "x"},
 		{"--floor", "--concurrency", "", "--rate", ""},
 		{"--floor", "--url-db", "sqlite://x.db"},
+		{"--url", "a=http://127.0.0.1:1/webhooks/a", "--url", "b=http://127.0.0.1:2/webhooks/b", "--secret", "whsec_x",
+			"--url-db", "sqlite://a.db", "--url-db", "sqlite://b.db", "--url-db", "sqlite://c.db"},
 		{"--url", "two=http://127.0.0.1:1/webhooks/a,http://127.0.0.1:2/webhooks/b", "--secret", "whsec_x"},
 		{"--url", "two=http://127.0.0.1:1/webhooks/a,127.0.0.1:2/webhooks/a", "--secret", "whsec_x"},
 		{"--floor", "--event", "refund.failed"},
