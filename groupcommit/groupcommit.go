@@ -76,6 +76,12 @@ func WholeBatch(err error) bool {
 type Config struct {
 	// MaxEvents bounds the events of one commit. Default 100.
 	MaxEvents int
+	// Commits is how many commits may be under way at once, each with
+	// its own batch. Default 1. More suits an inbox whose commits overlap
+	// (PostgreSQL flushes the WAL of concurrent commits together, and one
+	// commit's CPU runs while another waits for its flush); on SQLite,
+	// whose one connection takes one at a time, they would only queue.
+	Commits int
 	// OnCommit, if set, is called after each successful commit with its
 	// events and which of them were inserted (metrics). It must be cheap
 	// and not keep the slices.
@@ -85,18 +91,19 @@ type Config struct {
 // Committer is a payhook.Inbox that groups concurrent Ingest calls into fewer
 // transactions of the inbox it wraps. It is safe for concurrent use.
 type Committer struct {
-	ingest func(ctx context.Context, evs []*payhook.Event) ([]bool, error)
-	max    int
-	wake   chan struct{} // a request was queued
-	stop   chan struct{}
-	alone  chan struct{} // slots of requests retried alone
-	done   sync.WaitGroup
+	ingest  func(ctx context.Context, evs []*payhook.Event) ([]bool, error)
+	max     int
+	commits int
+	wake    chan struct{} // a request was queued
+	stop    chan struct{}
+	alone   chan struct{} // slots of requests retried alone
+	done    sync.WaitGroup
 
 	mu      sync.Mutex
 	queue   []*request
 	closed  bool
 	blocked map[key]int // keys of requests being retried alone, and how many
-	busy    bool        // a commit is under way
+	busy    int         // commits under way
 	failing error       // the store's error (WholeBatch) of the last commit, if it failed so
 }
 
@@ -119,8 +126,11 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 	if cfg.MaxEvents <= 0 {
 		cfg.MaxEvents = 100
 	}
+	if cfg.Commits <= 0 {
+		cfg.Commits = 1
+	}
 	c := &Committer{
-		ingest: inbox.Ingest, max: cfg.MaxEvents,
+		ingest: inbox.Ingest, max: cfg.MaxEvents, commits: cfg.Commits,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), alone: make(chan struct{}, maxAlone),
 		blocked: make(map[key]int),
 	}
@@ -136,8 +146,10 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 			return got, err
 		}
 	}
-	c.done.Add(1)
-	go c.loop()
+	c.done.Add(cfg.Commits)
+	for range cfg.Commits {
+		go c.loop()
+	}
 	return c
 }
 
@@ -177,7 +189,7 @@ func (c *Committer) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, e
 		c.mu.Unlock()
 		return c.ingestAlone(ctx, evs)
 	}
-	if c.failing != nil && c.busy {
+	if c.failing != nil && c.busy > 0 {
 		err := c.failing
 		c.mu.Unlock()
 		return nil, fmt.Errorf("store failing, tried again by the commit under way: %w", err)
@@ -254,7 +266,7 @@ func (c *Committer) ingestAlone(ctx context.Context, evs []*payhook.Event) ([]bo
 }
 
 // loop commits the queued requests, up to max events at a time, until
-// Close.
+// Close. Config.Commits loops run at once, each taking its own batches.
 func (c *Committer) loop() {
 	defer c.done.Done()
 	for {
@@ -275,10 +287,7 @@ func (c *Committer) loop() {
 			if len(batch) == 0 {
 				break
 			}
-			failing := c.commit(batch)
-			c.mu.Lock()
-			c.busy, c.failing = false, failing
-			c.mu.Unlock()
+			c.commit(batch)
 		}
 	}
 }
@@ -309,7 +318,9 @@ func (c *Committer) take() []*request {
 		break
 	}
 	c.queue = slices.Delete(c.queue, 0, i)
-	c.busy = len(batch) > 0
+	if len(batch) > 0 {
+		c.busy++
+	}
 	return batch
 }
 
@@ -320,13 +331,16 @@ func (c *Committer) take() []*request {
 // request tried on its own, so that one bad event cannot fail the others.
 // It returns the store's error when the batch ended failing as a whole.
 func (c *Committer) commit(live []*request) (failing error) {
+	settled := false
+	settle := func(err error) { c.settle(&settled, err) }
+	defer func() { c.settle(&settled, failing) }()
 	for len(live) > 1 {
 		evs, order, owner := sorted(live)
 		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 		got, err := c.ingest(ctx, evs)
 		cancel()
 		if err == nil {
-			c.settle(nil)
+			settle(nil)
 			inserted := make([]bool, len(evs))
 			for i, j := range order {
 				inserted[j] = got[i]
@@ -338,7 +352,7 @@ func (c *Committer) commit(live []*request) (failing error) {
 			return nil
 		}
 		if WholeBatch(err) {
-			c.settle(err)
+			settle(err)
 			for _, r := range live {
 				answer(r, nil, err)
 			}
@@ -355,14 +369,14 @@ func (c *Committer) commit(live []*request) (failing error) {
 	for i, r := range live {
 		inserted, err := c.ingest(r.ctx, r.evs)
 		if WholeBatch(err) {
-			c.settle(err)
+			settle(err)
 			for _, r := range live[i:] {
 				answer(r, nil, err)
 			}
 			return err
 		}
 		if err == nil {
-			c.settle(nil)
+			settle(nil)
 		}
 		answer(r, inserted, err)
 	}
@@ -371,10 +385,15 @@ func (c *Committer) commit(live []*request) (failing error) {
 
 // settle records how the commit under way ended before its requests are
 // answered, so that a caller's next Ingest never meets the state of the
-// commit that has just answered it.
-func (c *Committer) settle(failing error) {
+// commit that has just answered it: the store's error, and that the
+// commit is no longer under way (once: *settled says it was counted off).
+func (c *Committer) settle(settled *bool, failing error) {
 	c.mu.Lock()
-	c.busy, c.failing = false, failing
+	if !*settled {
+		c.busy--
+		*settled = true
+	}
+	c.failing = failing
 	c.mu.Unlock()
 }
 

@@ -60,6 +60,10 @@ const (
 	shutdownTimeout = 30 * time.Second
 )
 
+// postgresCommits is how many group commits may be under way at once on
+// PostgreSQL (groupcommit.Config.Commits).
+const postgresCommits = 3
+
 func (m *Main) serve(ctx context.Context, args []string) error {
 	fs := m.flags("serve", serveHelp)
 	configPath := fs.String("config", "", "YAML file listing the sources (env PAYHOOK_CONFIG)")
@@ -114,8 +118,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Deliveries that arrive together share one durable commit.
-	committer := groupcommit.New(queue, groupcommit.Config{OnCommit: met.Committed})
+	// Deliveries that arrive together share one durable commit; on
+	// PostgreSQL several such commits overlap (SQLite takes one at a time).
+	gcfg := groupcommit.Config{OnCommit: met.Committed}
+	if db.Engine == store.Postgres {
+		gcfg.Commits = postgresCommits
+	}
+	committer := groupcommit.New(queue, gcfg)
 	defer committer.Close()
 	// Signature checks are counted in memory and flushed every second
 	// (reconcile.SignatureCounter says why), the last flush after the
