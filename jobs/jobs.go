@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -39,6 +40,10 @@ type Config struct {
 	// Workers is how many events are processed at once. Default 20 on
 	// PostgreSQL and 4 on SQLite, whose one connection serialises them.
 	Workers int
+	// BusyWorkers is how many events are processed at once while the
+	// Queue is storing deliveries (a burst being acknowledged): acks come
+	// first (see yield.go). Default 1; Workers or more turns it off.
+	BusyWorkers int
 	// Batch is how many events one worker may apply in one transaction:
 	// the event of its job and others waiting their first try, whose jobs
 	// it completes in the same transaction. A batch commits only if every
@@ -165,6 +170,9 @@ func (c Config) withDefaults(engine store.Engine) Config {
 			c.Workers = 4
 		}
 	}
+	if c.BusyWorkers <= 0 {
+		c.BusyWorkers = 1
+	}
 	if c.Batch <= 0 {
 		c.Batch = 16
 	}
@@ -213,6 +221,13 @@ type Queue struct {
 	// does (retry nil: River's default policy).
 	periodic river.Worker[periodicArgs]
 	retry    river.ClientRetryPolicy
+
+	// ingesting counts the ingests under way, lastIngest is when the
+	// last one ended (UnixNano), busy holds the BusyWorkers slots (see
+	// yield.go).
+	ingesting  atomic.Int32
+	lastIngest atomic.Int64
+	busy       chan struct{}
 
 	mu sync.Mutex
 	// alone holds the events that failed in another event's batch: no
@@ -347,7 +362,8 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",
 			cfg.RescueAfter, cfg.JobTimeout, payhook.ErrConfig)
 	}
-	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}, aloneDeliveries: map[int64]bool{}}
+	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}, aloneDeliveries: map[int64]bool{},
+		busy: make(chan struct{}, cfg.BusyWorkers)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(q.work))
 	river.AddWorker(workers, river.WorkFunc(q.deliver))
@@ -395,8 +411,12 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 
 // work runs one attempt of an event's job.
 func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
+	release, err := q.yield(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	final := job.Attempt >= job.MaxAttempts
-	var err error
 	if job.Attempt > 1 || !q.processBatch(ctx, job.Args.EventID, final, &err) {
 		err = q.process(ctx, job.Args.EventID, final)
 	}
