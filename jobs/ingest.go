@@ -12,7 +12,7 @@ import (
 
 // LockWait is how long IngestBounded waits for a key another transaction
 // holds before it gives up on the batch.
-const LockWait = 200 * time.Millisecond
+const LockWait = store.IngestLockWait
 
 // IngestBounded is Ingest for a caller that commits many deliveries
 // together (groupcommit). A failure that no event caused (at begin,
@@ -32,14 +32,44 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 // All events go into one statement; if it fails, the batch is tried again
 // one event at a time, which names the event that fails it.
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
+	q.ingestStarted()
+	defer q.ingestDone()
 	if dstBug("check-then-insert") {
 		return q.checkThenInsert(ctx, evs)
+	}
+	if lockWait == store.IngestLockWait && q.db.Ingest != nil {
+		inserted, err := q.store(ctx, evs)
+		if errors.Is(err, errTogether) {
+			return q.ingestTx(ctx, evs, lockWait, false)
+		}
+		return inserted, err
 	}
 	inserted, err := q.ingestTx(ctx, evs, lockWait, len(evs) > 1)
 	if errors.Is(err, errTogether) {
 		return q.ingestTx(ctx, evs, lockWait, false)
 	}
 	return inserted, err
+}
+
+// store is ingest on PostgreSQL's Ingest pool (store.StoreEvents): the
+// events and their jobs in one statement that commits alone, one round
+// trip. A failure that a row can cause fails the batch with errTogether,
+// or a single event with a *payhook.EventError; any other is the store's.
+func (q *Queue) store(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	inserted, err := q.db.StoreEvents(ctx, evs, q.processJobsWith())
+	if err == nil {
+		return inserted, nil
+	}
+	err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
+	switch {
+	case !store.IsRowError(err):
+		return nil, whole(ctx, err)
+	case len(evs) > 1:
+		return nil, fmt.Errorf("%w: %w", errTogether, err)
+	case store.IsLockTimeout(err):
+		err = fmt.Errorf("%w: %w", err, payhook.ErrLocked)
+	}
+	return nil, &payhook.EventError{Index: 0, Err: err}
 }
 
 // errTogether marks the failure of the statement inserting a whole batch.

@@ -17,7 +17,8 @@ import (
 )
 
 // TestIngestedJobsAreRiversJobs: the jobs Ingest writes into River's
-// table itself (riverrow.go), in a batch, alone, and one at a time, are
+// table itself (riverrow.go), in a batch, alone, one at a time, and
+// through IngestBounded (PostgreSQL: store.StoreEvents), are
 // the rows River's InsertManyTx writes for the same args: River's own
 // insert of the same job finds each one live (its unique key and states),
 // and the other columns equal those of a job River inserted. An event
@@ -65,7 +66,17 @@ func TestIngestedJobsAreRiversJobs(t *testing.T) {
 				if _, err := q.ingestTx(ctx, apart, 0, false); err != nil {
 					t.Fatal(err)
 				}
-				ours := []*payhook.Event{batch[0], batch[2], single, apart[0], apart[1]}
+				// As the group committer stores them: on PostgreSQL one
+				// statement on the Ingest pool.
+				bounded := []*payhook.Event{ev("evt_f"), ev("evt_g")}
+				if _, err := q.IngestBounded(ctx, bounded); err != nil {
+					t.Fatal(err)
+				}
+				boundedOne := ev("evt_h")
+				if _, err := q.IngestBounded(ctx, []*payhook.Event{boundedOne}); err != nil {
+					t.Fatal(err)
+				}
+				ours := []*payhook.Event{batch[0], batch[2], single, apart[0], apart[1], bounded[0], bounded[1], boundedOne}
 
 				// A job River inserts, for comparison.
 				ref := ev("evt_river")

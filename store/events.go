@@ -163,6 +163,18 @@ const eventInsertArgs = 11
 // depend on their number (the events go as one array per column), so that
 // it is prepared once per connection, and runs with in it.
 func (db *DB) insertEventsPostgres(ctx context.Context, tx *sql.Tx, evs []*payhook.Event, with With) (map[eventKey]int64, error) {
+	q, args := postgresInsert(evs, with)
+	ids := make(map[eventKey]int64, len(evs))
+	if err := scanIDs(ctx, tx, q+` SELECT id, source, event_id FROM inserted`, args, ids); err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// postgresInsert returns insertEventsPostgres's WITH query, without the
+// SELECT that ends it: the table expressions "input" (the events, with
+// their place ord) and "inserted" (id, source, event_id, status), and with.
+func postgresInsert(evs []*payhook.Event, with With) (string, []any) {
 	n := len(evs)
 	var (
 		source, eventID, typ, env = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -202,12 +214,114 @@ func (db *DB) insertEventsPostgres(ctx context.Context, tx *sql.Tx, evs []*payho
 		q += `, follow AS (` + with.SQL(len(args)+1) + `)`
 		args = append(args, with.Args...)
 	}
-	q += ` SELECT id, source, event_id FROM inserted`
-	ids := make(map[eventKey]int64, n)
-	if err := scanIDs(ctx, tx, q, args, ids); err != nil {
-		return nil, err
+	return q, args
+}
+
+// StoreEvents is InsertEventsWithTx in a transaction of its own made of
+// one statement on the Ingest pool (PostgreSQL): one round trip stores
+// the events, runs with and commits, durably (synchronous_commit is on),
+// before StoreEvents returns. A key another transaction holds for longer
+// than IngestLockWait fails the statement, and nothing of it is stored,
+// with an error IsLockTimeout reports. The alerts of events delivered
+// again with another body are raised just after, in a transaction of
+// their own, before StoreEvents returns (a stored body never changes and
+// the alerts' unique index decides, so that is no race); when that fails,
+// the events are stored and the error says so.
+func (db *DB) StoreEvents(ctx context.Context, evs []*payhook.Event, with With) ([]bool, error) {
+	if db.Ingest == nil {
+		return nil, fmt.Errorf("store events: no ingest pool (PostgreSQL, opened by Open)")
 	}
-	return ids, nil
+	for _, ev := range evs {
+		if ev.Status == "" {
+			ev.Status = payhook.StatusReceived
+		}
+		if ev.ReceivedVia == "" {
+			ev.ReceivedVia = payhook.ViaWebhook
+		}
+	}
+	// The rows inserted, and for each other one whether the stored body
+	// differs: NULL when the statement's snapshot does not show the row
+	// (inserted by this statement at an earlier place, or by a transaction
+	// that committed while the insert waited for it).
+	q, args := postgresInsert(evs, with)
+	q += ` SELECT id, source, event_id, 0::bigint, NULL::boolean FROM inserted
+		UNION ALL
+		SELECT NULL, i.source, i.event_id, i.ord, e.payload <> i.payload
+		FROM input i LEFT JOIN payhook_events e ON e.source = i.source AND e.event_id = i.event_id
+		WHERE NOT EXISTS (SELECT FROM inserted n WHERE n.source = i.source AND n.event_id = i.event_id)`
+	ids := make(map[eventKey]int64, len(evs))
+	differs := make(map[int]sql.NullBool) // by place in evs
+	err := func() error {
+		rows, err := db.Ingest.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id sql.NullInt64
+			var k eventKey
+			var ord int
+			var d sql.NullBool
+			if err := rows.Scan(&id, &k.source, &k.eventID, &ord, &d); err != nil {
+				return err
+			}
+			if id.Valid {
+				ids[k] = id.Int64
+			} else {
+				differs[ord-1] = d // ord counts from 1
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		// The commit's outcome comes with the end of the results.
+		return rows.Close()
+	}()
+	if err != nil {
+		if len(evs) == 1 {
+			return nil, fmt.Errorf("store event %s/%s: %w", evs[0].Source, evs[0].EventID, err)
+		}
+		return nil, fmt.Errorf("store %d events: %w", len(evs), err)
+	}
+	inserted := make([]bool, len(evs))
+	first := make(map[eventKey]*payhook.Event, len(ids))
+	var dups []*payhook.Event
+	for i, ev := range evs {
+		k := eventKey{ev.Source, ev.EventID}
+		if id, ok := ids[k]; ok {
+			ev.ID, inserted[i] = id, true
+			first[k] = ev
+			delete(ids, k)
+			continue
+		}
+		if d := differs[i]; ev.ReceivedVia == payhook.ViaBackfill || (d.Valid && !d.Bool) {
+			continue // listed by the API, or the same body as stored
+		}
+		dups = append(dups, ev)
+	}
+	if len(dups) == 0 {
+		return inserted, nil
+	}
+	if err := db.noteConflicts(ctx, dups, first); err != nil {
+		return nil, fmt.Errorf("%d events stored; then: %w", len(first), err)
+	}
+	return inserted, nil
+}
+
+// noteConflicts is noteConflictsTx in a transaction of its own.
+func (db *DB) noteConflicts(ctx context.Context, dups []*payhook.Event, first map[eventKey]*payhook.Event) error {
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("compare events with the stored ones: %w", err)
+	}
+	defer tx.Rollback()
+	if err := db.noteConflictsTx(ctx, tx, dups, first); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("compare events with the stored ones: commit: %w", err)
+	}
+	return nil
 }
 
 type eventKey struct{ source, eventID string }

@@ -11,6 +11,11 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+// IngestLockWait is how long the ack path waits for a key another
+// transaction holds before it gives up on the batch (jobs.LockWait): the
+// lock_timeout of the Ingest pool's sessions.
+const IngestLockWait = 200 * time.Millisecond
+
 // LockTimeoutTx bounds, for the rest of tx, how long one statement waits
 // for a lock another transaction holds (PostgreSQL's lock_timeout, e.g.
 // an INSERT of an event key another transaction inserted and has not

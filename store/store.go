@@ -46,6 +46,12 @@ type DB struct {
 	SQL *sql.DB
 	// Engine is the engine behind SQL.
 	Engine Engine
+	// Ingest, on PostgreSQL, is a small pool of its own for StoreEvents,
+	// the ack path's statement, whose sessions wait at most IngestLockWait
+	// for a lock: acks need no connection the workers hold, and no round
+	// trip to set the bound. Nil (SQLite, or a DB not opened by Open):
+	// StoreEvents is not available.
+	Ingest *sql.DB
 	// URL is the database URL, with any password removed.
 	URL string
 }
@@ -86,16 +92,31 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		db.SQL.SetMaxOpenConns(40)
 		db.SQL.SetMaxIdleConns(40)
 		db.SQL.SetConnMaxIdleTime(5 * time.Minute)
+		icfg := cfg.Copy()
+		icfg.RuntimeParams["lock_timeout"] = fmt.Sprint(IngestLockWait.Milliseconds())
+		db.Ingest = stdlib.OpenDB(*icfg)
+		db.Ingest.SetMaxOpenConns(ingestConns)
+		db.Ingest.SetMaxIdleConns(ingestConns)
+		db.Ingest.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	if err := db.SQL.PingContext(ctx); err != nil {
-		db.SQL.Close()
+		db.Close()
 		return nil, fmt.Errorf("connect to %s: %w", db.URL, err)
 	}
 	return db, nil
 }
 
-// Close closes the pool.
-func (db *DB) Close() error { return db.SQL.Close() }
+// ingestConns bounds the Ingest pool: a few group commits at once (see
+// groupcommit.Config.Commits) and deliveries retried alone.
+const ingestConns = 8
+
+// Close closes the pools.
+func (db *DB) Close() error {
+	if db.Ingest != nil {
+		db.Ingest.Close()
+	}
+	return db.SQL.Close()
+}
 
 // OpenExisting opens the database at rawURL like Open, for tools that
 // read an existing payhook database: it creates nothing and refuses a

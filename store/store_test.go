@@ -311,56 +311,85 @@ func TestErrorTextsAreStorable(t *testing.T) {
 
 // The same event key with another body keeps the first body and raises
 // event_body_conflict once, naming both digests; an identical redelivery
-// raises nothing. Inside one batch too (the group committer's).
+// raises nothing. Inside one batch too (the group committer's). Through
+// InsertEventsTx, and on PostgreSQL through StoreEvents (the ack path's
+// one statement), each on a source of its own.
 func TestConflictingRedeliveryAlertsOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
 		ctx := context.Background()
-		withBody := func(id, body string) *payhook.Event {
-			ev := newEvent(id)
-			ev.Payload = []byte(body)
-			return ev
+		ways := []string{"tx"}
+		if db.Engine == store.Postgres {
+			ways = append(ways, "one-statement")
 		}
-		first := withBody("evt_1", `{"id":"evt_1","amount":100}`)
-		insert(t, db, first, withBody("evt_2", `{"id":"evt_2"}`), withBody("evt_2", `{"id":"evt_2","x":1}`))
-		for _, c := range []struct {
-			name string
-			body string
-		}{
-			{"identical", `{"id":"evt_1","amount":100}`},
-			{"other body", `{"id":"evt_1","amount":999}`},
-			{"third body", `{"id":"evt_1","amount":5}`},
-			{"other body again", `{"id":"evt_1","amount":999}`},
-		} {
-			if ins := insert(t, db, withBody("evt_1", c.body)); ins[0] {
-				t.Fatalf("%s: inserted again", c.name)
+		for _, way := range ways {
+			insert := insert
+			if way == "one-statement" {
+				insert = func(t *testing.T, db *store.DB, evs ...*payhook.Event) []bool {
+					t.Helper()
+					ins, err := db.StoreEvents(ctx, evs, store.With{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return ins
+				}
 			}
-		}
-		rows, err := db.SQL.Query(`SELECT subject, message, count FROM payhook_alerts WHERE kind = $1 ORDER BY subject`, store.AlertEventBodyConflict)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var got []string
-		for rows.Next() {
-			var subject, msg string
-			var count int
-			if err := rows.Scan(&subject, &msg, &count); err != nil {
+			withBody := func(id, body string) *payhook.Event {
+				ev := newEvent(id)
+				ev.Source, ev.Payload = way, []byte(body)
+				return ev
+			}
+			first := withBody("evt_1", `{"id":"evt_1","amount":100}`)
+			insert(t, db, first, withBody("evt_2", `{"id":"evt_2"}`), withBody("evt_2", `{"id":"evt_2","x":1}`))
+			// A stored key twice in a batch, the conflicting body first.
+			if ins := insert(t, db, withBody("evt_1", `{"id":"evt_1","amount":999}`), withBody("evt_1", `{"id":"evt_1","amount":100}`)); ins[0] || ins[1] {
+				t.Fatalf("%s: a stored event inserted again", way)
+			}
+			var raised int
+			if err := db.SQL.QueryRow(`SELECT count(*) FROM payhook_alerts WHERE kind = $1 AND subject = $2`,
+				store.AlertEventBodyConflict, way+"/evt_1").Scan(&raised); err != nil || raised != 1 {
+				t.Fatalf("%s: %d alerts (%v) after a batch with a conflicting body and an identical one, want 1", way, raised, err)
+			}
+			for _, c := range []struct {
+				name string
+				body string
+			}{
+				{"identical", `{"id":"evt_1","amount":100}`},
+				{"other body", `{"id":"evt_1","amount":999}`},
+				{"third body", `{"id":"evt_1","amount":5}`},
+				{"other body again", `{"id":"evt_1","amount":999}`},
+			} {
+				if ins := insert(t, db, withBody("evt_1", c.body)); ins[0] {
+					t.Fatalf("%s: inserted again", c.name)
+				}
+			}
+			rows, err := db.SQL.Query(`SELECT subject, message, count FROM payhook_alerts WHERE kind = $1 AND subject LIKE $2 ORDER BY subject`,
+				store.AlertEventBodyConflict, way+"/%")
+			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, fmt.Sprintf("%s %d %s", subject, count, msg))
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		digest := func(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
-		if len(got) != 2 || !strings.HasPrefix(got[0], "src/evt_1 1 ") || !strings.HasPrefix(got[1], "src/evt_2 1 ") ||
-			!strings.Contains(got[0], digest(`{"id":"evt_1","amount":100}`)) || !strings.Contains(got[0], digest(`{"id":"evt_1","amount":999}`)) ||
-			!strings.Contains(got[1], digest(`{"id":"evt_2"}`)) || !strings.Contains(got[1], digest(`{"id":"evt_2","x":1}`)) {
-			t.Fatalf("alerts = %q; want one per key, raised once, with the first and the first conflicting digests", got)
-		}
-		if ev, err := db.Event(ctx, first.ID); err != nil || string(ev.Payload) != `{"id":"evt_1","amount":100}` {
-			t.Fatalf("stored event = %+v, %v; want the first body kept", ev, err)
+			defer rows.Close()
+			var got []string
+			for rows.Next() {
+				var subject, msg string
+				var count int
+				if err := rows.Scan(&subject, &msg, &count); err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, fmt.Sprintf("%s %d %s", subject, count, msg))
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			digest := func(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+			if len(got) != 2 || !strings.HasPrefix(got[0], way+"/evt_1 1 ") || !strings.HasPrefix(got[1], way+"/evt_2 1 ") ||
+				!strings.Contains(got[0], digest(`{"id":"evt_1","amount":100}`)) || !strings.Contains(got[0], digest(`{"id":"evt_1","amount":999}`)) ||
+				!strings.Contains(got[1], digest(`{"id":"evt_2"}`)) || !strings.Contains(got[1], digest(`{"id":"evt_2","x":1}`)) {
+				t.Fatalf("%s: alerts = %q; want one per key, raised once, with the first and the first conflicting digests", way, got)
+			}
+			if ev, err := db.Event(ctx, first.ID); err != nil || string(ev.Payload) != `{"id":"evt_1","amount":100}` {
+				t.Fatalf("stored event = %+v, %v; want the first body kept", ev, err)
+			}
 		}
 	})
 }
