@@ -37,8 +37,11 @@ type Config struct {
 	// Handlers routes events to their handlers. Events whose type no
 	// handler takes are marked ignored. If nil, every event is ignored.
 	Handlers *payhook.Mux
-	// Workers is how many events are processed at once. Default 20 on
-	// PostgreSQL and 4 on SQLite, whose one connection serialises them.
+	// Workers is how many jobs run at once. Default on PostgreSQL 8, or
+	// 20 when Fetch is set (each attempt then waits on a provider's API,
+	// one event at a time); on SQLite 4, whose one connection serialises
+	// them. Without Fetch each worker applies a batch of events (Batch)
+	// in one transaction: more workers only take CPU from the ack path.
 	Workers int
 	// BusyWorkers is how many events are processed at once while the
 	// Queue is storing deliveries (a burst being acknowledged): acks come
@@ -49,8 +52,11 @@ type Config struct {
 	// it completes in the same transaction. A batch commits only if every
 	// event in it succeeds; otherwise it rolls back and each event is tried
 	// on its own, as with a Batch of 1. Retries, and every event while
-	// Fetch is set, are processed one by one. Default 16; 1 turns batching
-	// off.
+	// Fetch is set, are processed one by one. The first attempts of
+	// after-commit deliveries go in batches of as many (DeliverMany).
+	// Default 32 (each event of a batch is a PostgreSQL subtransaction,
+	// which past 64 in one transaction slow every snapshot); 1 turns
+	// batching off.
 	Batch int
 	// MaxAttempts is how many times an event is tried before it is marked
 	// failed. Default 25 (River's default; about three weeks of retries).
@@ -165,16 +171,20 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		c.Handlers = &payhook.Mux{}
 	}
 	if c.Workers <= 0 {
-		c.Workers = 20
-		if engine == store.SQLite {
+		switch {
+		case engine == store.SQLite:
 			c.Workers = 4
+		case c.Fetch != nil:
+			c.Workers = 20
+		default:
+			c.Workers = 8
 		}
 	}
 	if c.BusyWorkers <= 0 {
 		c.BusyWorkers = 1
 	}
 	if c.Batch <= 0 {
-		c.Batch = 16
+		c.Batch = 32
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 25
@@ -310,13 +320,13 @@ func Migrate(ctx context.Context, db *store.DB) error {
 		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 			return fmt.Errorf("migrate river tables: %w", err)
 		}
-		return nil
+		return firstTriesIndex(ctx, db)
 	}
 	for {
 		before := riverVersions(ctx, db)
 		_, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 		if err == nil {
-			return nil
+			return firstTriesIndex(ctx, db)
 		}
 		// Each new try needs more versions applied than the last: bounded
 		// by the number of versions, and a real error is returned at once.
@@ -324,6 +334,18 @@ func Migrate(ctx context.Context, db *store.DB) error {
 			return fmt.Errorf("migrate river tables: %w", err)
 		}
 	}
+}
+
+// firstTriesIndex indexes the jobs a batch takes (takeJobsTx): those of
+// one kind waiting their first try, in the order River fetches. Without
+// it a take of deliveries walks every event job waiting before them, a
+// cost that grows with the backlog.
+func firstTriesIndex(ctx context.Context, db *store.DB) error {
+	if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS payhook_river_job_first_tries
+		ON river_job (kind, queue, priority, scheduled_at, id) WHERE state = 'available' AND attempt = 0`); err != nil {
+		return fmt.Errorf("migrate river tables: index of first tries: %w", err)
+	}
+	return nil
 }
 
 // riverVersions counts the River migrations applied to db, 0 before its

@@ -27,8 +27,8 @@ type fileConfig struct {
 
 // processingConfig tunes the job queue; zero values take the defaults.
 type processingConfig struct {
-	// Workers is how many events are processed at once (default 20 on
-	// PostgreSQL, 4 on SQLite).
+	// Workers is how many jobs run at once (default 8 on PostgreSQL, 20
+	// when a source has API credentials, 4 on SQLite).
 	Workers int `yaml:"workers"`
 	// MaxAttempts is how many times an event is tried before it is failed
 	// (default 25).
