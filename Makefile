@@ -8,7 +8,7 @@ FUZZTIME ?= 30s
 
 .DEFAULT_GOAL := help
 
-.PHONY: help test race vet fmt lint build run bench bench-go fuzz faults dst pg-start pg-stop demo
+.PHONY: help test race vet fmt lint build run bench bench-go fuzz faults dst dst-bugs pg-start pg-stop demo
 
 help: ## show this help
 	@grep -hE '^[a-zA-Z0-9_-]+:.*?## ' $(MAKEFILE_LIST) | \
@@ -54,6 +54,9 @@ SEEDS ?= 1000
 PG_SEEDS ?= 100
 dst: ## the deterministic simulation, no race detector: SEEDS (1000) on SQLite, PG_SEEDS (100) on both engines; replay one: go test ./internal/dst -run 'TestDST$$' -seed S -v
 	PAYHOOK_RACE=0 scripts/test.sh -timeout 0 ./internal/dst -run '^(TestDST|TestDSTPostgres)$$' -seeds $(SEEDS) -pg-seeds $(PG_SEEDS)
+
+dst-bugs: ## the bugs put back on purpose, one at a time, each found by the simulation within its stated seeds (-tags dst)
+	go test -count=1 -timeout 0 -tags dst ./internal/dst -run TestDSTFindsPutBackBugs -v
 
 pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
 	scripts/pg.sh start

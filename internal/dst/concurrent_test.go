@@ -34,6 +34,9 @@ type concPlan struct {
 	// rescuer and the sweep to take its job for a dead process's.
 	freezes   map[int]int
 	freezeFor time.Duration
+	// fetchFreeze is the probability that an instance freezes in the
+	// middle of a call to the provider's API.
+	fetchFreeze float64
 }
 
 func newConcPlan(seed int64) (concPlan, *rand.Rand) {
@@ -43,31 +46,36 @@ func newConcPlan(seed int64) (concPlan, *rand.Rand) {
 		p.instances = 2
 	}
 	p.freezes = map[int]int{}
-	for range rng.IntN(5) {
-		p.freezes[1+rng.IntN(120)] = 1 + rng.IntN(6)
+	for range rng.IntN(12) {
+		p.freezes[1+rng.IntN(60)] = 1 + rng.IntN(8)
 	}
-	p.freezeFor = 30*time.Second + time.Duration(rng.Int64N(int64(3*time.Minute)))
+	p.freezeFor = 50*time.Second + time.Duration(rng.Int64N(int64(3*time.Minute)))
+	p.fetchFreeze = rng.Float64() * 0.15
 	return p, rng
 }
 
 func (p concPlan) String() string {
-	return fmt.Sprintf("%d instances, sweep before rescue %v, freezes %v for %s", p.instances, p.sweepFirst,
-		p.freezes, p.freezeFor.Round(time.Second))
+	return fmt.Sprintf("%d instances, sweep before rescue %v, freezes %v and in %.3f of the API calls, for %s",
+		p.instances, p.sweepFirst, p.freezes, p.fetchFreeze, p.freezeFor.Round(time.Second))
 }
 
 type actorKey struct{}
 
 // actor is one instance's goroutine under the scheduler.
 type actor struct {
-	id     int
-	s      *scheduler
-	wake   chan struct{}
-	done   bool
-	panic  any
-	parked bool
+	id    int
+	s     *scheduler
+	wake  chan struct{}
+	done  bool
+	panic any
+	// freezeMe: the actor parks to be frozen (in its call to the
+	// provider), not at a statement.
+	freezeMe bool
 }
 
 type scheduler struct {
+	ice     *frozen // the actor frozen in this round, if any
+	thawed  bool    // no actor may freeze (one is frozen already)
 	arrive  chan *actor
 	aborted bool // set before the actors are woken for good: gates open
 }
@@ -91,10 +99,11 @@ func gate(ctx context.Context) error {
 // order drawn from rng, until all have returned. A panic in one (a broken
 // invariant) is raised in the caller once every actor has returned. When
 // freezeAt is above zero, the actor that parks freezeAt-th is frozen
-// there instead: together returns it, parked, for the harness to thaw
-// later (or abandon, at a crash).
+// there instead, and so is one that asks to (freezeMe, in its call to the
+// provider): together returns it, parked, for the harness to thaw later
+// (or abandon, at a crash). A freezeAt below zero freezes none.
 func together(ctx context.Context, rng *rand.Rand, freezeAt int, fns ...func(ctx context.Context)) *frozen {
-	s := &scheduler{arrive: make(chan *actor)}
+	s := &scheduler{arrive: make(chan *actor), thawed: freezeAt < 0}
 	parked := make([]*actor, len(fns))
 	for i, fn := range fns {
 		a := &actor{id: i, s: s, wake: make(chan struct{})}
@@ -110,7 +119,6 @@ func together(ctx context.Context, rng *rand.Rand, freezeAt int, fns ...func(ctx
 		}()
 	}
 	var raised any
-	var ice *frozen
 	parks := 0
 	for len(parked) > 0 {
 		i := rng.IntN(len(parked))
@@ -129,21 +137,24 @@ func together(ctx context.Context, rng *rand.Rand, freezeAt int, fns ...func(ctx
 			raised = cmpOr(raised, b.panic)
 			s.aborted = true
 		case !b.done:
-			if parks++; parks == freezeAt && ice == nil {
-				ice = &frozen{a: b}
+			parks++
+			if (parks == freezeAt || b.freezeMe) && s.ice == nil {
+				b.freezeMe = false
+				s.ice = &frozen{a: b}
 				continue
 			}
+			b.freezeMe = false
 			i, _ := slices.BinarySearchFunc(parked, b.id, func(x *actor, id int) int { return x.id - id })
 			parked = slices.Insert(parked, i, b)
 		}
 	}
 	if raised != nil {
-		if ice != nil {
-			ice.abandon()
+		if s.ice != nil {
+			s.ice.abandon()
 		}
 		panic(raised)
 	}
-	return ice
+	return s.ice
 }
 
 // frozen is an actor frozen at a park.

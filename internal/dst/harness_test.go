@@ -482,9 +482,9 @@ func (h *harness) step() bool {
 	} else {
 		h.steps += 2
 		h.rounds++
-		freezeAt := 0
-		if h.frozen == nil {
-			freezeAt = h.conc.freezes[h.rounds]
+		freezeAt := h.conc.freezes[h.rounds]
+		if h.frozen != nil {
+			freezeAt = -1 // one frozen at a time
 		}
 		ice := together(h.ctx, h.crng, freezeAt,
 			func(ctx context.Context) { ran[0], errs[0] = h.queue.Step(ctx) },
@@ -684,7 +684,7 @@ func (h *harness) deliver(due []*attempt) {
 				}
 			}
 		}
-		together(h.ctx, h.crng, 0, instance(h.queue, mine[0]), instance(h.queue2, mine[1]))
+		together(h.ctx, h.crng, -1, instance(h.queue, mine[0]), instance(h.queue2, mine[1]))
 		if h.faults.isCrashed() {
 			crashedAt = finished
 		}
@@ -790,6 +790,15 @@ type apiTransport struct {
 func (a *apiTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil {
 		defer req.Body.Close()
+	}
+	if act, _ := req.Context().Value(actorKey{}).(*actor); act != nil && act.s.ice == nil && !act.s.thawed &&
+		a.h.crng.Float64() < a.h.conc.fetchFreeze {
+		// Frozen in the middle of its call to the provider, after its
+		// look at the event and before its claim.
+		act.freezeMe = true
+		if err := gate(req.Context()); err != nil {
+			return nil, err
+		}
 	}
 	if a.rng.Float64() < a.h.plan.apiFail {
 		if a.rng.IntN(2) == 0 {
