@@ -28,7 +28,7 @@ var putBack = []struct {
 	set    func(on bool)
 	within int
 }{
-	{"ack-before-commit", func(on bool) { jobs.DSTBugs["ack-before-commit"] = on }, 20},
+	{"ack-before-commit", func(on bool) { jobs.DSTBugs["ack-before-commit"] = on }, 60},
 	{"outbox-outside-tx", func(on bool) { outbox.DSTBugs["outbox-outside-tx"] = on }, 20},
 	// Without the unique index on (source, event_id), which it stands in
 	// for, and which the run drops.
