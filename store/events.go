@@ -390,7 +390,9 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 // keys, by key.
 func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (map[eventKey][]byte, error) {
 	var q strings.Builder
-	q.WriteString(`SELECT source, event_id, payload FROM payhook_events WHERE (source, event_id) IN (VALUES `)
+	// A join, not (source, event_id) IN (VALUES ...): SQLite scans the
+	// whole table for that one.
+	q.WriteString(`SELECT e.source, e.event_id, e.payload FROM (VALUES `)
 	args := make([]any, 0, 2*len(evs))
 	for i, ev := range evs {
 		if i > 0 {
@@ -399,7 +401,7 @@ func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.E
 		fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
 		args = append(args, ev.Source, ev.EventID)
 	}
-	q.WriteString(")")
+	q.WriteString(`) AS k JOIN payhook_events e ON e.source = k.column1 AND e.event_id = k.column2`)
 	rows, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("compare %d events with the stored ones: %w", len(evs), err)
