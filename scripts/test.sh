@@ -22,7 +22,7 @@
 #   PAYHOOK_DST_SEEDS=N       the deterministic simulation's pass without
 #                             -race, next to the main run: N seeds on SQLite
 #                             (TestDST) and PAYHOOK_DST_PG_SEEDS (default 20)
-#                             on both engines (TestDSTPostgres). Default 300
+#                             on both engines (TestDSTPostgres). Default 200
 #                             for the whole suite (no arguments), 0 (no such
 #                             pass) when you name packages; set it to add the
 #                             pass to any run. The -race run keeps its own few.
@@ -127,14 +127,15 @@ race=(-race '-gcflags=modernc.org/sqlite/lib=-race=false')
 # held both slots of cmd/payhook idle while the storms queued behind them.
 # The deterministic simulation's many seeds: under -race a seed costs ~8
 # times its CPU, so the -race run plays only a few and this pass, without
-# it, the few hundred issue 13 asks for (~0.3 CPU-s a SQLite seed, ~1 on
-# both engines, in parallel inside the package; ~150 CPU-s in all). It runs next to the main run, which leaves the
-# cores idle while its fault tests wait, in its own process group (so
-# that cleanup can stop it), and its output is printed after the main run's.
+# it, the few hundred issue 13 asks for (~0.5 CPU-s a SQLite seed, ~1 on
+# both engines, in parallel inside the package; ~125 CPU-s in all). It
+# runs next to the main run, which leaves the cores idle while its fault
+# tests wait, in its own process group (so that cleanup can stop it), and
+# its output is printed after the main run's.
 dst_seeds="${PAYHOOK_DST_SEEDS:-}"
 if [[ -z "$dst_seeds" ]]; then
 	dst_seeds=0
-	(($# == 0)) && dst_seeds=300
+	(($# == 0)) && dst_seeds=200
 fi
 dst_pg_seeds="${PAYHOOK_DST_PG_SEEDS:-20}"
 dst_out="$PG_STATE_DIR/dst.out"
