@@ -21,8 +21,8 @@
 #   PAYHOOK_RACE=0            run without -race (benchmarks)
 #   PAYHOOK_DST_SEEDS=N       the deterministic simulation's pass without
 #                             -race, next to the main run: N seeds on SQLite
-#                             (TestDST) and PAYHOOK_DST_PG_SEEDS (default 20)
-#                             on both engines (TestDSTPostgres). Default 200
+#                             (TestDST) and PAYHOOK_DST_PG_SEEDS (default 15)
+#                             on both engines (TestDSTPostgres). Default 150
 #                             for the whole suite (no arguments), 0 (no such
 #                             pass) when you name packages; set it to add the
 #                             pass to any run. The -race run keeps its own few.
@@ -135,9 +135,9 @@ race=(-race '-gcflags=modernc.org/sqlite/lib=-race=false')
 dst_seeds="${PAYHOOK_DST_SEEDS:-}"
 if [[ -z "$dst_seeds" ]]; then
 	dst_seeds=0
-	(($# == 0)) && dst_seeds=200
+	(($# == 0)) && dst_seeds=150
 fi
-dst_pg_seeds="${PAYHOOK_DST_PG_SEEDS:-20}"
+dst_pg_seeds="${PAYHOOK_DST_PG_SEEDS:-15}"
 dst_out="$PG_STATE_DIR/dst.out"
 if ((dst_seeds > 0)); then
 	dst=(go test -count=1 -timeout 60m -parallel 4 ./internal/dst -run '^(TestDST|TestDSTPostgres)$'

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -161,6 +162,12 @@ func TestFaultDiskFull(t *testing.T) {
 		answered := f.rec.answered("full") // by the fills before
 		f.rec.setPhase("full")
 		f.waitAnswers(st, "full", answered+20)
+		if st.finished() {
+			// The storm ended before it met the full disk (payhook
+			// acked it faster than the filesystem filled): deliver events
+			// of our own while it is full.
+			f.probe(srv.url(), "full", answered+20)
+		}
 		f.checkIntegrity(dbURL, "while the disk is full")
 		f.rec.setPhase("space")
 		if err := os.Remove(filler); err != nil {
@@ -335,6 +342,38 @@ func (f *fault) waitAnswers(st *storm, phase string, n int) {
 	waitProgress(f.t, fmt.Sprintf("%d answers while %s", n, phase), func() (bool, string) {
 		return st.finished() || f.rec.answered(phase) >= n, f.rec.progress()
 	})
+}
+
+// probe delivers fresh webhook_endpoint.test events (billete's mapping
+// ignores them) through the recorder until n deliveries sent in phase
+// were answered.
+func (f *fault) probe(target, phase string, n int) {
+	f.t.Helper()
+	fl := flavour.Billete()
+	client := &http.Client{Transport: f.rec, Timeout: deliver.DefaultTimeout}
+	for i := 0; f.rec.answered(phase) < n; i++ {
+		now := time.Now()
+		ev := flavour.Event{ID: fmt.Sprintf("evt_probe_%d_%d", f.kills, i), Type: "webhook_endpoint.test", CreatedAt: now,
+			Environment: "test", Data: map[string]any{"id": "we_probe"}}
+		body, err := fl.Body(ev, ev.ID)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		h, err := fl.Sign([]string{f.secret}, ev, ev.ID, body, now)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		req, err := http.NewRequest(http.MethodPost, target+"/webhooks/billete", bytes.NewReader(body))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		maps.Copy(req.Header, h)
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
 }
 
 // checkOnly fails the test if a delivery sent in phase got an answer
