@@ -99,6 +99,21 @@ func (db *DB) InsertEventsWithTx(ctx context.Context, tx *sql.Tx, evs []*payhook
 		}
 		return nil, fmt.Errorf("insert %d events: %w", len(evs), err)
 	}
+	inserted, first, dups := matchInserted(evs, ids, func(int) bool { return false })
+	if err := db.noteConflictsTx(ctx, tx, dups, first); err != nil {
+		return nil, err
+	}
+	return inserted, nil
+}
+
+// matchInserted reads which of evs the insert stored (ids, by key: an
+// event whose key comes twice is inserted at its first place): it sets
+// their IDs and returns which were inserted, the first place of each
+// inserted key, and the redeliveries whose body may conflict with the
+// stored one. A backfilled event is never one (the API renders a listed
+// event its own way), nor is one for which same(i) says the stored body
+// is the same.
+func matchInserted(evs []*payhook.Event, ids map[eventKey]int64, same func(i int) bool) ([]bool, map[eventKey]*payhook.Event, []*payhook.Event) {
 	inserted := make([]bool, len(evs))
 	first := make(map[eventKey]*payhook.Event, len(ids))
 	var dups []*payhook.Event
@@ -110,17 +125,12 @@ func (db *DB) InsertEventsWithTx(ctx context.Context, tx *sql.Tx, evs []*payhook
 			delete(ids, k) // a later place of the same key was not inserted
 			continue
 		}
-		if ev.ReceivedVia == payhook.ViaBackfill {
-			// The API renders a listed event its own way, which may differ
-			// from the delivered body: no conflict.
+		if ev.ReceivedVia == payhook.ViaBackfill || same(i) {
 			continue
 		}
 		dups = append(dups, ev)
 	}
-	if err := db.noteConflictsTx(ctx, tx, dups, first); err != nil {
-		return nil, err
-	}
-	return inserted, nil
+	return inserted, first, dups
 }
 
 // maxInsertRows bounds the rows of one INSERT on SQLite, which takes
@@ -283,22 +293,10 @@ func (db *DB) StoreEvents(ctx context.Context, evs []*payhook.Event, with With) 
 		}
 		return nil, fmt.Errorf("store %d events: %w", len(evs), err)
 	}
-	inserted := make([]bool, len(evs))
-	first := make(map[eventKey]*payhook.Event, len(ids))
-	var dups []*payhook.Event
-	for i, ev := range evs {
-		k := eventKey{ev.Source, ev.EventID}
-		if id, ok := ids[k]; ok {
-			ev.ID, inserted[i] = id, true
-			first[k] = ev
-			delete(ids, k)
-			continue
-		}
-		if d := differs[i]; ev.ReceivedVia == payhook.ViaBackfill || (d.Valid && !d.Bool) {
-			continue // listed by the API, or the same body as stored
-		}
-		dups = append(dups, ev)
-	}
+	inserted, first, dups := matchInserted(evs, ids, func(i int) bool {
+		d := differs[i]
+		return d.Valid && !d.Bool // the same body as stored
+	})
 	if len(dups) == 0 {
 		return inserted, nil
 	}
