@@ -69,6 +69,7 @@ type finished struct {
 // finished and the error of event id's handlers, or an error after which
 // nothing of it is committed.
 func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own, err error) {
+	start := time.Now()
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
@@ -93,7 +94,15 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 	ctx = context.WithValue(ctx, batchKey{}, deliveries)
 	done = make([]finished, 0, len(evs))
 	var back []int64
-	for _, ev := range evs {
+	for i, ev := range evs {
+		if i > 0 && q.batchOver(start) {
+			// The rest goes back untried (the event of id, if it was
+			// still waiting, is evs[0] and was applied).
+			for _, rest := range evs[i:] {
+				back = append(back, jobOf[rest.ID])
+			}
+			break
+		}
 		ev.Attempts++ // as ClaimEventTx counts it; FinishEventsTx stores it
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_event`); err != nil {
 			return nil, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
@@ -130,6 +139,17 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 		return nil, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
 	}
 	return done, own, nil
+}
+
+// batchOver reports whether a batch begun at start takes no more events:
+// the Queue is stopping, or the batch has run for BatchTime
+// (BusyBatchTime while acknowledging).
+func (q *Queue) batchOver(start time.Time) bool {
+	limit := q.cfg.BatchTime
+	if q.acking() {
+		limit = q.cfg.BusyBatchTime
+	}
+	return q.stopping.Load() || time.Since(start) >= limit
 }
 
 // batchKey carries a batch's *batchDeliveries in its handlers' context.

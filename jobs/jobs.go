@@ -58,6 +58,17 @@ type Config struct {
 	// which past 64 in one transaction slow every snapshot); 1 turns
 	// batching off.
 	Batch int
+	// BatchTime bounds how long a batch goes on taking its events: past
+	// it, the events not applied yet are left out and their jobs put back
+	// untried for the next batch. It bounds how long a processing
+	// transaction holds its locks (on SQLite the one connection an ack's
+	// commit waits for) and how long Stop waits for a running batch; once
+	// Stop is called, a batch applies no more than the event it is on.
+	// Default 100ms.
+	BatchTime time.Duration
+	// BusyBatchTime is BatchTime while the Queue is storing deliveries
+	// (see BusyWorkers): acks come first. Default 5ms.
+	BusyBatchTime time.Duration
 	// MaxAttempts is how many times an event is tried before it is marked
 	// failed. Default 25 (River's default; about three weeks of retries).
 	MaxAttempts int
@@ -186,6 +197,12 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	if c.Batch <= 0 {
 		c.Batch = 32
 	}
+	if c.BatchTime <= 0 {
+		c.BatchTime = 100 * time.Millisecond
+	}
+	if c.BusyBatchTime <= 0 {
+		c.BusyBatchTime = 5 * time.Millisecond
+	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 25
 	}
@@ -238,6 +255,8 @@ type Queue struct {
 	ingesting  atomic.Int32
 	lastIngest atomic.Int64
 	busy       chan struct{}
+	// stopping is set by Stop: batches end at the event they are on.
+	stopping atomic.Bool
 
 	mu sync.Mutex
 	// alone holds the events that failed in another event's batch: no
@@ -489,6 +508,7 @@ func (q *Queue) Start(ctx context.Context) error {
 // If ctx ends first, it cancels them (their transactions roll back and
 // the events are retried later) and returns ctx's error.
 func (q *Queue) Stop(ctx context.Context) error {
+	q.stopping.Store(true)
 	err := q.client.Stop(ctx)
 	if ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

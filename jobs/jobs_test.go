@@ -795,6 +795,7 @@ func TestBatch(t *testing.T) {
 		var failing int64 // the delivery that fails in its batch
 		alone := map[int64]int{}
 		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16,
+			BatchTime: time.Hour, BusyBatchTime: time.Hour, // one batch, however slow the machine
 			OnFailed: func(context.Context, *sql.Tx, *payhook.Event, error) error { alerted.Add(1); return nil },
 			Deliver: func(_ context.Context, id int64, _ bool) error {
 				mu.Lock()
@@ -954,4 +955,81 @@ func TestBatch(t *testing.T) {
 			t.Errorf("attempts of a batched event = %+v, %v; want one succeeded", att, err)
 		}
 	})
+}
+
+// TestBatchEnds: a batch takes no more events once Stop is called (Stop
+// then waits for one event, not a batch) or once it has run for
+// BatchTime; the events it left out keep their jobs, untried, and are
+// each processed once, with one attempt, by the next batches.
+func TestBatchEnds(t *testing.T) {
+	for _, end := range []string{"stop", "batch time"} {
+		t.Run(end, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				var mu sync.Mutex
+				txOf := map[string]*sql.Tx{}
+				started, release := make(chan struct{}), make(chan struct{})
+				mux := &payhook.Mux{}
+				mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+					mu.Lock()
+					txOf[ev.EventID] = tx
+					mu.Unlock()
+					if ev.EventID == "evt_0" && end == "stop" {
+						close(started)
+						<-release
+					}
+					return effect(ctx, tx, ev)
+				})
+				cfg := jobs.Config{Handlers: mux, Workers: 1, Batch: 16}
+				if end == "batch time" {
+					cfg.BatchTime, cfg.BusyBatchTime = time.Nanosecond, time.Nanosecond
+				}
+				db, q := setup(t, dbURL, cfg)
+				var evs []*payhook.Event
+				for i := range 6 {
+					evs = append(evs, event(fmt.Sprint("evt_", i)))
+				}
+				if _, err := q.Ingest(context.Background(), evs); err != nil {
+					t.Fatal(err)
+				}
+				if end == "stop" {
+					if err := q.Start(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+					<-started
+					stopped := make(chan error, 1)
+					go func() { stopped <- q.Stop(context.Background()) }()
+					for !q.Stopping() {
+						time.Sleep(time.Millisecond)
+					}
+					close(release)
+					if err := <-stopped; err != nil {
+						t.Fatal(err)
+					}
+					for _, ev := range evs {
+						got, err := db.Event(context.Background(), ev.ID)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if want := map[bool]payhook.Status{true: payhook.StatusProcessed, false: payhook.StatusReceived}[ev == evs[0]]; got.Status != want || got.Attempts != map[bool]int{true: 1}[ev == evs[0]] {
+							t.Errorf("after Stop, %s is %s after %d attempts; want %s", ev.EventID, got.Status, got.Attempts, want)
+						}
+					}
+					q = newQueue(t, db, cfg) // the next start
+				}
+				start(t, q)
+				for _, ev := range evs {
+					if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || got.Attempts != 1 || effects(t, db, ev.EventID) != 1 {
+						t.Errorf("%s: %s after %d attempts with %d effects; want processed after 1 with 1", ev.EventID, got.Status, got.Attempts, effects(t, db, ev.EventID))
+					}
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, ev := range evs[1:] {
+					if txOf[ev.EventID] == txOf[evs[0].EventID] {
+						t.Errorf("%s was applied in the transaction of %s, which had ended", ev.EventID, evs[0].EventID)
+					}
+				}
+			})
+		})
+	}
 }
