@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,14 +20,18 @@ const maxAlone = 10000
 
 // processBatch runs the first attempt of event id together with the jobs
 // of up to Batch-1 other events waiting their first try, in one
-// transaction: it locks the events, applies each one's handlers under a
-// savepoint, marks those that succeeded finished (each with its attempt
-// counted), enqueues their after-commit deliveries with one insert and
+// transaction: it locks the events, applies each one's handlers, marks
+// those that succeeded finished (each with its attempt counted) and
 // completes the other events' jobs, so that N events cost one commit and
-// a handful of statements besides their handlers'.
+// a handful of statements besides their handlers'; after the commit it
+// sends their after-commit deliveries (deliverCommitted). The batch ends
+// early at BatchTime or Stop, leaving the rest untried.
 //
-// An event whose handler fails is rolled back to its savepoint and the
-// batch goes on without it. The failure of event id is then recorded
+// Batches run without savepoints but for the event of id until another
+// event's handler fails: that batch rolls back and runs again with a
+// savepoint per event, as do the next ones until one has no failure. An
+// event whose handler fails under its savepoint is rolled back to it and
+// the batch goes on without it. The failure of event id is then recorded
 // after the commit, as its attempt's failure, into *errp; another
 // event's job is put back untried, and its event is kept out of later
 // batches, so that its own job runs it alone: that handler call, rolled
@@ -42,7 +47,15 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *er
 		return false
 	}
 	start := time.Now()
-	done, own, err := q.applyBatch(ctx, id)
+	guarded := q.guardBatches.Load()
+	done, sends, own, err := q.applyBatch(ctx, id, guarded)
+	if errors.Is(err, errHandlerFailed) {
+		// An unguarded batch met a failing handler and rolled back as a
+		// whole: again with savepoints, and so on until a batch has no
+		// failure.
+		q.guardBatches.Store(true)
+		done, sends, own, err = q.applyBatch(ctx, id, true)
+	}
 	if err != nil {
 		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
 		return false
@@ -53,6 +66,7 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *er
 			q.cfg.OnDone(d.ev, d.status, took)
 		}
 	}
+	q.deliverCommitted(ctx, sends)
 	if own != nil {
 		*errp = q.failed(ctx, id, own, final, start)
 	}
@@ -66,18 +80,27 @@ type finished struct {
 }
 
 // applyBatch is processBatch's transaction. It returns the events it
-// finished and the error of event id's handlers, or an error after which
-// nothing of it is committed.
-func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own, err error) {
+// finished, the after-commit deliveries their handlers wrote that are
+// still to be sent (with DeliverMany set: see deliverCommitted; without
+// it they got their jobs in the transaction), and the error of event id's
+// handlers, or an error after which nothing of it is committed.
+//
+// Guarded, each event is applied under a savepoint, as described at
+// processBatch. Unguarded, only the event of id is (a round trip less per
+// event, and no PostgreSQL subtransactions), and the first other handler
+// that fails rolls the whole batch back with an error wrapping
+// errHandlerFailed; a guarded batch with no failure makes the next ones
+// unguarded again.
+func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []finished, sends []int64, own, err error) {
 	start := time.Now()
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
+		return nil, nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
 	}
 	defer tx.Rollback()
-	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.cfg.Batch-1, q.alone)
+	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(), q.alone)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ids := []int64{id}
 	jobOf := make(map[int64]int64, len(taken))
@@ -87,13 +110,14 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 	}
 	evs, err := q.db.LockEventsTx(ctx, tx, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ctx = context.WithValue(ctx, queueKey{}, q)
 	deliveries := &batchDeliveries{}
 	ctx = context.WithValue(ctx, batchKey{}, deliveries)
 	done = make([]finished, 0, len(evs))
 	var back []int64
+	failures := 0
 	for i, ev := range evs {
 		if i > 0 && q.batchOver(start) {
 			// The rest goes back untried (the event of id, if it was
@@ -104,8 +128,13 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 			break
 		}
 		ev.Attempts++ // as ClaimEventTx counts it; FinishEventsTx stores it
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_event`); err != nil {
-			return nil, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
+		// The event of id always has its savepoint: its failure is its
+		// attempt's, and must not call its handlers again.
+		saved := guarded || ev.ID == id
+		if saved {
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_event`); err != nil {
+				return nil, nil, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
+			}
 		}
 		deliveries.event = deliveries.event[:0]
 		status, note, herr := q.dispatchSafe(ctx, tx, ev)
@@ -114,8 +143,12 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 			deliveries.all = append(deliveries.all, deliveries.event...)
 			continue
 		}
+		failures++
+		if !saved {
+			return nil, nil, nil, fmt.Errorf("processing a batch: event %d: %w: %w", ev.ID, errHandlerFailed, herr)
+		}
 		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_event`); err != nil {
-			return nil, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
+			return nil, nil, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
 		}
 		if ev.ID == id {
 			own = herr
@@ -126,30 +159,59 @@ func (q *Queue) applyBatch(ctx context.Context, id int64) (done []finished, own,
 			q.keepAlone(q.alone, ev.ID)
 		}
 	}
-	if err := q.finishTx(ctx, tx, done); err != nil {
-		return nil, nil, err
+	if len(done) > 0 {
+		q.eventCost.Store(int64(time.Since(start)) / int64(len(done)))
 	}
-	if err := q.EnqueueDeliveriesTx(ctx, tx, deliveries.all, false); err != nil {
-		return nil, nil, err
+	if err := q.finishTx(ctx, tx, done); err != nil {
+		return nil, nil, nil, err
+	}
+	if q.cfg.DeliverMany == nil {
+		if err := q.EnqueueDeliveriesTx(ctx, tx, deliveries.all, false); err != nil {
+			return nil, nil, nil, err
+		}
+	} else {
+		sends = deliveries.all
 	}
 	if err := q.putBackTx(ctx, tx, back); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
+		return nil, nil, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
 	}
-	return done, own, nil
+	if guarded && failures == 0 {
+		q.guardBatches.Store(false)
+	}
+	return done, sends, own, nil
+}
+
+// errHandlerFailed is the error of an unguarded batch whose handler
+// failed (see applyBatch).
+var errHandlerFailed = errors.New("a handler failed in a batch without savepoints")
+
+// batchTime is how long a batch may go on taking events: BatchTime, or
+// BusyBatchTime while acknowledging.
+func (q *Queue) batchTime() time.Duration {
+	if q.acking() {
+		return q.cfg.BusyBatchTime
+	}
+	return q.cfg.BatchTime
 }
 
 // batchOver reports whether a batch begun at start takes no more events:
-// the Queue is stopping, or the batch has run for BatchTime
-// (BusyBatchTime while acknowledging).
+// the Queue is stopping, or the batch has run for its batchTime.
 func (q *Queue) batchOver(start time.Time) bool {
-	limit := q.cfg.BatchTime
-	if q.acking() {
-		limit = q.cfg.BusyBatchTime
+	return q.stopping.Load() || time.Since(start) >= q.batchTime()
+}
+
+// batchRoom is how many jobs besides its own a batch takes: Batch-1, or
+// as many as the last batch's time per event says fit in batchTime, so
+// that a batch cut short puts back few.
+func (q *Queue) batchRoom() int {
+	n := q.cfg.Batch - 1
+	if c := q.eventCost.Load(); c > 0 {
+		n = min(n, int(int64(q.batchTime())/c))
 	}
-	return q.stopping.Load() || time.Since(start) >= limit
+	return n
 }
 
 // batchKey carries a batch's *batchDeliveries in its handlers' context.

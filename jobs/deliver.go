@@ -15,9 +15,13 @@ import (
 // delivery's row id), retried on its own. Resend sets Resend so that a
 // resend is not taken for a duplicate of a job River has not marked
 // completed yet.
+//
+// Alone marks the job of a delivery whose first attempt already ran
+// (deliverCommitted): it is tried by Deliver, never in a batch.
 type deliverArgs struct {
 	Delivery int64 `json:"delivery" river:"unique"`
 	Resend   int64 `json:"resend,omitempty" river:"unique"`
+	Alone    bool  `json:"alone,omitempty"`
 }
 
 func (deliverArgs) Kind() string { return "payhook_deliver" }
@@ -58,16 +62,24 @@ func EnqueueDeliveries(ctx context.Context, tx *sql.Tx, ids []int64) error {
 // unless resend, which gives it a new job at once (payhook deliveries
 // resend).
 func (q *Queue) EnqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64, resend bool) error {
-	if len(ids) == 0 {
-		return nil
-	}
 	var stamp int64
 	if resend {
 		stamp = q.cfg.Now().UnixNano()
 	}
+	return q.enqueueDeliveriesTx(ctx, tx, ids, deliverArgs{Resend: stamp})
+}
+
+// enqueueDeliveriesTx inserts a delivery job for each of ids, with the
+// args of like.
+func (q *Queue) enqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64, like deliverArgs) error {
+	if len(ids) == 0 {
+		return nil
+	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
-		params[i] = river.InsertManyParams{Args: deliverArgs{Delivery: id, Resend: stamp},
+		args := like
+		args.Delivery = id
+		params[i] = river.InsertManyParams{Args: args,
 			InsertOpts: &river.InsertOpts{MaxAttempts: q.cfg.DeliveryAttempts}}
 	}
 	if _, err := q.client.InsertManyTx(ctx, tx, params); err != nil {
@@ -83,7 +95,7 @@ func (q *Queue) deliver(ctx context.Context, job *river.Job[deliverArgs]) error 
 		return river.JobCancel(errors.New("no Deliver configured for after-commit deliveries"))
 	}
 	final := job.Attempt >= job.MaxAttempts
-	if job.Attempt == 1 && !final {
+	if job.Attempt == 1 && !final && !job.Args.Alone {
 		if done, err := q.deliverBatch(ctx, job.Args.Delivery); done {
 			return err
 		}
@@ -132,20 +144,9 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	for _, t := range taken {
 		ids = append(ids, t.event)
 	}
-	errs, record := func() (errs []error, record func(context.Context, *sql.Tx) error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err := fmt.Errorf("deliveries %v panicked: %v", ids, r)
-				errs, record = make([]error, len(ids)), nil
-				for i := range errs {
-					errs[i] = err
-				}
-			}
-		}()
-		return q.cfg.DeliverMany(ctx, ids)
-	}()
-	if len(errs) != len(ids) {
-		return true, fmt.Errorf("deliver %d deliveries: %d results", len(ids), len(errs))
+	errs, record, err := q.deliverMany(ctx, ids)
+	if err != nil {
+		return true, err
 	}
 	// The record is written whatever ctx became: the sends happened.
 	ctx = context.WithoutCancel(ctx)
@@ -156,7 +157,7 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 			q.keepAlone(q.aloneDeliveries, t.event)
 		}
 	}
-	if err := q.recordDeliveries(ctx, record, back); err != nil {
+	if err := q.recordDeliveries(ctx, record, back, nil); err != nil {
 		q.cfg.Logger.Error("record a batch of deliveries; the sweep enqueues those still pending", "deliveries", len(ids), "err", err)
 		return true, storable(err)
 	}
@@ -166,9 +167,72 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	return true, nil
 }
 
-// recordDeliveries writes a batch's attempts (record) and puts the jobs
-// back in one transaction.
-func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Context, *sql.Tx) error, back []int64) error {
+// deliverMany calls DeliverMany, a panic making every delivery's error.
+func (q *Queue) deliverMany(ctx context.Context, ids []int64) (errs []error, record func(context.Context, *sql.Tx) error, err error) {
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err := fmt.Errorf("deliveries %v panicked: %v", ids, r)
+				errs, record = make([]error, len(ids)), nil
+				for i := range errs {
+					errs[i] = err
+				}
+			}
+		}()
+		errs, record = q.cfg.DeliverMany(ctx, ids)
+	}()
+	if len(errs) != len(ids) {
+		return nil, nil, fmt.Errorf("deliver %d deliveries: %d results", len(ids), len(errs))
+	}
+	return errs, record, nil
+}
+
+// deliverCommitted runs, just after a batch's commit and in its worker,
+// the first attempt of the after-commit deliveries the batch's handlers
+// wrote (DeliverMany), without writing a job for them: in one
+// transaction it records their attempts and gives a job of its own
+// (Deliver, then DeliveryBackoff) to each one that failed or that
+// DeliverMany left alone. Once the Queue is stopping it sends nothing
+// and gives each one its job. If the process dies before that commit, or
+// the commit fails, the deliveries are left pending without a job, and
+// the sweep (DeliverySweep) enqueues them SweepAge after they were
+// written: deliveries are at least once.
+func (q *Queue) deliverCommitted(ctx context.Context, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	var errs []error
+	var record func(context.Context, *sql.Tx) error
+	if q.stopping.Load() {
+		errs = make([]error, len(ids))
+		for i := range errs {
+			errs[i] = errStopping
+		}
+	} else {
+		var err error
+		if errs, record, err = q.deliverMany(ctx, ids); err != nil {
+			q.cfg.Logger.Error("deliver a batch's deliveries; the sweep enqueues them", "deliveries", len(ids), "err", err)
+			return
+		}
+	}
+	var again []int64
+	for i, id := range ids {
+		if errs[i] != nil {
+			again = append(again, id)
+		}
+	}
+	if err := q.recordDeliveries(context.WithoutCancel(ctx), record, nil, again); err != nil {
+		q.cfg.Logger.Error("record a batch's deliveries; the sweep enqueues those still pending", "deliveries", len(ids), "err", err)
+	}
+}
+
+// errStopping is deliverCommitted's reason for not sending.
+var errStopping = errors.New("the job queue is stopping")
+
+// recordDeliveries writes a batch's attempts (record), puts the jobs
+// back and enqueues a job Deliver runs alone for each of again, in one
+// transaction.
+func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Context, *sql.Tx) error, back, again []int64) error {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record deliveries: %w", err)
@@ -180,6 +244,9 @@ func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Contex
 		}
 	}
 	if err := q.putBackTx(ctx, tx, back); err != nil {
+		return err
+	}
+	if err := q.enqueueDeliveriesTx(ctx, tx, again, deliverArgs{Alone: true}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -141,9 +141,13 @@ type Config struct {
 	// for RescueAfter: deliveries are at least once.
 	Deliver func(ctx context.Context, delivery int64, final bool) error
 	// DeliverMany, if set, runs the first attempt of several after-commit
-	// deliveries at once (Deliver's, but sent together): the worker
-	// running a delivery's first attempt takes the jobs of up to Batch-1
-	// other deliveries waiting their first try, marked completed in a
+	// deliveries at once (Deliver's, but sent together). The deliveries
+	// a batch of events wrote get no job: the batch's worker calls
+	// DeliverMany with them just after the commit (see deliverCommitted
+	// for what a crash then leaves to the sweep). For the others (from
+	// events processed alone, the sweep, a resend), the worker running a
+	// delivery's first attempt takes the jobs of up to Batch-1 other
+	// deliveries waiting their first try, marked completed in a
 	// transaction of its own, and calls DeliverMany with all their ids,
 	// outside any transaction. It returns, in the order of ids, nil for a
 	// delivery that needs nothing more (delivered, or no longer pending)
@@ -256,7 +260,13 @@ type Queue struct {
 	lastIngest atomic.Int64
 	busy       chan struct{}
 	// stopping is set by Stop: batches end at the event they are on.
-	stopping atomic.Bool
+	// eventCost is the time per event of the last batch (ns), for
+	// batchRoom.
+	// guardBatches is set after a batch without savepoints met a
+	// failing handler (see applyBatch).
+	stopping     atomic.Bool
+	eventCost    atomic.Int64
+	guardBatches atomic.Bool
 
 	mu sync.Mutex
 	// alone holds the events that failed in another event's batch: no

@@ -21,9 +21,11 @@ var errLeftAlone = errors.New("left to a delivery of its own")
 // delivery now delivered or no longer pending; the sink's error for one
 // whose send failed (its attempt is in record, the delivery stays
 // pending); and an error for one it did not send, which Deliver is left
-// to handle: its sink is paused or not configured here, failed earlier in
-// this call, or it answered gone (Deliver pauses the sink). If the deliveries cannot be read, every
-// errs[i] is that error and record is nil.
+// to handle: its sink is paused or not configured here, or failed earlier
+// in this call. A sink that answers gone is paused by record, with the
+// attempt, as Deliver pauses it (errs[i] nil: the delivery waits, paused,
+// for a resend). If the deliveries cannot be read, every errs[i] is that
+// error and record is nil.
 func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, record func(context.Context, *sql.Tx) error) {
 	errs = make([]error, len(ids))
 	ds, paused, err := o.loadMany(ctx, ids)
@@ -69,15 +71,15 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 			down[d.sink] = true
 		}
 	}
-	var delivered, failed []*sent
+	var delivered, failed, gone []*sent
 	for i := range results {
 		s := &results[i]
 		switch {
 		case s.d == nil:
 		case errors.Is(s.err, ErrGone):
-			// Deliver sends it again and pauses the sink in one
-			// transaction with its attempt.
-			errs[i] = fmt.Errorf("delivery %d: %w", s.d.id, errLeftAlone)
+			// record pauses the sink with this attempt, as Deliver does;
+			// the delivery waits, paused, for a resend.
+			gone = append(gone, s)
 		case s.err != nil:
 			errs[i] = s.err
 			failed = append(failed, s)
@@ -113,10 +115,20 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 				return err
 			}
 		}
+		for _, s := range gone {
+			reason, err := o.pauseTx(ctx, tx, s.d, s.r, s.rec, s.err, s.latency)
+			if err != nil {
+				return err
+			}
+			o.cfg.Logger.Error("sink paused", "sink", s.r.name, "reason", reason)
+		}
 		for _, s := range delivered {
 			s.r.counts.delivered.Add(1)
 		}
 		for _, s := range failed {
+			s.r.counts.errors.Add(1)
+		}
+		for _, s := range gone {
 			s.r.counts.errors.Add(1)
 		}
 		return nil

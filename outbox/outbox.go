@@ -410,26 +410,35 @@ func (o *Outbox) pause(ctx context.Context, d *delivery, r *route, rec Receipt, 
 		return fmt.Errorf("pause sink %s: %w", r.name, err)
 	}
 	defer tx.Rollback()
-	if err := o.recordTx(ctx, tx, d, "paused", rec, cause, latency); err != nil {
-		return err
-	}
-	reason := payhook.Storable(fmt.Sprintf("sink %s paused: %v (fact %s)", r.name, cause, d.fact.ID))
-	res, err := tx.ExecContext(ctx, `INSERT INTO payhook_sinks_paused (sink, url, reason, paused_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (sink) DO UPDATE SET url = excluded.url, reason = excluded.reason, paused_at = excluded.paused_at
-		WHERE payhook_sinks_paused.url <> excluded.url`, r.name, target(r.sink), reason, o.cfg.DB.TimeValue(o.cfg.Now()))
+	reason, err := o.pauseTx(ctx, tx, d, r, rec, cause, latency)
 	if err != nil {
-		return fmt.Errorf("pause sink %s: %w", r.name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 1 && o.cfg.OnPause != nil {
-		if err := o.cfg.OnPause(ctx, tx, r.name, reason); err != nil {
-			return fmt.Errorf("pause sink %s: %w", r.name, err)
-		}
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("pause sink %s: commit: %w", r.name, err)
 	}
 	o.cfg.Logger.Error("sink paused", "sink", r.name, "reason", reason)
 	return nil
+}
+
+// pauseTx is pause in tx; it returns the pause's reason.
+func (o *Outbox) pauseTx(ctx context.Context, tx *sql.Tx, d *delivery, r *route, rec Receipt, cause error, latency time.Duration) (string, error) {
+	if err := o.recordTx(ctx, tx, d, "paused", rec, cause, latency); err != nil {
+		return "", err
+	}
+	reason := payhook.Storable(fmt.Sprintf("sink %s paused: %v (fact %s)", r.name, cause, d.fact.ID))
+	res, err := tx.ExecContext(ctx, `INSERT INTO payhook_sinks_paused (sink, url, reason, paused_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (sink) DO UPDATE SET url = excluded.url, reason = excluded.reason, paused_at = excluded.paused_at
+		WHERE payhook_sinks_paused.url <> excluded.url`, r.name, target(r.sink), reason, o.cfg.DB.TimeValue(o.cfg.Now()))
+	if err != nil {
+		return "", fmt.Errorf("pause sink %s: %w", r.name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 && o.cfg.OnPause != nil {
+		if err := o.cfg.OnPause(ctx, tx, r.name, reason); err != nil {
+			return "", fmt.Errorf("pause sink %s: %w", r.name, err)
+		}
+	}
+	return reason, nil
 }
 
 // maxExcerpt bounds the response kept per attempt.

@@ -88,6 +88,34 @@ type appReceiver struct {
 	// seen counts the requests of each webhook-id.
 	seen     map[string]int
 	requests int
+	// gate, while open is false, holds every request until opened
+	// (hold, open); held counts the requests it holds.
+	gate chan struct{}
+	held int
+}
+
+// hold makes the receiver hold the requests that arrive: their
+// deliveries stay pending, sent and not yet answered.
+func (r *appReceiver) hold() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gate = make(chan struct{})
+}
+
+// open lets the held requests (and the next) through.
+func (r *appReceiver) open() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gate != nil {
+		close(r.gate)
+		r.gate = nil
+	}
+}
+
+func (r *appReceiver) holding() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held
 }
 
 func newAppReceiver(t *testing.T) (*appReceiver, *httptest.Server) {
@@ -115,8 +143,14 @@ func (r *appReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if err := json.Unmarshal(body, &f); err != nil || f.ID != req.Header.Get("webhook-id") {
 		r.t.Errorf("body %s: %v; want a fact whose id is the webhook-id", body, err)
 	}
-	time.Sleep(5 * time.Millisecond)
 	r.mu.Lock()
+	if gate := r.gate; gate != nil {
+		r.held++
+		r.mu.Unlock()
+		<-gate
+		r.mu.Lock()
+		r.held--
+	}
 	r.seen[f.ID]++
 	r.requests++
 	r.mu.Unlock()
@@ -149,8 +183,16 @@ func TestFaultSIGKILLFacts(t *testing.T) {
 			if !f.waitAcks(st, (i+1)*every) {
 				break
 			}
+			// Kill it between a commit and the delivery of its facts:
+			// while one is being sent.
+			app.hold()
+			waitProgress(t, "a fact being delivered", func() (bool, string) {
+				n := app.holding()
+				return n > 0, fmt.Sprint(f.rec.progress(), " facts ", facts(t, f))
+			})
 			payhook.signal(syscall.SIGKILL)
 			pendingAtKills += undelivered(t, f)
+			app.open()
 			f.kills++
 			payhook.restart()
 			f.lastFault = time.Now()

@@ -104,13 +104,6 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
-	if db.Engine == store.SQLite {
-		// Deliveries one by one: SQLite's one writer, held by a batch's
-		// take and record, left the acks waiting (make bench, c=64, one
-		// run: 866 and 726 acks/s one by one, 339 in batches, the drain no
-		// faster). On PostgreSQL batches drain 1.6-1.8x faster.
-		qcfg.DeliverMany = nil
-	}
 	// The scheduled backfills store through the queue made next.
 	var queue *jobs.Queue
 	if qcfg.Periodic, err = m.schedules(cfg, db, log, func() payhook.Inbox { return queue }); err != nil {
