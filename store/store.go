@@ -224,6 +224,7 @@ func sqliteDSN(path string) string {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "temp_store(MEMORY)")
 	// Writers take the lock at BEGIN, so a transaction never fails midway
 	// upgrading a read lock.
 	q.Set("_txlock", "immediate")
