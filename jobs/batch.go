@@ -29,9 +29,9 @@ const maxAlone = 10000
 //
 // Batches run without savepoints but for the event of id until another
 // event's handler fails: that batch rolls back and runs again with a
-// savepoint per event, as do the next ones until one has no failure. An
-// event whose handler fails under its savepoint is rolled back to it and
-// the batch goes on without it. The failure of event id is then recorded
+// savepoint per event, as do the next ones until one where no other event
+// failed. An event whose handler fails under its savepoint is rolled back
+// to it and the batch goes on without it. The failure of event id is then recorded
 // after the commit, as its attempt's failure, into *errp; another
 // event's job is put back untried, and its event is kept out of later
 // batches, so that its own job runs it alone: that handler call, rolled
@@ -89,8 +89,8 @@ type finished struct {
 // processBatch. Unguarded, only the event of id is (a round trip less per
 // event, and no PostgreSQL subtransactions), and the first other handler
 // that fails rolls the whole batch back with an error wrapping
-// errHandlerFailed; a guarded batch with no failure makes the next ones
-// unguarded again.
+// errHandlerFailed; a guarded batch where no other event failed makes the
+// next ones unguarded again.
 func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []finished, sends []int64, own, err error) {
 	start := time.Now()
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
@@ -117,7 +117,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 	ctx = context.WithValue(ctx, batchKey{}, deliveries)
 	done = make([]finished, 0, len(evs))
 	var back []int64
-	failures := 0
+	othersFailed := false
 	for i, ev := range evs {
 		if i > 0 && q.batchOver(start) {
 			// The rest goes back untried (the event of id, if it was
@@ -143,7 +143,9 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 			deliveries.all = append(deliveries.all, deliveries.event...)
 			continue
 		}
-		failures++
+		if ev.ID != id {
+			othersFailed = true // the event of id failing often says nothing of the others
+		}
 		if !saved {
 			return nil, nil, nil, fmt.Errorf("processing a batch: event %d: %w: %w", ev.ID, errHandlerFailed, herr)
 		}
@@ -178,7 +180,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 	if err := tx.Commit(); err != nil {
 		return nil, nil, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
 	}
-	if guarded && failures == 0 {
+	if guarded && !othersFailed {
 		q.guardBatches.Store(false)
 	}
 	return done, sends, own, nil

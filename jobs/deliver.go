@@ -201,33 +201,25 @@ func (q *Queue) deliverCommitted(ctx context.Context, ids []int64) {
 	if len(ids) == 0 {
 		return
 	}
-	var errs []error
+	again := ids
 	var record func(context.Context, *sql.Tx) error
-	if q.stopping.Load() {
-		errs = make([]error, len(ids))
-		for i := range errs {
-			errs[i] = errStopping
-		}
-	} else {
-		var err error
-		if errs, record, err = q.deliverMany(ctx, ids); err != nil {
+	if !q.stopping.Load() {
+		errs, rec, err := q.deliverMany(ctx, ids)
+		if err != nil {
 			q.cfg.Logger.Error("deliver a batch's deliveries; the sweep enqueues them", "deliveries", len(ids), "err", err)
 			return
 		}
-	}
-	var again []int64
-	for i, id := range ids {
-		if errs[i] != nil {
-			again = append(again, id)
+		again, record = nil, rec
+		for i, id := range ids {
+			if errs[i] != nil {
+				again = append(again, id)
+			}
 		}
 	}
 	if err := q.recordDeliveries(context.WithoutCancel(ctx), record, nil, again); err != nil {
 		q.cfg.Logger.Error("record a batch's deliveries; the sweep enqueues those still pending", "deliveries", len(ids), "err", err)
 	}
 }
-
-// errStopping is deliverCommitted's reason for not sending.
-var errStopping = errors.New("the job queue is stopping")
 
 // recordDeliveries writes a batch's attempts (record), puts the jobs
 // back and enqueues a job Deliver runs alone for each of again, in one
