@@ -332,6 +332,9 @@ func TestEventPages(t *testing.T) {
 		ids := e.ingest(event("evt_x", "checkout.completed", payload), event("evt_f", "flaky", `{"id":"evt_f"}`))
 		e.wait(ids[0], payhook.StatusProcessed)
 		e.wait(ids[1], payhook.StatusFailed)
+		// River writes its jobs' completion after the attempt, which the
+		// event page shows as succeeded.
+		waitNone(t, e, `SELECT count(*) FROM river_job WHERE state = 'running'`)
 		// Signature checks as the receiver's counter flushes them: three
 		// refusals after the last match, and refusals for a source no
 		// longer configured.

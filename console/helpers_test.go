@@ -245,3 +245,26 @@ func (c *client) csrf() string {
 	}
 	return m[1]
 }
+
+// waitNone waits until the count query returns 0, failing only when the
+// count has not moved for a minute.
+func waitNone(t *testing.T, e *env, query string) {
+	t.Helper()
+	last, moved := -1, time.Now()
+	for {
+		var n int
+		if err := e.db.SQL.QueryRow(query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if n != last {
+			last, moved = n, time.Now()
+		}
+		if time.Since(moved) > 60*time.Second {
+			t.Fatalf("%s: still %d after a minute without change", query, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
