@@ -39,12 +39,7 @@ func (c cachingConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc, ok := conn.(sqliteConn)
-	if !ok {
-		conn.Close()
-		return nil, fmt.Errorf("sqlite connection %T lacks the methods database/sql needs", conn)
-	}
-	return &cachingConn{conn: sc, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
+	return &cachingConn{conn: conn, byQuery: map[string]*list.Element{}, lru: list.New()}, nil
 }
 
 // sqliteConn is what the SQLite driver's connection provides and
@@ -61,7 +56,7 @@ type sqliteConn interface {
 // cachingConn is one SQLite connection with its statements. database/sql
 // uses a connection from one goroutine at a time, so it needs no lock.
 type cachingConn struct {
-	conn    sqliteConn
+	conn    driver.Conn
 	byQuery map[string]*list.Element // of lru, each a *cachedStmt
 	lru     *list.List               // front: the most recently used
 }
@@ -73,6 +68,14 @@ type cachedStmt struct {
 	inUse bool
 }
 
+func (c *cachingConn) inner() (sqliteConn, error) {
+	s, ok := c.conn.(sqliteConn)
+	if !ok {
+		return nil, fmt.Errorf("sqlite connection %T lacks the methods database/sql needs", c.conn)
+	}
+	return s, nil
+}
+
 func (c *cachingConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
 }
@@ -81,6 +84,10 @@ func (c *cachingConn) Prepare(query string) (driver.Stmt, error) {
 // once; while that one is in use (a query's rows still open), a statement
 // of its own that closes with its use.
 func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	inner, err := c.inner()
+	if err != nil {
+		return nil, err
+	}
 	if e, ok := c.byQuery[query]; ok {
 		cs := e.Value.(*cachedStmt)
 		if !cs.inUse {
@@ -88,13 +95,13 @@ func (c *cachingConn) PrepareContext(ctx context.Context, query string) (driver.
 			c.lru.MoveToFront(e)
 			return &lentStmt{c: c, cs: cs}, nil
 		}
-		s, err := c.conn.PrepareContext(ctx, query)
+		s, err := inner.PrepareContext(ctx, query)
 		if err != nil {
 			return nil, err
 		}
 		return &lentStmt{c: c, own: s}, nil
 	}
-	s, err := c.conn.PrepareContext(ctx, query)
+	s, err := inner.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -134,14 +141,33 @@ func (c *cachingConn) Begin() (driver.Tx, error) {
 }
 
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	return c.conn.BeginTx(ctx, opts)
+	inner, err := c.inner()
+	if err != nil {
+		return nil, err
+	}
+	return inner.BeginTx(ctx, opts)
 }
 
-func (c *cachingConn) Ping(ctx context.Context) error { return c.conn.Ping(ctx) }
+func (c *cachingConn) Ping(ctx context.Context) error {
+	inner, err := c.inner()
+	if err != nil {
+		return err
+	}
+	return inner.Ping(ctx)
+}
 
-func (c *cachingConn) ResetSession(ctx context.Context) error { return c.conn.ResetSession(ctx) }
+func (c *cachingConn) ResetSession(ctx context.Context) error {
+	inner, err := c.inner()
+	if err != nil {
+		return err
+	}
+	return inner.ResetSession(ctx)
+}
 
-func (c *cachingConn) IsValid() bool { return c.conn.IsValid() }
+func (c *cachingConn) IsValid() bool {
+	inner, err := c.inner()
+	return err == nil && inner.IsValid()
+}
 
 // lentStmt is a statement lent for one use: a cached one (cs), given back
 // by Close, or one of its own (own), closed by Close.
