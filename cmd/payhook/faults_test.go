@@ -22,6 +22,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -517,6 +518,7 @@ func (f *fault) report() {
 	row := fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n",
 		g.Fault, g.Engine, g.Faults, g.Sent, g.Acked, g.Stored, g.Processed, g.Duplicate, g.Lost, g.Doubled,
 		g.Recovered, status, g.Note)
+	f.t.Logf("deliveries: %s", f.rec.progress())
 	f.t.Logf("fault | engine | faults | sent | acked | stored | processed | duplicates | lost | billing diffs | all processed after the last fault | result | note\n%s", row)
 	if path := os.Getenv("PAYHOOK_FAULTS_REPORT"); path != "" {
 		file, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -624,10 +626,19 @@ func (c *child) stop() {
 	<-p.exited
 }
 
+// logTail returns the last lines of the child's log, after the first
+// panic it logged if any (net/http recovers a handler's panic and closes
+// the connection: a delivery with no answer).
 func (c *child) logTail() string {
 	b, _ := os.ReadFile(c.log)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(0, len(lines)-40):], "\n")
+	tail := strings.Join(lines[max(0, len(lines)-40):], "\n")
+	for i, l := range lines[:max(0, len(lines)-40)] {
+		if strings.Contains(l, "panic") {
+			return fmt.Sprintf("first panic (line %d):\n%s\n...\n%s", i+1, strings.Join(lines[i:min(i+30, len(lines)-40)], "\n"), tail)
+		}
+	}
+	return tail
 }
 
 // recorder is the storm's HTTP transport: it counts every delivery by the
@@ -646,13 +657,15 @@ type recorder struct {
 	nDup      int
 	byPhase   map[string]map[int]int
 	late503   map[string]int             // 503s that took the store timeout or longer, by phase
+	noAnswer  map[string]int             // why deliveries had no answer (status 0), by error
 	acked     map[string]map[string]bool // event id → targets that acknowledged it
 	perTarget map[string]int
 }
 
 func newRecorder() *recorder {
 	return &recorder{next: http.DefaultTransport, phase: "up", byPhase: map[string]map[int]int{}, late503: map[string]int{},
-		acked: map[string]map[string]bool{}, perTarget: map[string]int{}}
+		noAnswer: map[string]int{},
+		acked:    map[string]map[string]bool{}, perTarget: map[string]int{}}
 }
 
 func (r *recorder) setPhase(p string) {
@@ -679,19 +692,28 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 		Status  string `json:"status"`
 		EventID string `json:"event_id"`
 	}
+	why := ""
 	if err == nil {
 		status = resp.StatusCode
 		body, rerr := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		resp.Body = io.NopCloser(bytes.NewReader(body))
 		if rerr != nil {
-			status = 0
+			status, why = 0, "reading the answer: "+rerr.Error()
 		} else if status/100 == 2 {
 			json.Unmarshal(body, &answer)
+		}
+	} else {
+		why = err.Error()
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			why = ue.Err.Error() // without the URL, so that errors group
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if why != "" {
+		r.noAnswer[why]++
+	}
 	// A delivery counts in a phase when it was sent and answered in it;
 	// one that straddles two (the database came back meanwhile) in both.
 	if r.phase != phase {
@@ -754,7 +776,11 @@ func (r *recorder) duplicates() int {
 func (r *recorder) progress() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return fmt.Sprintf("%d sent, %d acknowledged, answers by phase %v", r.nSent, r.nAcked, r.byPhase)
+	s := fmt.Sprintf("%d sent, %d acknowledged, answers by phase %v", r.nSent, r.nAcked, r.byPhase)
+	if len(r.noAnswer) > 0 {
+		s += fmt.Sprintf("; no answer: %v", r.noAnswer)
+	}
+	return s
 }
 
 // answered counts the deliveries sent in phase that were answered.
