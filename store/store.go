@@ -21,7 +21,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/payhook/payhook"
 )
@@ -71,10 +70,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	db := &DB{Engine: engine, URL: redact(rawURL)}
 	switch engine {
 	case SQLite:
-		db.SQL, err = sql.Open("sqlite", sqliteDSN(target))
+		connector, err := newSQLiteConnector(sqliteDSN(target))
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", target, err)
 		}
+		db.SQL = sql.OpenDB(connector) // keeps each statement prepared: stmtcache.go
 		// One connection: SQLite has one writer, and River's SQLite driver
 		// deadlocks or fails with SQLITE_BUSY when several compete.
 		db.SQL.SetMaxOpenConns(1)
