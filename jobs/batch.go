@@ -382,18 +382,10 @@ func (q *Queue) putBackTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	args := make([]any, len(jobs))
-	in := ""
-	for i, j := range jobs {
-		if i > 0 {
-			in += ", "
-		}
-		in += fmt.Sprintf("$%d", i+1)
-		args[i] = j
-	}
+	in, arg := q.db.InIDs("id", 1, jobs)
 	if _, err := tx.ExecContext(ctx, `UPDATE river_job
 		SET state = 'available', attempt = 0, attempted_at = NULL, finalized_at = NULL
-		WHERE id IN (`+in+`) AND state = 'completed'`, args...); err != nil {
+		WHERE `+in+` AND state = 'completed'`, arg); err != nil {
 		return fmt.Errorf("put back %d event jobs: %w", len(jobs), err)
 	}
 	return nil

@@ -145,12 +145,9 @@ func pausedAny(paused map[string]string, sink string, r *route) bool {
 // loadMany reads the deliveries ids with their facts, and the paused
 // sinks with the target each is paused for.
 func (o *Outbox) loadMany(ctx context.Context, ids []int64) (map[int64]*delivery, map[string]string, error) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
+	in, arg := o.cfg.DB.InIDs("d.id", 1, ids)
 	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `SELECT d.id, d.sink, d.status, f.body
-		FROM payhook_deliveries d JOIN payhook_facts f ON f.id = d.fact WHERE d.id IN (`+placeholders(1, len(ids))+`)`, args...)
+		FROM payhook_deliveries d JOIN payhook_facts f ON f.id = d.fact WHERE `+in, arg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
 	}
@@ -193,15 +190,11 @@ func (o *Outbox) loadMany(ctx context.Context, ids []int64) (map[int64]*delivery
 // markDelivered marks the deliveries ids still pending delivered, with
 // one attempt more, and returns the attempt number of each it marked.
 func (o *Outbox) markDelivered(ctx context.Context, tx *sql.Tx, ids []int64, now time.Time) (map[int64]int, error) {
-	at := o.cfg.DB.TimeValue(now)
-	args := []any{at}
-	for _, id := range ids {
-		args = append(args, id)
-	}
+	in, arg := o.cfg.DB.InIDs("id", 2, ids)
 	rows, err := tx.QueryContext(ctx, `UPDATE payhook_deliveries
 		SET status = 'delivered', attempts = attempts + 1, last_error = '', updated_at = $1, delivered_at = $1
-		WHERE id IN (`+placeholders(2, len(ids))+`) AND status = 'pending'
-		RETURNING id, attempts`, args...)
+		WHERE `+in+` AND status = 'pending'
+		RETURNING id, attempts`, o.cfg.DB.TimeValue(now), arg)
 	if err != nil {
 		return nil, fmt.Errorf("record %d deliveries: %w", len(ids), err)
 	}
@@ -250,16 +243,4 @@ func (o *Outbox) insertAttempts(ctx context.Context, tx *sql.Tx, rows []attemptR
 		return fmt.Errorf("record the attempts of %d deliveries: %w", len(rows), err)
 	}
 	return nil
-}
-
-// placeholders returns "$from, ..., $(from+n-1)".
-func placeholders(from, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "$%d", from+i)
-	}
-	return b.String()
 }

@@ -474,9 +474,10 @@ func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64) ([]*pay
 	if db.Engine == SQLite {
 		lock = ""
 	}
+	in, arg := db.InIDs("id", 1, ids)
 	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM payhook_events
-		WHERE id IN (`+placeholders(1, len(ids))+`) AND status = 'received'
-		ORDER BY id`+lock, int64Args(ids)...)
+		WHERE `+in+` AND status = 'received'
+		ORDER BY id`+lock, arg)
 	if err != nil {
 		return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
 	}
@@ -513,10 +514,10 @@ func (db *DB) FinishEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, statu
 	if status == payhook.StatusProcessed {
 		processedAt = db.TimeValue(at)
 	}
-	args := append([]any{string(status), processedAt, payhook.Storable(note)}, int64Args(ids)...)
+	in, arg := db.InIDs("id", 4, ids)
 	res, err := tx.ExecContext(ctx, `UPDATE payhook_events
 		SET attempts = attempts + 1, status = $1, processed_at = $2, last_error = $3
-		WHERE id IN (`+placeholders(4, len(ids))+`) AND status = 'received'`, args...)
+		WHERE `+in+` AND status = 'received'`, string(status), processedAt, payhook.Storable(note), arg)
 	if err != nil {
 		return fmt.Errorf("mark %d events %s: %w", len(ids), status, err)
 	}
@@ -524,26 +525,6 @@ func (db *DB) FinishEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, statu
 		return fmt.Errorf("mark %d events %s: %d of them are not waiting to be processed", len(ids), status, int64(len(ids))-n)
 	}
 	return nil
-}
-
-// placeholders returns n numbered placeholders from $first, comma-separated.
-func placeholders(first, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "$%d", first+i)
-	}
-	return b.String()
-}
-
-func int64Args(ids []int64) []any {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return args
 }
 
 // FinishEventTx moves a claimed event to its final status: processed (with

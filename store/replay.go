@@ -86,19 +86,11 @@ func (db *DB) ResetEventsIfTx(ctx context.Context, tx *sql.Tx, ids []int64, stat
 	if status == payhook.StatusIgnored || !status.Valid() {
 		return nil, fmt.Errorf("reset events: status %q cannot be replayed: %w", status, payhook.ErrInvalid)
 	}
-	var in strings.Builder
-	args := []any{string(status), db.TimeValue(at)}
-	for i, id := range ids {
-		if i > 0 {
-			in.WriteString(", ")
-		}
-		args = append(args, id)
-		fmt.Fprintf(&in, "$%d", len(args))
-	}
+	in, arg := db.InIDs("id", 3, ids)
 	rows, err := tx.QueryContext(ctx, `UPDATE payhook_events
 		SET status = 'received', processed_at = NULL, last_error = '', enqueued_at = $2
-		WHERE status = $1 AND id IN (`+in.String()+`)
-		RETURNING id`, args...)
+		WHERE status = $1 AND `+in+`
+		RETURNING id`, string(status), db.TimeValue(at), arg)
 	if err != nil {
 		return nil, fmt.Errorf("reset %d events: %w", len(ids), err)
 	}

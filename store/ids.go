@@ -1,0 +1,29 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// InIDs returns the condition that column col holds one of ids, with its
+// one argument numbered $n. Its text does not depend on how many ids
+// there are, so that each engine prepares it once, where a list of
+// placeholders made a statement of its own for every length (pgx prepares
+// each new text on every connection; SQLite's statement cache kept one
+// per length): `col = ANY($n::bigint[])` on PostgreSQL, `col IN (SELECT
+// value FROM json_each($n))` on SQLite, whose argument is the ids as a
+// JSON array.
+func (db *DB) InIDs(col string, n int, ids []int64) (cond string, arg any) {
+	if db.Engine == SQLite {
+		b := make([]byte, 0, 2+len(ids)*8)
+		b = append(b, '[')
+		for i, id := range ids {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, id, 10)
+		}
+		return fmt.Sprintf("%s IN (SELECT value FROM json_each($%d))", col, n), string(append(b, ']'))
+	}
+	return fmt.Sprintf("%s = ANY($%d::bigint[])", col, n), ids
+}
