@@ -58,7 +58,7 @@ dst: ## the deterministic simulation, no race detector: SEEDS (1000) on SQLite, 
 dst-bugs: ## the bugs put back on purpose, one at a time, each found by the simulation within its stated seeds (-tags dst)
 	go test -count=1 -timeout 0 -tags dst ./internal/dst -run TestDSTFindsPutBackBugs -v
 
-pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN)
+pg-start: ## start a throwaway PostgreSQL cluster (prints the DSN; fsync=off, so serve on it needs --unsafe-durability)
 	scripts/pg.sh start
 
 pg-stop: ## stop it and delete its files

@@ -51,7 +51,7 @@ func TestServeAdminAddr(t *testing.T) {
 		cfg := writeAdminConfig(t, "  token: ${ADMIN_TOKEN}\n  users:\n    - name: ana\n      hash: '"+string(hash)+"'\n")
 		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": cfg, "ADMIN_TOKEN": token}
 		adminAddr := make(chan string, 1)
-		m := &Main{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Getenv: func(k string) string { return env[k] },
+		m := &Main{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, Getenv: testEnv(env),
 			OnAdminListen: func(a string) { adminAddr <- a }}
 		p, err := startInProcess(context.Background(), m, "--admin-addr", "127.0.0.1:0")
 		if err != nil {

@@ -57,7 +57,7 @@ func TestBackfillAfterOutage(t *testing.T) {
 					"processing:\n  retry_base: 20ms\n  retry_max: 500ms\n  max_attempts: 10000\n", f.Provider(), secret, api.URL, key))
 				env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": cfgPath}
 				var logs syncBuffer
-				srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(k string) string { return env[k] }})
+				srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: testEnv(env)})
 				if err != nil {
 					t.Fatalf("%v\n%s", err, logs.String())
 				}

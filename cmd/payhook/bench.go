@@ -102,6 +102,8 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	svg := fs.String("svg", "", "write a chart of throughput and p99 over time to this SVG file")
 	stall := fs.Duration("stall", time.Minute, "give up waiting for the drain when no event was processed for this long")
 	workers := fs.Int("workers", 0, "processing workers of the in-process payhook (default: serve's)")
+	unsafeDurability := fs.Bool("unsafe-durability", false,
+		"start the in-process payhook even on a database that could lose acknowledged events (see payhook serve --help)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (generator and in-process payhook) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -146,7 +148,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 
 	rep := benchReport{Date: m.Now().UTC(), Args: args, Machine: benchMachine{CPUs: runtime.NumCPU(), CPU: cpuModel(),
 		Go: runtime.Version(), Databases: map[string]string{}}}
-	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, urlDBs, *provider, *secret, *workers, &rep.Machine)
+	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, urlDBs, *provider, *secret, *workers, *unsafeDurability, &rep.Machine)
 	defer closeAll()
 	if err != nil {
 		return err
@@ -231,7 +233,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // and the running ones given by URL. closeAll stops what it started, also
 // after an error.
 func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs []string, providerName, urlSecret string,
-	workers int, mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
+	workers int, unsafeDurability bool, mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
 	var closers []func()
 	closeAll = func() {
 		for _, c := range slices.Backward(closers) {
@@ -268,10 +270,14 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 		if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
 			return nil, closeAll, fmt.Errorf("bench: %w", err)
 		}
+		args := []string{"--config", config}
+		if unsafeDurability || m.Getenv("PAYHOOK_UNSAFE_DURABILITY") == "1" {
+			args = append(args, "--unsafe-durability")
+		}
 		for _, dbURL := range dbs {
 			var logs bytes.Buffer
 			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
-				Now: m.Now}, "--config", config, "--db", dbURL)
+				Now: m.Now}, append(args, "--db", dbURL)...)
 			if err != nil {
 				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", dbURL, err, logs.String())
 			}

@@ -29,7 +29,7 @@ func TestBench(t *testing.T) {
 				dbURL := dbtest.URL(t, engine)
 				svg := filepath.Join(t.TempDir(), "bench.svg")
 				var out, errs bytes.Buffer
-				m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
+				m := &Main{Stdout: &out, Stderr: &errs, Getenv: testEnv(nil)}
 				args := []string{"bench", "--floor", "--db", dbURL, "--provider", provider, "--events", "40", "--duplicates", "10",
 					"--concurrency", "4", "--rate", "50", "--json", "--svg", svg,
 					"--stall", "5m"} // a busy machine under -race can pause processing for a minute
@@ -119,7 +119,7 @@ func TestBenchUsage(t *testing.T) {
 		{"--url", "floor=http://127.0.0.1:1/x", "--secret", "whsec_x"},
 	} {
 		var errs bytes.Buffer
-		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &errs, Getenv: func(string) string { return "" }}
+		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &errs, Getenv: testEnv(nil)}
 		if code := m.Run(context.Background(), append([]string{"bench"}, args...)); code != 2 {
 			t.Errorf("payhook bench %v = %d; want 2\n%s", args, code, errs.String())
 		}
@@ -142,7 +142,7 @@ func TestBenchNamedURL(t *testing.T) {
 		fs[i] = f
 	}
 	var out, errs bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errs, Getenv: func(string) string { return "" }}
+	m := &Main{Stdout: &out, Stderr: &errs, Getenv: testEnv(nil)}
 	args := []string{"bench", "--floor", "--url", "peer=" + fs[0].URL, "--url", "pair=" + fs[0].URL + "," + fs[1].URL,
 		"--secret", "whsec_x", "--event", "payment.succeeded", "--events", "10", "--duplicates", "2", "--concurrency", "2", "--json"}
 	if code := m.Run(context.Background(), args); code != 0 {

@@ -300,6 +300,9 @@ func TestDeployBinary(t *testing.T) {
 		}
 		const secret = "whsec_ZGVwbG95LXRlc3Qtc2VjcmV0LTEyMzQ1Njc4"
 		env := []string{"PAYHOOK_CONFIG=" + config, "PAYHOOK_DB=" + dbURL, "PAYHOOK_ADDR=127.0.0.1:0", "SHOP_SECRET=" + secret}
+		if engine == "postgres" {
+			env = append(env, "PAYHOOK_UNSAFE_DURABILITY=1") // the test cluster runs with fsync=off
+		}
 
 		// All start together: their migrations race on a fresh database.
 		procs := make([]*deployed, instances)

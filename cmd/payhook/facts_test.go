@@ -326,7 +326,7 @@ func TestServeLogSinkByDefault(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_DEMO_SECRET_FILE": filepath.Join(t.TempDir(), "demo.secret")}
 		var stdout, stderr syncBuffer
-		m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+		m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(env)}
 		p, err := startInProcess(context.Background(), m)
 		if err != nil {
 			t.Fatalf("%v: %s", err, stderr.String())

@@ -262,7 +262,8 @@ func newFault(t *testing.T, name, engine, dbURL string) *fault {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.env = []string{"PAYHOOK_DB=" + dbURL, "PAYHOOK_CONFIG=" + config, "SECRET=" + f.secret}
+	f.env = []string{"PAYHOOK_DB=" + dbURL, "PAYHOOK_CONFIG=" + config, "SECRET=" + f.secret,
+		"PAYHOOK_UNSAFE_DURABILITY=1"} // the test clusters run with fsync=off
 	t.Cleanup(func() {
 		if f.store != nil {
 			f.store.Close()

@@ -39,7 +39,7 @@ func (s *syncBuffer) String() string {
 func run(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr syncBuffer
-	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	m := &Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(env)}
 	code := m.Run(context.Background(), args)
 	return code, stdout.String(), stderr.String()
 }
@@ -54,7 +54,7 @@ func startServer(t *testing.T, env map[string]string, args ...string) *server {
 	t.Helper()
 	s := &server{stdout: &syncBuffer{}}
 	stderr := &syncBuffer{}
-	m := &Main{Stdout: s.stdout, Stderr: stderr, Getenv: func(k string) string { return env[k] }}
+	m := &Main{Stdout: s.stdout, Stderr: stderr, Getenv: testEnv(env)}
 	p, err := startInProcess(context.Background(), m, args...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, stderr)

@@ -51,7 +51,7 @@ func TestMetricsAccess(t *testing.T) {
 			}
 			adminAddr := make(chan string, 1)
 			stderr := &syncBuffer{}
-			m := &Main{Stdout: &syncBuffer{}, Stderr: stderr, Getenv: func(k string) string { return env[k] },
+			m := &Main{Stdout: &syncBuffer{}, Stderr: stderr, Getenv: testEnv(env),
 				OnAdminListen: func(a string) { adminAddr <- a }}
 			var args []string
 			if tc.adminAddr {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -18,9 +20,17 @@ import (
 )
 
 const serveHelp = `Usage: payhook serve [--config FILE] [--db URL] [--addr HOST:PORT] [--admin-addr HOST:PORT]
+                     [--unsafe-durability]
 
 Receives webhooks on POST /webhooks/{source}, stores each event once and
 processes it in the background. Migrates the database first.
+
+A 2xx says the event is on disk, so serve refuses to start on a database
+that could lose a commit it returned from: PostgreSQL with fsync=off or
+synchronous_commit=off on its connections (a pooler may drop the "on"
+payhook asks for), SQLite with synchronous below FULL. --unsafe-durability
+(env PAYHOOK_UNSAFE_DURABILITY=1) starts it anyway, for throwaway test
+and benchmark databases, with a warning at every start.
 
 With an admin token (PAYHOOK_ADMIN_TOKEN or admin.token, at least 32
 bytes) or admin.users in the config, it also serves the web console at
@@ -70,6 +80,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB; default "+store.DefaultURL+")")
 	addr := fs.String("addr", "", "listen address (env PAYHOOK_ADDR; default 127.0.0.1:8080)")
 	adminAddr := fs.String("admin-addr", "", "serve the console and /api/v1 on this address only, not on --addr (env PAYHOOK_ADMIN_ADDR)")
+	unsafeDurability := fs.Bool("unsafe-durability", false,
+		"start even when the database could lose an acknowledged event in a crash (env PAYHOOK_UNSAFE_DURABILITY=1); tests and benchmarks only")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -93,6 +105,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	if err := m.checkDurable(ctx, db, *unsafeDurability, log); err != nil {
+		return err
+	}
 
 	box, err := cfg.outbox(db, log, m.Now)
 	if err != nil {
@@ -313,6 +328,25 @@ func (m *Main) openDB(ctx context.Context, flagURL string, migrate bool) (*store
 		}
 	}
 	return db, nil
+}
+
+// checkDurable refuses a database on which an acknowledged event could
+// be lost (store.CheckDurable), unless unsafe (--unsafe-durability or
+// PAYHOOK_UNSAFE_DURABILITY=1), which is logged at every start.
+func (m *Main) checkDurable(ctx context.Context, db *store.DB, unsafe bool, log *slog.Logger) error {
+	unsafe = unsafe || m.Getenv("PAYHOOK_UNSAFE_DURABILITY") == "1"
+	err := db.CheckDurable(ctx)
+	switch {
+	case err != nil && !errors.Is(err, store.ErrNotDurable):
+		return err
+	case err != nil && !unsafe:
+		return fmt.Errorf("%w\nfix the database's settings, or start with --unsafe-durability for a throwaway test or benchmark database", err)
+	case err != nil:
+		log.Warn("started with --unsafe-durability: a crash can lose events already answered 2xx", "why", err.Error())
+	case unsafe:
+		log.Warn("started with --unsafe-durability; the database's settings are durable all the same")
+	}
+	return nil
 }
 
 func migrateAll(ctx context.Context, db *store.DB) error {

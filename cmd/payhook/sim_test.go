@@ -145,7 +145,7 @@ type running struct {
 func startRun(t *testing.T, env map[string]string, args ...string) *running {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan struct{})}
-	m := &Main{Stdout: r.stdout, Stderr: r.stderr, Getenv: func(k string) string { return env[k] }}
+	m := &Main{Stdout: r.stdout, Stderr: r.stderr, Getenv: testEnv(env)}
 	go func() {
 		defer close(r.done)
 		r.code = m.Run(ctx, args)
@@ -204,7 +204,7 @@ func TestSimServe(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout syncBuffer
-	m := &Main{Stdout: &stdout, Stderr: &syncBuffer{}, Getenv: func(string) string { return "" }}
+	m := &Main{Stdout: &stdout, Stderr: &syncBuffer{}, Getenv: testEnv(nil)}
 	done := make(chan int, 1)
 	go func() { done <- m.Run(ctx, []string{"sim", "serve", "--addr", "127.0.0.1:0", "--flavour", "stripe"}) }()
 	var base, key string
@@ -275,7 +275,7 @@ func TestSimCheck(t *testing.T) {
 		ctx := context.Background()
 		secret := flavour.Billete().NewSecret()
 		var logs syncBuffer
-		srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
+		srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: testEnv(nil),
 			demoSecret: secret}, "--db", dbURL)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, logs.String())
