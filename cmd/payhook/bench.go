@@ -271,13 +271,13 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			return nil, closeAll, fmt.Errorf("bench: %w", err)
 		}
 		args := []string{"--config", config}
-		if unsafeDurability || m.Getenv("PAYHOOK_UNSAFE_DURABILITY") == "1" {
+		if unsafeDurability {
 			args = append(args, "--unsafe-durability")
 		}
 		for _, dbURL := range dbs {
 			var logs bytes.Buffer
-			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
-				Now: m.Now}, append(args, "--db", dbURL)...)
+			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: m.subEnv, Now: m.Now},
+				append(args, "--db", dbURL)...)
 			if err != nil {
 				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", dbURL, err, logs.String())
 			}

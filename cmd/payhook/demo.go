@@ -59,7 +59,7 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	p := m.newPhases(5)
 	p.start("starting payhook serve on %s, with its demo source (provider billete, environment test)", *dbURL)
 	var logs bytes.Buffer
-	srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" },
+	srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: m.subEnv,
 		Now: m.Now, demoSecret: secret}, "--db", *dbURL)
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, logs.String())
@@ -373,6 +373,16 @@ func waitProcessed(ctx context.Context, db *store.DB, source string, res *sim.Re
 type inProcess struct {
 	url  string
 	stop func() int
+}
+
+// subEnv is the environment of a payhook serve that a command (demo,
+// bench) starts in-process with settings of its own: none of m's but
+// PAYHOOK_UNSAFE_DURABILITY, which the user gave for the database.
+func (m *Main) subEnv(name string) string {
+	if name == "PAYHOOK_UNSAFE_DURABILITY" {
+		return m.Getenv(name)
+	}
+	return ""
 }
 
 // startInProcess runs "serve --addr 127.0.0.1:0 args..." with sub and

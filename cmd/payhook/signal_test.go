@@ -35,7 +35,8 @@ func TestSIGTERMFinishesInFlight(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), "PAYHOOK_TEST_AS_MAIN=1", "PAYHOOK_TEST_ARGS=serve --addr 127.0.0.1:0", "PAYHOOK_DB="+dbURL)
+		cmd.Env = append(os.Environ(), "PAYHOOK_TEST_AS_MAIN=1", "PAYHOOK_TEST_ARGS=serve --addr 127.0.0.1:0", "PAYHOOK_DB="+dbURL,
+			"PAYHOOK_UNSAFE_DURABILITY=1") // the test cluster runs with fsync=off
 		stdout, _ := cmd.StdoutPipe()
 		cmd.Stderr = io.Discard
 		if err := cmd.Start(); err != nil {
