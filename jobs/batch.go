@@ -23,9 +23,10 @@ const maxAlone = 10000
 // transaction: it locks the events, applies each one's handlers, marks
 // those that succeeded finished (each with its attempt counted) and
 // completes the other events' jobs, so that N events cost one commit and
-// a handful of statements besides their handlers'; after the commit it
-// sends their after-commit deliveries (deliverCommitted). The batch ends
-// early at BatchTime or Stop, leaving the rest untried.
+// a handful of statements besides their handlers'; it returns the
+// after-commit deliveries they wrote, for the caller to send
+// (deliverCommitted) once it no longer holds an acks-first slot. The
+// batch ends early at BatchTime or Stop, leaving the rest untried.
 //
 // Batches run without savepoints but for the event of id until another
 // event's handler fails: that batch rolls back and runs again with a
@@ -40,11 +41,11 @@ const maxAlone = 10000
 // It reports false when it did not run the attempt (batching is off, or
 // the batch failed as a whole and rolled back): the caller then runs it
 // alone.
-func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *error) bool {
+func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *error) (ran bool, sends []int64) {
 	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil {
 		// A fetch reads the provider outside the transaction before each
 		// attempt: its events are processed one by one.
-		return false
+		return false, nil
 	}
 	start := time.Now()
 	guarded := q.guardBatches.Load()
@@ -58,7 +59,7 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *er
 	}
 	if err != nil {
 		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
-		return false
+		return false, nil
 	}
 	if q.cfg.OnDone != nil {
 		took := time.Since(start)
@@ -66,11 +67,10 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *er
 			q.cfg.OnDone(d.ev, d.status, took)
 		}
 	}
-	q.deliverCommitted(ctx, sends)
 	if own != nil {
 		*errp = q.failed(ctx, id, own, final, start)
 	}
-	return true
+	return true, sends
 }
 
 type finished struct {
@@ -293,7 +293,8 @@ type takenArgs struct {
 // applied in tx, so the completion commits or rolls back with them. The
 // conditional UPDATE decides: a job River fetched meanwhile is running,
 // not available, and is not taken. Jobs of the rows in alone (guarded by
-// q.mu) are left to run alone.
+// q.mu), and deliveries' jobs marked Alone (a delivery that failed in its
+// batch), are left to run alone.
 func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, alone map[int64]bool) ([]takenJob, error) {
 	if n <= 0 {
 		return nil, nil
@@ -309,7 +310,7 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 			attempted_at = coalesce($4::timestamptz, now()), finalized_at = coalesce($4::timestamptz, now())
 		WHERE id IN (SELECT id FROM river_job
 			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
-				AND scheduled_at <= coalesce($4::timestamptz, now())
+				AND scheduled_at <= coalesce($4::timestamptz, now()) AND args->'alone' IS NULL
 			ORDER BY priority, scheduled_at, id
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED)
@@ -327,6 +328,7 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 		WHERE id IN (SELECT id FROM river_job
 			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
 				AND scheduled_at <= coalesce(CAST($4 AS TEXT), datetime('now', 'subsec'))
+				AND json_extract(args, '$.alone') IS NULL
 			ORDER BY priority, scheduled_at, id
 			LIMIT $3)
 		RETURNING id, CAST(json(args) AS TEXT)`

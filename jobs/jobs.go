@@ -406,12 +406,18 @@ func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 // New returns a Queue over db, whose schema (store and River) must be
 // migrated. Call Start to process events; a Queue that is never started
 // still ingests and replays (the CLI does that). It returns an error
-// wrapping payhook.ErrConfig if RescueAfter is not more than JobTimeout.
+// wrapping payhook.ErrConfig if RescueAfter is not more than JobTimeout,
+// or if DeliverMany is set without DeliverySweep (a crash just after a
+// batch's commit would leave its deliveries without a job for good).
 func New(db *store.DB, cfg Config) (*Queue, error) {
 	cfg = cfg.withDefaults(db.Engine)
 	if cfg.RescueAfter <= cfg.JobTimeout {
 		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",
 			cfg.RescueAfter, cfg.JobTimeout, payhook.ErrConfig)
+	}
+	if cfg.DeliverMany != nil && cfg.DeliverySweep == nil {
+		return nil, fmt.Errorf("job queue: DeliverMany needs DeliverySweep, which finds the deliveries a crash left without a job: %w",
+			payhook.ErrConfig)
 	}
 	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}, aloneDeliveries: map[int64]bool{},
 		busy: make(chan struct{}, cfg.BusyWorkers)}
@@ -466,11 +472,20 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	if err != nil {
 		return err
 	}
-	defer release()
+	release = sync.OnceFunc(release)
+	defer release() // on a panic too
 	final := job.Attempt >= job.MaxAttempts
-	if job.Attempt > 1 || !q.processBatch(ctx, job.Args.EventID, final, &err) {
+	ran, sends := false, []int64(nil)
+	if job.Attempt == 1 {
+		ran, sends = q.processBatch(ctx, job.Args.EventID, final, &err)
+	}
+	if !ran {
 		err = q.process(ctx, job.Args.EventID, final)
 	}
+	release()
+	// Sent with the slot given back: a slow sink of the application must
+	// not hold processing up behind the acks.
+	q.deliverCommitted(ctx, sends)
 	if errors.Is(err, payhook.ErrMalformed) {
 		return river.JobCancel(err) // retrying cannot fix it
 	}
@@ -508,6 +523,7 @@ func storable(err error) error {
 // jobs' contexts derive from ctx: cancelling it cancels running handlers,
 // so pass a context that outlives a graceful shutdown and call Stop.
 func (q *Queue) Start(ctx context.Context) error {
+	q.stopping.Store(false) // a Queue stopped and started again batches again
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("start job queue: %w", err)
 	}

@@ -656,15 +656,20 @@ func TestSweepStandsInForAStuckJob(t *testing.T) {
 	})
 }
 
-func TestRescueAfterMustExceedJobTimeout(t *testing.T) {
+// TestConfigRefused: New refuses what would break a promise: a rescue
+// that could take a job still running, and deliveries sent by batches
+// with no sweep to find those a crash left without a job.
+func TestConfigRefused(t *testing.T) {
+	many := func(context.Context, []int64) ([]error, func(context.Context, *sql.Tx) error) { return nil, nil }
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db, _ := setup(t, dbURL, jobs.Config{})
-		for _, cfg := range []jobs.Config{
-			{JobTimeout: time.Minute, RescueAfter: time.Minute},
-			{JobTimeout: time.Minute, RescueAfter: time.Second},
+		for name, cfg := range map[string]jobs.Config{
+			"rescue after = job timeout":  {JobTimeout: time.Minute, RescueAfter: time.Minute},
+			"rescue after < job timeout":  {JobTimeout: time.Minute, RescueAfter: time.Second},
+			"DeliverMany without a sweep": {DeliverMany: many},
 		} {
 			if _, err := jobs.New(db, cfg); !errors.Is(err, payhook.ErrConfig) {
-				t.Errorf("New(job timeout %s, rescue after %s) = %v, want ErrConfig", cfg.JobTimeout, cfg.RescueAfter, err)
+				t.Errorf("%s: New = %v, want ErrConfig", name, err)
 			}
 		}
 	})
@@ -829,7 +834,10 @@ func TestBatch(t *testing.T) {
 					}
 					return nil
 				}
-			}})
+			},
+			// Nothing crashes here: no delivery is left for the sweep.
+			DeliverySweep: func(context.Context, *sql.Tx, time.Time, time.Time, int) ([]int64, error) { return nil, nil },
+		})
 		var evs []*payhook.Event
 		for i := range 6 {
 			id := fmt.Sprint("evt_", i)
