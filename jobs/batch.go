@@ -305,15 +305,16 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 	limit := n + min(nalone, n) // room to drop the alone ones
 	// River's times: the database's clock, or Now with StampWithNow.
 	var now any
-	query := `UPDATE river_job
-		SET state = 'completed', attempt = attempt + 1,
-			attempted_at = coalesce($4::timestamptz, now()), finalized_at = coalesce($4::timestamptz, now())
-		WHERE id IN (SELECT id FROM river_job
+	query := `WITH picked AS MATERIALIZED (SELECT id FROM river_job
 			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
 				AND scheduled_at <= coalesce($4::timestamptz, now()) AND args->'alone' IS NULL
 			ORDER BY priority, scheduled_at, id
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED)
+		UPDATE river_job
+		SET state = 'completed', attempt = attempt + 1,
+			attempted_at = coalesce($4::timestamptz, now()), finalized_at = coalesce($4::timestamptz, now())
+		WHERE id IN (SELECT id FROM picked)
 		RETURNING id, args`
 	if q.cfg.StampWithNow {
 		now = q.cfg.Now().UTC()

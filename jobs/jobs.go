@@ -738,55 +738,77 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 }
 
 // Sweep enqueues a job for the events still received whose job was last
-// enqueued more than SweepAge ago, at most SweepBatch of them, oldest
-// first. An event whose job is still live is not given a second one (the
-// job's uniqueness), except when that job has been running for more than
-// RescueAfter: no live attempt runs that long, so its process is dead, and
-// the event gets a stand-in job at once instead of waiting for River's
-// rescuer and the job's backoff. An event whose job is running but not for
-// that long yet is looked at again the moment it will have. It returns how
-// many jobs it inserted.
+// enqueued more than SweepAge ago, oldest first. An event whose job is
+// still live is not given a second one (the job's uniqueness), except when
+// that job has been running for more than RescueAfter: no live attempt
+// runs that long, so its process is dead, and the event gets a stand-in
+// job at once instead of waiting for River's rescuer and the job's
+// backoff. An event whose job is running but not for that long yet is
+// looked at again the moment it will have. It returns how many jobs it
+// inserted.
 //
 // In the same transaction it enqueues the after-commit deliveries that
 // Config.DeliverySweep returns (written without a job, or whose job was
 // lost), which the count does not include.
+//
+// Each transaction handles at most SweepBatch events and SweepBatch
+// deliveries; while one fills either, Sweep goes on with another. Rows
+// whose job is only waiting out a retry are marked looked at and move to
+// the back, so a lost one behind thousands of them is still found in this
+// one sweep, not SweepInterval after SweepInterval.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, full, err := q.sweepRound(ctx)
+		total += n
+		if err != nil || !full {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("sweep: %w", err)
+		}
+	}
+}
+
+// sweepRound is one transaction of Sweep; full reports that it reached
+// SweepBatch events or deliveries, so more may wait.
+func (q *Queue) sweepRound(ctx context.Context) (n int, full bool, err error) {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("sweep: %w", err)
+		return 0, false, fmt.Errorf("sweep: %w", err)
 	}
 	defer tx.Rollback()
 	now := q.cfg.Now()
 	deliveries, err := q.sweepDeliveries(ctx, tx, now)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	ids, err := q.db.RequeueStaleTx(ctx, tx, now.Add(-q.cfg.SweepAge), now, q.cfg.SweepBatch)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
+	full = len(ids) >= q.cfg.SweepBatch || deliveries >= q.cfg.SweepBatch
 	if len(ids) == 0 {
 		if deliveries == 0 {
-			return 0, nil
+			return 0, false, nil
 		}
 		if err := tx.Commit(); err != nil {
-			return 0, fmt.Errorf("sweep: commit: %w", err)
+			return 0, false, fmt.Errorf("sweep: commit: %w", err)
 		}
 		q.cfg.Logger.Info("sweep enqueued after-commit deliveries", "count", deliveries)
-		return 0, nil
+		return 0, full, nil
 	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: processArgs{EventID: id}}
 	}
 	stuck := now.Add(-q.cfg.RescueAfter)
-	n := 0
 	// Each round inserts stand-ins for the stuck jobs the previous one
 	// met; a stand-in can itself be stuck after a second crash.
 	for round := 0; len(params) > 0 && round < 4; round++ {
 		res, err := q.client.InsertManyTx(ctx, tx, params)
 		if err != nil {
-			return 0, fmt.Errorf("sweep: enqueue %d waiting events: %w", len(params), err)
+			return 0, false, fmt.Errorf("sweep: enqueue %d waiting events: %w", len(params), err)
 		}
 		params = params[:0]
 		for _, r := range res {
@@ -800,7 +822,7 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 			}
 			var args processArgs
 			if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
-				return 0, fmt.Errorf("sweep: job %d: %w", job.ID, err)
+				return 0, false, fmt.Errorf("sweep: job %d: %w", job.ID, err)
 			}
 			if job.AttemptedAt.Before(stuck) {
 				params = append(params, river.InsertManyParams{Args: processArgs{EventID: args.EventID, Rescue: job.ID}})
@@ -808,12 +830,12 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 			}
 			due := job.AttemptedAt.Add(q.cfg.RescueAfter - q.cfg.SweepAge)
 			if err := q.db.PostponeSweepTx(ctx, tx, args.EventID, due); err != nil {
-				return 0, fmt.Errorf("sweep: %w", err)
+				return 0, false, fmt.Errorf("sweep: %w", err)
 			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("sweep: commit: %w", err)
+		return 0, false, fmt.Errorf("sweep: commit: %w", err)
 	}
 	if n > 0 {
 		q.cfg.Logger.Warn("sweep re-enqueued waiting events", "count", n)
@@ -821,5 +843,5 @@ func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	if deliveries > 0 {
 		q.cfg.Logger.Info("sweep enqueued after-commit deliveries", "count", deliveries)
 	}
-	return n, nil
+	return n, full, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,8 +290,16 @@ func TestReplay(t *testing.T) {
 func TestSweepReenqueuesWaitingEvents(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		now := time.Now()
-		db, q := setup(t, dbURL, jobs.Config{SweepAge: time.Minute, Now: func() time.Time { return now }})
+		// SweepBatch 2: the orphan waits behind three events whose jobs
+		// are live (as if waiting out a retry), and one Sweep still
+		// finds it, in its second transaction.
+		db, q := setup(t, dbURL, jobs.Config{SweepAge: time.Minute, SweepBatch: 2, Now: func() time.Time { return now }})
 		ctx := context.Background()
+		for i := range 3 {
+			waiting := event(fmt.Sprintf("evt_waiting_%d", i))
+			waiting.ReceivedAt = now.Add(-3 * time.Minute)
+			ingest(t, q, waiting)
+		}
 		// An event stored without its job, as if the queue had been replaced.
 		ev := event("evt_orphan")
 		ev.ReceivedAt = now.Add(-2 * time.Minute)
@@ -766,6 +775,39 @@ func waitAttempts(t *testing.T, db *store.DB, id int64, n int) *payhook.Event {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestBatchLeavesAloneJobs: a delivery batch takes the jobs of
+// deliveries waiting their first try, never one marked Alone (a delivery
+// that already failed in a batch, to be tried by Deliver).
+func TestBatchLeavesAloneJobs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, q := setup(t, dbURL, jobs.Config{})
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := q.EnqueueAloneTx(ctx, tx, []int64{7}); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{8}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		tx, err = db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		got, err := q.TakeDeliveriesTx(ctx, tx, 5)
+		if err != nil || !slices.Equal(got, []int64{8}) {
+			t.Fatalf("taken %v, %v; want [8], not the Alone delivery 7", got, err)
+		}
+	})
 }
 
 // TestBatch: with one worker, the first job's attempt takes the jobs of

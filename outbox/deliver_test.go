@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
@@ -163,6 +164,46 @@ func TestSweepRoutesUnrouted(t *testing.T) {
 		waitProgress(t, "swept fact delivered", func() (bool, string) { return got.get("order.paid ord_s") == 1, "" })
 		if n := count(t, db, `SELECT count(*) FROM payhook_facts WHERE NOT routed`); n != 0 {
 			t.Errorf("%d facts still unrouted", n)
+		}
+	})
+}
+
+// TestSweepNeverEnqueuedFirst: a delivery without an enqueue time (one
+// resumed with its paused sink) comes before those enqueued long ago, on
+// both engines (PostgreSQL sorts NULL last unless told).
+func TestSweepNeverEnqueuedFirst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		if err := box.AddFunc("app", nil, func(context.Context, outbox.Fact) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := billing.Begin(ctx, db, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range []string{"ord_a", "ord_b"} {
+			if _, err := billing.ApplyOutcome(ctx, tx.WithOutbox(box), "shop", []billing.Fact{billing.OrderPaid{OrderID: o, PaymentRef: "pi_" + o, At: t0}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		resumed := tx.Deliveries()[1]
+		if _, err := db.SQL.ExecContext(ctx, `UPDATE payhook_deliveries SET enqueued_at = NULL WHERE id = $1`, resumed); err != nil {
+			t.Fatal(err)
+		}
+		sweep, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sweep.Rollback()
+		later := t0.Add(time.Hour)
+		ids, err := box.Sweep(ctx, sweep, later, later, 1)
+		if err != nil || len(ids) != 1 || ids[0] != resumed {
+			t.Fatalf("Sweep(limit 1) = %v, %v; want [%d], the never enqueued one", ids, err, resumed)
 		}
 	})
 }

@@ -215,11 +215,12 @@ func (o *Outbox) Sweep(ctx context.Context, tx *sql.Tx, now, before time.Time, l
 		ids = append(ids, routed...)
 	}
 	at := o.cfg.DB.TimeValue(now)
-	rows, err = tx.QueryContext(ctx, fmt.Sprintf(`UPDATE payhook_deliveries SET enqueued_at = $1
-		WHERE id IN (SELECT id FROM payhook_deliveries
+	rows, err = tx.QueryContext(ctx, fmt.Sprintf(`WITH picked AS MATERIALIZED (SELECT id FROM payhook_deliveries
 			WHERE status = 'pending' AND (enqueued_at IS NULL OR enqueued_at < $2)
-			ORDER BY enqueued_at, id LIMIT %d)
-		RETURNING id`, limit), at, o.cfg.DB.TimeValue(before))
+			ORDER BY enqueued_at NULLS FIRST, id LIMIT %d%s)
+		UPDATE payhook_deliveries SET enqueued_at = $1
+		WHERE id IN (SELECT id FROM picked)
+		RETURNING id`, limit, o.cfg.DB.SkipLocked()), at, o.cfg.DB.TimeValue(before))
 	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: pending deliveries: %w", err)
 	}

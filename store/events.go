@@ -671,12 +671,14 @@ func (db *DB) ListEvents(ctx context.Context, f Filter) ([]*payhook.Event, error
 // at now and returns their ids, for the caller to enqueue in tx. Moving
 // enqueued_at forward keeps events whose job is merely waiting out a retry
 // from being picked again and again, so the sweep gets through them all.
+// On PostgreSQL it skips events another transaction holds (a batch applying
+// them): waiting on them could deadlock with it, and they are not lost.
 func (db *DB) RequeueStaleTx(ctx context.Context, tx *sql.Tx, before, now time.Time, limit int) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, `UPDATE payhook_events SET enqueued_at = $2
-		WHERE id IN (SELECT id FROM payhook_events
+	rows, err := tx.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM payhook_events
 			WHERE status = 'received' AND enqueued_at < $1
-			ORDER BY enqueued_at LIMIT $3)
-		AND status = 'received'
+			ORDER BY enqueued_at LIMIT $3`+db.SkipLocked()+`)
+		UPDATE payhook_events SET enqueued_at = $2
+		WHERE id IN (SELECT id FROM picked) AND status = 'received'
 		RETURNING id`, db.TimeValue(before), db.TimeValue(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("requeue stale events: %w", err)

@@ -285,6 +285,19 @@ func (db *DB) TimeValue(t time.Time) any {
 	return t
 }
 
+// SkipLocked returns the clause that ends a row-picking SELECT on
+// PostgreSQL, " FOR UPDATE SKIP LOCKED", so that rows another transaction
+// holds are left to it instead of waited on; SQLite has a single writer
+// and no such clause, so it returns "". Put the SELECT in a MATERIALIZED
+// common table expression, not in an IN (...) of the UPDATE: there
+// PostgreSQL may run it again and update more rows than its LIMIT.
+func (db *DB) SkipLocked() string {
+	if db.Engine == SQLite {
+		return ""
+	}
+	return " FOR UPDATE SKIP LOCKED"
+}
+
 // ScanTime returns a scanner that reads a timestamp column of either
 // engine into t; NULL is the zero time.
 func ScanTime(t *time.Time) sql.Scanner { return nullTime{t} }
