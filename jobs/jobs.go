@@ -752,23 +752,26 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 // lost), which the count does not include.
 //
 // Each transaction handles at most SweepBatch events and SweepBatch
-// deliveries; while one fills either, Sweep goes on with another. Rows
-// whose job is only waiting out a retry are marked looked at and move to
-// the back, so a lost one behind thousands of them is still found in this
-// one sweep, not SweepInterval after SweepInterval.
+// deliveries; while one fills either, Sweep goes on with another, up to
+// maxSweepRounds of them. Rows whose job is only waiting out a retry are
+// marked looked at and move to the back, so a lost one behind thousands
+// of them is still found in this one sweep, not SweepInterval after
+// SweepInterval.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	total := 0
-	for {
+	for range maxSweepRounds {
 		n, full, err := q.sweepRound(ctx)
 		total += n
 		if err != nil || !full {
 			return total, err
 		}
-		if err := ctx.Err(); err != nil {
-			return total, fmt.Errorf("sweep: %w", err)
-		}
 	}
+	return total, nil
 }
+
+// maxSweepRounds bounds the transactions of one Sweep: the next sweep
+// goes on where it stopped.
+const maxSweepRounds = 100
 
 // sweepRound is one transaction of Sweep; full reports that it reached
 // SweepBatch events or deliveries, so more may wait.
