@@ -88,7 +88,9 @@ type Config struct {
 	// SweepAge is how long after its last enqueue an event still received
 	// is looked at by the sweep. Default 1 minute.
 	SweepAge time.Duration
-	// SweepBatch bounds the events one sweep re-enqueues. Default 1000.
+	// SweepBatch bounds the events, and the deliveries, that one of a
+	// sweep's transactions looks at; a sweep runs more of them while one
+	// fills it (see Sweep). Default 1000.
 	SweepBatch int
 	// JobTimeout bounds one processing attempt. Default 1 minute.
 	JobTimeout time.Duration
