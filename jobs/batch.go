@@ -102,21 +102,33 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ids := []int64{id}
+	others := make([]int64, 0, len(taken))
 	jobOf := make(map[int64]int64, len(taken))
 	for _, t := range taken {
-		ids = append(ids, t.event)
+		others = append(others, t.event)
 		jobOf[t.event] = t.job
 	}
-	evs, err := q.db.LockEventsTx(ctx, tx, ids)
+	evs, err := q.db.LockEventsTx(ctx, tx, id, others)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	// The jobs of events not locked go back: another transaction holds
+	// the event (its job runs it later), or it is no longer received
+	// (its job then finds nothing to do).
+	var back []int64
+	locked := make(map[int64]bool, len(evs))
+	for _, ev := range evs {
+		locked[ev.ID] = true
+	}
+	for _, t := range taken {
+		if !locked[t.event] {
+			back = append(back, t.job)
+		}
 	}
 	ctx = context.WithValue(ctx, queueKey{}, q)
 	deliveries := &batchDeliveries{}
 	ctx = context.WithValue(ctx, batchKey{}, deliveries)
 	done = make([]finished, 0, len(evs))
-	var back []int64
 	othersFailed := false
 	for i, ev := range evs {
 		if i > 0 && q.batchOver(start) {
@@ -291,8 +303,10 @@ type takenArgs struct {
 // them, skipping any another transaction holds, and marks them completed
 // after one attempt, as River would once they succeed. Their events are
 // applied in tx, so the completion commits or rolls back with them. The
-// conditional UPDATE decides: a job River fetched meanwhile is running,
-// not available, and is not taken. Jobs of the rows in alone (guarded by
+// locking pick decides: on PostgreSQL FOR UPDATE SKIP LOCKED reads again
+// a row another transaction changed and drops it unless it is still
+// available, so a job River fetched meanwhile is running and not taken
+// (SQLite's one writer serialises). Jobs of the rows in alone (guarded by
 // q.mu), and deliveries' jobs marked Alone (a delivery that failed in its
 // batch), are left to run alone.
 func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, alone map[int64]bool) ([]takenJob, error) {

@@ -754,26 +754,22 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 // lost), which the count does not include.
 //
 // Each transaction handles at most SweepBatch events and SweepBatch
-// deliveries; while one fills either, Sweep goes on with another, up to
-// maxSweepRounds of them. Rows whose job is only waiting out a retry are
-// marked looked at and move to the back, so a lost one behind thousands
-// of them is still found in this one sweep, not SweepInterval after
-// SweepInterval.
+// deliveries; while one fills either, Sweep goes on with another, for at
+// most half a SweepInterval. Rows whose job is only waiting out a retry
+// are marked looked at and move to the back (an event until its retry is
+// due), so a lost one behind thousands of them is still found in this
+// one sweep, not SweepInterval after SweepInterval.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	total := 0
-	for range maxSweepRounds {
+	until := time.Now().Add(q.cfg.SweepInterval / 2)
+	for {
 		n, full, err := q.sweepRound(ctx)
 		total += n
-		if err != nil || !full {
+		if err != nil || !full || time.Now().After(until) {
 			return total, err
 		}
 	}
-	return total, nil
 }
-
-// maxSweepRounds bounds the transactions of one Sweep: the next sweep
-// goes on where it stopped.
-const maxSweepRounds = 100
 
 // sweepRound is one transaction of Sweep; full reports that it reached
 // SweepBatch events or deliveries, so more may wait.
@@ -793,16 +789,6 @@ func (q *Queue) sweepRound(ctx context.Context) (n int, full bool, err error) {
 		return 0, false, err
 	}
 	full = len(ids) >= q.cfg.SweepBatch || deliveries >= q.cfg.SweepBatch
-	if len(ids) == 0 {
-		if deliveries == 0 {
-			return 0, false, nil
-		}
-		if err := tx.Commit(); err != nil {
-			return 0, false, fmt.Errorf("sweep: commit: %w", err)
-		}
-		q.cfg.Logger.Info("sweep enqueued after-commit deliveries", "count", deliveries)
-		return 0, full, nil
-	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: processArgs{EventID: id}}
@@ -822,23 +808,31 @@ func (q *Queue) sweepRound(ctx context.Context) (n int, full bool, err error) {
 				continue
 			}
 			job := r.Job
-			if job.State != rivertype.JobStateRunning || job.AttemptedAt == nil {
-				continue // it is going to run
-			}
 			var args processArgs
 			if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
 				return 0, false, fmt.Errorf("sweep: job %d: %w", job.ID, err)
 			}
-			if job.AttemptedAt.Before(stuck) {
-				params = append(params, river.InsertManyParams{Args: processArgs{EventID: args.EventID, Rescue: job.ID}})
-				continue
+			var due time.Time
+			switch {
+			case job.State == rivertype.JobStateRunning && job.AttemptedAt != nil:
+				if job.AttemptedAt.Before(stuck) {
+					params = append(params, river.InsertManyParams{Args: processArgs{EventID: args.EventID, Rescue: job.ID}})
+					continue
+				}
+				due = job.AttemptedAt.Add(q.cfg.RescueAfter - q.cfg.SweepAge)
+			case (job.State == rivertype.JobStateRetryable || job.State == rivertype.JobStateScheduled) && job.ScheduledAt.After(now):
+				// Waiting out a retry: looked at again SweepAge after it is due.
+				due = job.ScheduledAt
+			default:
+				continue // it is going to run
 			}
-			due := job.AttemptedAt.Add(q.cfg.RescueAfter - q.cfg.SweepAge)
 			if err := q.db.PostponeSweepTx(ctx, tx, args.EventID, due); err != nil {
 				return 0, false, fmt.Errorf("sweep: %w", err)
 			}
 		}
 	}
+	// Committed even with nothing enqueued: the outbox's sweep may have
+	// marked facts routed that have no sink.
 	if err := tx.Commit(); err != nil {
 		return 0, false, fmt.Errorf("sweep: commit: %w", err)
 	}

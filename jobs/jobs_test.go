@@ -323,6 +323,60 @@ func TestSweepReenqueuesWaitingEvents(t *testing.T) {
 	})
 }
 
+// TestSweepLeavesRetriesUntilDue: an event whose job waits out a retry
+// is looked at by the sweep once, and then not until the retry is due:
+// a backlog of retries costs the sweep one look per retry, not one per
+// SweepAge.
+func TestSweepLeavesRetriesUntilDue(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var clock atomic.Int64
+		clock.Store(time.Now().UnixNano())
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error { return errors.New("not yet") })
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, SweepAge: time.Minute,
+			Backoff: func(int) time.Duration { return time.Hour },
+			Now:     func() time.Time { return time.Unix(0, clock.Load()) }})
+		ctx := context.Background()
+		ev := event("evt_retrying")
+		ingest(t, q, ev)
+		start(t, q)
+		for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+			var state string
+			if err := db.SQL.QueryRow(`SELECT state FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&state); err != nil {
+				t.Fatal(err)
+			}
+			if state == "retryable" {
+				break
+			}
+			if time.Since(since) > stall {
+				t.Fatalf("job %s after %s; want retryable after its first attempt", state, stall)
+			}
+		}
+		enqueuedAt := func() time.Time {
+			var at time.Time
+			if err := db.SQL.QueryRow(`SELECT enqueued_at FROM payhook_events WHERE id = $1`, ev.ID).Scan(store.ScanTime(&at)); err != nil {
+				t.Fatal(err)
+			}
+			return at
+		}
+		clock.Add(int64(2 * time.Minute)) // stale: the sweep looks
+		if n, err := q.Sweep(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep = %d, %v; want 0 (the job is live)", n, err)
+		}
+		due := enqueuedAt()
+		if until := time.Until(due); until < 50*time.Minute {
+			t.Fatalf("enqueued_at %s after the sweep, %s from now; want the retry's time, about an hour on", due, until)
+		}
+		clock.Add(int64(10 * time.Minute))
+		if _, err := q.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if again := enqueuedAt(); !again.Equal(due) {
+			t.Errorf("a second sweep moved enqueued_at from %s to %s; want it left until the retry is due", due, again)
+		}
+	})
+}
+
 func TestPanickingHandlerIsAFailedAttempt(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		mux := &payhook.Mux{}

@@ -165,6 +165,25 @@ func TestSweepRoutesUnrouted(t *testing.T) {
 		if n := count(t, db, `SELECT count(*) FROM payhook_facts WHERE NOT routed`); n != 0 {
 			t.Errorf("%d facts still unrouted", n)
 		}
+		// A fact no sink takes is routed (to nothing) by a sweep that
+		// enqueues nothing: its transaction commits all the same.
+		tx, err = billing.Begin(ctx, db, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := billing.ApplyOutcome(ctx, tx, "shop", []billing.Fact{billing.Captured{Payment: billing.Payment{
+			Ref: "pi_nosink", Amount: 100, Currency: "USD", CapturedAt: t0}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, db, `SELECT count(*) FROM payhook_facts WHERE NOT routed`); n != 0 {
+			t.Errorf("%d facts still unrouted after a sweep that enqueued nothing", n)
+		}
 	})
 }
 

@@ -72,8 +72,8 @@ func TestRedactQueryPassword(t *testing.T) {
 		"postgres://u:hunter2@127.0.0.1:bad/db":                          "postgres://(unparsable url, hidden)",
 		"sqlite://payhook.db":                                            "sqlite://payhook.db",
 	} {
-		if got := redact(in); got != want {
-			t.Errorf("redact(%q) = %q; want %q", in, got, want)
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q; want %q", in, got, want)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{Engine: engine, URL: redact(rawURL)}
+	db := &DB{Engine: engine, URL: Redact(rawURL)}
 	switch engine {
 	case SQLite:
 		connector, err := newSQLiteConnector(sqliteDSN(target))
@@ -136,9 +136,9 @@ func OpenExisting(ctx context.Context, rawURL string) (*DB, error) {
 		if _, err := os.Stat(target); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("database %s does not exist (no file %s); run payhook migrate to create it: %w",
-					redact(rawURL), target, payhook.ErrNotFound)
+					Redact(rawURL), target, payhook.ErrNotFound)
 			}
-			return nil, fmt.Errorf("database %s: %w", redact(rawURL), err)
+			return nil, fmt.Errorf("database %s: %w", Redact(rawURL), err)
 		}
 	}
 	db, err := Open(ctx, rawURL)
@@ -231,10 +231,10 @@ func sqliteDSN(path string) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// redact returns raw with any password hidden: the one of user:pass@ and
+// Redact returns raw with any password hidden: the one of user:pass@ and
 // a password= query parameter (postgres://host/db?password=x). A postgres
 // URL that does not parse is hidden whole.
-func redact(raw string) string {
+func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		if engine, _, _ := parseURL(raw); engine == Postgres {

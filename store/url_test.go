@@ -26,7 +26,7 @@ func TestParseURL(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
-	if got := redact("postgres://payhook:hunter2@127.0.0.1/db"); got != "postgres://payhook:xxxxx@127.0.0.1/db" {
+	if got := Redact("postgres://payhook:hunter2@127.0.0.1/db"); got != "postgres://payhook:xxxxx@127.0.0.1/db" {
 		t.Errorf("redact = %q", got)
 	}
 }

@@ -279,7 +279,7 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: m.subEnv, Now: m.Now},
 				append(args, "--db", dbURL)...)
 			if err != nil {
-				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", dbURL, err, logs.String())
+				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", store.Redact(dbURL), err, logs.String())
 			}
 			closers = append(closers, func() { srv.stop() })
 			db, err := store.Open(ctx, dbURL)

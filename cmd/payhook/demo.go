@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,13 +27,15 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
-const demoHelp = `Usage: payhook demo [--db URL] [--size X] [--seed N]
+const demoHelp = `Usage: payhook demo [--db URL] [--size X] [--seed N] [--unsafe-durability]
 
 Runs payhook on SQLite with no configuration (its demo source), plays the
 simulator's storm scenario against it — duplicates, parallel bursts,
 reordering, delays and an outage of the target — sends a few forged
 deliveries, waits until every event is processed, and prints what was
-sent, acknowledged, stored once, deduplicated and rejected.
+sent, acknowledged, stored once, deduplicated and rejected. Like serve, it
+refuses a database that could lose acknowledged events (a test cluster
+with fsync off) unless --unsafe-durability.
 
 Examples:
   payhook demo
@@ -46,8 +49,19 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	dbURL := fs.String("db", demoDB, "database URL; a SQLite demo file is removed first")
 	size := fs.Float64("size", 1, "multiply the story's counts by this")
 	seed := fs.Int64("seed", 1, "seed of the story and the faults")
+	unsafeDurability := fs.Bool("unsafe-durability", false,
+		"run even on a database that could lose acknowledged events, such as a test cluster with fsync off (see payhook serve --help)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	serveArgs := []string{"--db", *dbURL}
+	if *unsafeDurability {
+		serveArgs = append(serveArgs, "--unsafe-durability")
+	}
+	// Shown with its password hidden, quoted for a shell.
+	shown := "'" + strings.ReplaceAll(store.Redact(*dbURL), "'", `'\''`) + "'"
+	if *dbURL == demoDB {
+		shown = demoDB
 	}
 	if path, ok := strings.CutPrefix(*dbURL, "sqlite://"); ok {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -57,10 +71,10 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	f := flavour.Billete()
 	secret := f.NewSecret()
 	p := m.newPhases(5)
-	p.start("starting payhook serve on %s, with its demo source (provider billete, environment test)", *dbURL)
+	p.start("starting payhook serve on %s, with its demo source (provider billete, environment test)", store.Redact(*dbURL))
 	var logs bytes.Buffer
 	srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: m.subEnv,
-		Now: m.Now, demoSecret: secret}, "--db", *dbURL)
+		Now: m.Now, demoSecret: secret}, serveArgs...)
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, logs.String())
 	}
@@ -70,6 +84,9 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	if err := db.CheckDurable(ctx); errors.Is(err, store.ErrNotDurable) {
+		fmt.Fprintf(m.Stderr, "warning: running with --unsafe-durability: a crash can lose events already answered 2xx: %v\n", err)
+	}
 	// The summary compares the database with one story: it must hold
 	// nothing else.
 	if evs, err := db.ListEvents(ctx, store.Filter{Limit: 1}); err != nil {
@@ -145,7 +162,7 @@ Look around: payhook events list --db %s
 		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Ignored, rep.Failed, rep.Waiting, rep.Retried,
 		formatBalances(keptBalances(ledger)),
 		yesNo(rep.ExactlyOnce()), len(res.Expected.Payments)+len(res.Expected.Invoices), len(res.Expected.Orders),
-		len(res.Expected.Subscriptions), yesNo(len(diffs) == 0), *dbURL, *dbURL)
+		len(res.Expected.Subscriptions), yesNo(len(diffs) == 0), shown, shown)
 	if !rep.ExactlyOnce() {
 		return fmt.Errorf("demo: %s", rep.Problem)
 	}
