@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -72,8 +73,14 @@ func (q *Queue) EnqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64
 // enqueueDeliveriesTx inserts a delivery job for each of ids, with the
 // args of like.
 func (q *Queue) enqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64, like deliverArgs) error {
+	_, err := q.insertDeliveriesTx(ctx, tx, ids, like)
+	return err
+}
+
+// insertDeliveriesTx is enqueueDeliveriesTx returning River's results.
+func (q *Queue) insertDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64, like deliverArgs) ([]*rivertype.JobInsertResult, error) {
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
@@ -82,10 +89,11 @@ func (q *Queue) enqueueDeliveriesTx(ctx context.Context, tx *sql.Tx, ids []int64
 		params[i] = river.InsertManyParams{Args: args,
 			InsertOpts: &river.InsertOpts{MaxAttempts: q.cfg.DeliveryAttempts}}
 	}
-	if _, err := q.client.InsertManyTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("enqueue %d deliveries: %w", len(ids), err)
+	res, err := q.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %d deliveries: %w", len(ids), err)
 	}
-	return nil
+	return res, nil
 }
 
 // deliver runs one attempt of delivery id: its first, while other
@@ -257,10 +265,34 @@ func (q *Queue) sweepDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) 
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	if err := q.EnqueueDeliveriesTx(ctx, tx, ids, false); err != nil {
+	res, err := q.insertDeliveriesTx(ctx, tx, ids, deliverArgs{})
+	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}
+	if q.cfg.DeliveryPostpone == nil {
+		return len(ids), nil
+	}
+	for _, r := range res {
+		if due, ok := retryDue(r, now); ok {
+			var args deliverArgs
+			if err := json.Unmarshal(r.Job.EncodedArgs, &args); err != nil {
+				return 0, fmt.Errorf("sweep: job %d: %w", r.Job.ID, err)
+			}
+			if err := q.cfg.DeliveryPostpone(ctx, tx, args.Delivery, due); err != nil {
+				return 0, fmt.Errorf("sweep: %w", err)
+			}
+		}
+	}
 	return len(ids), nil
+}
+
+// retryDue reports when the job an insert met instead of inserting its
+// own is due, if that job is waiting out a retry (or a schedule) after
+// now.
+func retryDue(r *rivertype.JobInsertResult, now time.Time) (time.Time, bool) {
+	job := r.Job
+	waiting := job.State == rivertype.JobStateRetryable || job.State == rivertype.JobStateScheduled
+	return job.ScheduledAt, r.UniqueSkippedAsDuplicate && waiting && job.ScheduledAt.After(now)
 }
 
 // retryPolicy is the backoff of each kind: Backoff for events,

@@ -167,6 +167,13 @@ type Config struct {
 	// and last enqueued before before), which the sweep enqueues in the
 	// same transaction.
 	DeliverySweep func(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error)
+	// DeliveryPostpone, if set, is called by the sweep, in its
+	// transaction, for each delivery DeliverySweep returned whose job is
+	// waiting out a retry until at: DeliverySweep should not return it
+	// again before SweepAge after at (outbox.Outbox.PostponeSweepTx), so
+	// that a backlog of retries (a sink down) costs the sweep one look
+	// per retry, not one per SweepAge.
+	DeliveryPostpone func(ctx context.Context, tx *sql.Tx, delivery int64, at time.Time) error
 	// DeliveryAttempts is how many times a delivery is tried. Default 25
 	// (about three weeks with the default backoff).
 	DeliveryAttempts int
@@ -812,7 +819,7 @@ func (q *Queue) sweepRound(ctx context.Context) (n int, full bool, err error) {
 			if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
 				return 0, false, fmt.Errorf("sweep: job %d: %w", job.ID, err)
 			}
-			var due time.Time
+			due, retrying := retryDue(r, now) // looked at again SweepAge after it
 			switch {
 			case job.State == rivertype.JobStateRunning && job.AttemptedAt != nil:
 				if job.AttemptedAt.Before(stuck) {
@@ -820,10 +827,7 @@ func (q *Queue) sweepRound(ctx context.Context) (n int, full bool, err error) {
 					continue
 				}
 				due = job.AttemptedAt.Add(q.cfg.RescueAfter - q.cfg.SweepAge)
-			case (job.State == rivertype.JobStateRetryable || job.State == rivertype.JobStateScheduled) && job.ScheduledAt.After(now):
-				// Waiting out a retry: looked at again SweepAge after it is due.
-				due = job.ScheduledAt
-			default:
+			case !retrying:
 				continue // it is going to run
 			}
 			if err := q.db.PostponeSweepTx(ctx, tx, args.EventID, due); err != nil {

@@ -340,18 +340,7 @@ func TestSweepLeavesRetriesUntilDue(t *testing.T) {
 		ev := event("evt_retrying")
 		ingest(t, q, ev)
 		start(t, q)
-		for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
-			var state string
-			if err := db.SQL.QueryRow(`SELECT state FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&state); err != nil {
-				t.Fatal(err)
-			}
-			if state == "retryable" {
-				break
-			}
-			if time.Since(since) > stall {
-				t.Fatalf("job %s after %s; want retryable after its first attempt", state, stall)
-			}
-		}
+		waitJobState(t, db, "payhook_process_event", "retryable")
 		enqueuedAt := func() time.Time {
 			var at time.Time
 			if err := db.SQL.QueryRow(`SELECT enqueued_at FROM payhook_events WHERE id = $1`, ev.ID).Scan(store.ScanTime(&at)); err != nil {
@@ -375,6 +364,72 @@ func TestSweepLeavesRetriesUntilDue(t *testing.T) {
 			t.Errorf("a second sweep moved enqueued_at from %s to %s; want it left until the retry is due", due, again)
 		}
 	})
+}
+
+// TestSweepPostponesRetryingDeliveries: a delivery the sweep returns
+// whose job waits out a retry is handed to DeliveryPostpone with the
+// time the retry is due.
+func TestSweepPostponesRetryingDeliveries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var clock atomic.Int64
+		clock.Store(time.Now().UnixNano())
+		var mu sync.Mutex
+		postponed := map[int64]time.Time{}
+		db, q := setup(t, dbURL, jobs.Config{
+			Deliver:         func(context.Context, int64, bool) error { return errors.New("sink down") },
+			DeliveryBackoff: func(int) time.Duration { return time.Hour },
+			DeliverySweep: func(context.Context, *sql.Tx, time.Time, time.Time, int) ([]int64, error) {
+				return []int64{42}, nil
+			},
+			DeliveryPostpone: func(_ context.Context, _ *sql.Tx, id int64, at time.Time) error {
+				mu.Lock()
+				defer mu.Unlock()
+				postponed[id] = at
+				return nil
+			},
+			Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+		ctx := context.Background()
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{42}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		waitJobState(t, db, "payhook_deliver", "retryable")
+		clock.Add(int64(2 * time.Minute))
+		if _, err := q.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if at, ok := postponed[42]; !ok || time.Until(at) < 50*time.Minute {
+			t.Fatalf("postponed %v; want delivery 42 until its retry, about an hour on", postponed)
+		}
+	})
+}
+
+// waitJobState waits until the one job of kind is in state, failing when
+// it has not got there for stall.
+func waitJobState(t *testing.T, db *store.DB, kind, state string) {
+	t.Helper()
+	for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		var got string
+		err := db.SQL.QueryRow(`SELECT state FROM river_job WHERE kind = $1`, kind).Scan(&got)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			t.Fatal(err)
+		}
+		if got == state {
+			return
+		}
+		if time.Since(since) > stall {
+			t.Fatalf("%s job %q after %s; want %s", kind, got, stall, state)
+		}
+	}
 }
 
 func TestPanickingHandlerIsAFailedAttempt(t *testing.T) {

@@ -224,6 +224,14 @@ func TestSweepNeverEnqueuedFirst(t *testing.T) {
 		if err != nil || len(ids) != 1 || ids[0] != resumed {
 			t.Fatalf("Sweep(limit 1) = %v, %v; want [%d], the never enqueued one", ids, err, resumed)
 		}
+		// Postponed until its retry: left alone until then.
+		other := tx.Deliveries()[0]
+		if err := box.PostponeSweepTx(ctx, sweep, other, later.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if ids, err := box.Sweep(ctx, sweep, later.Add(time.Minute), later, 10); err != nil || len(ids) != 0 {
+			t.Fatalf("Sweep after the postponement = %v, %v; want nothing", ids, err)
+		}
 	})
 }
 

@@ -238,6 +238,17 @@ func (o *Outbox) Sweep(ctx context.Context, tx *sql.Tx, now, before time.Time, l
 	return ids, nil
 }
 
+// PostponeSweepTx marks the delivery with row id id, if still pending,
+// enqueued at at, so that Sweep leaves it until SweepAge after at: the
+// time its job's retry is due (jobs.Config.DeliveryPostpone).
+func (o *Outbox) PostponeSweepTx(ctx context.Context, tx *sql.Tx, id int64, at time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE payhook_deliveries SET enqueued_at = $2
+		WHERE id = $1 AND status = 'pending'`, id, o.cfg.DB.TimeValue(at)); err != nil {
+		return fmt.Errorf("postpone the sweep of delivery %d: %w", id, err)
+	}
+	return nil
+}
+
 // delivery is a delivery row with its fact, as an attempt reads it.
 type delivery struct {
 	id     int64

@@ -98,6 +98,7 @@ func New(cfg Config) (jobs.Config, error) {
 		jc.Deliver = cfg.Outbox.Deliver
 		jc.DeliverMany = cfg.Outbox.DeliverMany
 		jc.DeliverySweep = cfg.Outbox.Sweep
+		jc.DeliveryPostpone = cfg.Outbox.PostponeSweepTx
 	}
 	return jc, nil
 }
