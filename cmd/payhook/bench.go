@@ -47,7 +47,8 @@ Targets, measured one after the other for each load, all in one run:
 
 Loads: each --concurrency value is a closed loop of that many senders;
 each --rate value is an open loop of that many deliveries per second,
-whose latencies count from when each delivery was due. Every load sends
+whose latencies count from when each delivery was due. With --rate and
+no --concurrency, only the rate loads run. Every load sends
 --events new events and --duplicates repeats of them, of the --event kind:
 checkout.completed (Stripe checkout.session.completed), the default, or
 payment.succeeded (Stripe payment_intent.succeeded).
@@ -111,6 +112,9 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	concs, err := parseList(*conc, "--concurrency")
 	if err != nil {
 		return err
+	}
+	if *rate != "" && !flagGiven(fs, "concurrency") {
+		concs = nil // --rate alone runs only its rate loads
 	}
 	rates, err := parseList(*rate, "--rate")
 	if err != nil {

@@ -161,3 +161,26 @@ func TestBenchNamedURL(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRateAlone: --rate without --concurrency runs the rate loads
+// only, not the default closed loops besides.
+func TestBenchRateAlone(t *testing.T) {
+	t.Parallel()
+	var out, errs bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errs, Getenv: testEnv(nil)}
+	args := []string{"bench", "--floor", "--rate", "200", "--events", "10", "--duplicates", "0", "--json"}
+	if code := m.Run(context.Background(), args); code != 0 {
+		t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("JSON output: %v\n%s", err, out.String())
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Load() != "rate=200/s" {
+		var loads []string
+		for _, r := range rep.Results {
+			loads = append(loads, r.Target+" "+r.Load())
+		}
+		t.Fatalf("loads %v; want the floor at rate=200/s only", loads)
+	}
+}

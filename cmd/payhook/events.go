@@ -67,7 +67,17 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 			evs, err := db.ListEvents(ctx, store.Filter{Source: *source, Status: payhook.Status(*status), Limit: limit})
 			return billing.EventViews(evs, false), err
 		},
-		print: func(w io.Writer, v any) error { return printEvents(w, v.([]billing.EventView)) },
+		print: func(w io.Writer, v any) error {
+			evs := v.([]billing.EventView)
+			if err := printEvents(w, evs); err != nil {
+				return err
+			}
+			if len(evs) == limit {
+				_, err := fmt.Fprintf(w, "the newest %d shown; there may be more (--limit up to %d, --status, --source)\n", limit, api.MaxLimit)
+				return err
+			}
+			return nil
+		},
 	})
 }
 
@@ -110,7 +120,7 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
 	source := fs.String("source", "", "the event's source (needed when EVENT_ID exists in several); of a bulk replay, required")
 	status := fs.String("status", "", "bulk replay: the events with this status, failed or processed")
-	since := fs.Duration("since", 0, "bulk replay: the events received this long ago or later (24h)")
+	since := fs.Duration("since", 0, "bulk replay, required: the events received this long ago or later, such as 24h")
 	typ := fs.String("type", "", "bulk replay: only events of this type")
 	dryRun := fs.Bool("dry-run", false, "bulk replay: show what would be replayed, replay nothing")
 	rate := fs.String("rate", "", fmt.Sprintf("bulk replay: at most this many events a second (N/s; default %d/s)", jobs.DefaultReplayRate))

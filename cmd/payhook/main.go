@@ -293,3 +293,11 @@ func (m *Main) env(flagValue, name, def string) string {
 func (m *Main) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(m.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
+
+// flagGiven reports whether the flag name was set on the command line
+// parsed by fs.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	return given
+}

@@ -101,7 +101,7 @@ func (m *Main) eventsReplayBulk(ctx context.Context, dbURL, source, status, typ 
 		if len(plan.IDs) > 0 {
 			printEvents(m.Stdout, out.Events)
 			if n := len(plan.IDs) - len(out.Events); n > 0 {
-				fmt.Fprintf(m.Stdout, "and %d more (--json lists every id)\n", n)
+				fmt.Fprintf(m.Stdout, "the newest %d shown, and %d more (--json lists every id); they are replayed oldest first\n", len(out.Events), n)
 			}
 		}
 	}
