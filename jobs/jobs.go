@@ -307,8 +307,14 @@ var liveStates = []rivertype.JobState{
 }
 
 func (processArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+	return river.InsertOpts{Priority: workPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
 }
+
+// workPriority is River's priority of the jobs that process events and
+// send deliveries: below the sweep's and the scheduled jobs' (River's
+// default, 1, the highest), which River fetches first, so that a backlog
+// of events does not hold up the sweep that rescues stuck ones.
+const workPriority = 2
 
 // sweepArgs is the periodic job that re-enqueues waiting events.
 type sweepArgs struct{}

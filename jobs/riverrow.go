@@ -31,7 +31,7 @@ import (
 //     their own, and no ids sent back and forth.
 //
 // A row is what River's InsertManyTx writes for processArgs{EventID: id}
-// with processArgs' InsertOpts: kind, args, queue default, priority 1,
+// with processArgs' InsertOpts: kind, args, queue default, priority 2,
 // state available, MaxAttempts, metadata {} and tags [], created and
 // scheduled now (the database's clock, or Now with StampWithNow), and the
 // unique key and states River computes (its dbunique package), so that
@@ -67,7 +67,7 @@ func (q *Queue) processJobsWith() store.With {
 			return `INSERT INTO river_job
 				(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
 			SELECT jsonb_build_object('event_id', id), ` + at + `, '` + processArgs{}.Kind() + `', $` + strconv.Itoa(f+1) + `::smallint,
-				'{}'::jsonb, 1, '` + river.QueueDefault + `', ` + at + `, 'available', '{}',
+				'{}'::jsonb, ` + strconv.Itoa(workPriority) + `, '` + river.QueueDefault + `', ` + at + `, 'available', '{}',
 				sha256(convert_to('` + processUniquePrefix + `' || id || '}', 'UTF8')), $` + strconv.Itoa(f+2) + `::integer::bit(8)
 			FROM inserted WHERE status = 'received'
 			ORDER BY id
@@ -113,9 +113,9 @@ func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []
 				b.WriteString(", ")
 			}
 			n := 4 + 2*i
-			fmt.Fprintf(&b, `(jsonb($%d), coalesce(CAST($1 AS TEXT), datetime('now', 'subsec')), '%s', $2, jsonb('{}'), 1, '%s',
+			fmt.Fprintf(&b, `(jsonb($%d), coalesce(CAST($1 AS TEXT), datetime('now', 'subsec')), '%s', $2, jsonb('{}'), %d, '%s',
 				coalesce(CAST($1 AS TEXT), datetime('now', 'subsec')), 'available', jsonb('[]'), $%d, $3)`,
-				n, processArgs{}.Kind(), river.QueueDefault, n+1)
+				n, processArgs{}.Kind(), workPriority, river.QueueDefault, n+1)
 			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, processUniqueKey(id))
 		}
 		b.WriteString(`
@@ -146,9 +146,9 @@ func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []
 				b.WriteString(", ")
 			}
 			n := 4 + 2*i
-			fmt.Fprintf(&b, `($%d::jsonb, coalesce($1::timestamptz, now()), '%s', $2::smallint, '{}'::jsonb, 1, '%s',
+			fmt.Fprintf(&b, `($%d::jsonb, coalesce($1::timestamptz, now()), '%s', $2::smallint, '{}'::jsonb, %d, '%s',
 				coalesce($1::timestamptz, now()), 'available', '{}', $%d::bytea, $3::integer::bit(8))`,
-				n, processArgs{}.Kind(), river.QueueDefault, n+1)
+				n, processArgs{}.Kind(), workPriority, river.QueueDefault, n+1)
 			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, processUniqueKey(id))
 		}
 		b.WriteString(`

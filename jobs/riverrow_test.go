@@ -154,6 +154,11 @@ func compareJobs(t *testing.T, ev *payhook.Event, got, want *rivertype.JobRow, s
 	if g, w := c(got), c(want); fmt.Sprint(g) != fmt.Sprint(w) {
 		t.Errorf("%s: job %+v, want River's %+v", ev.EventID, g, w)
 	}
+	// Below the sweep's priority (River's default, 1), which River then
+	// fetches ahead of a backlog.
+	if got.Priority != workPriority || workPriority <= river.PriorityDefault {
+		t.Errorf("%s: priority %d; want %d, after River's default %d", ev.EventID, got.Priority, workPriority, river.PriorityDefault)
+	}
 	// Times: the database's clock, or Now with StampWithNow, as River's own.
 	if !got.ScheduledAt.Equal(got.CreatedAt) || got.CreatedAt.IsZero() ||
 		(stamp && (!got.CreatedAt.Equal(want.CreatedAt) || !got.ScheduledAt.Equal(want.ScheduledAt))) {
