@@ -83,6 +83,7 @@ func commands() []command {
 		{name: "alerts", subs: []string{"list", "ack"}, summary: "conflicts, failed events", run: (*Main).alerts},
 		{name: "deliveries", subs: []string{"list", "resend"}, summary: "facts sent to the sinks, and their attempts", run: (*Main).deliveries},
 		{name: "bench", args: "[--floor] [--db URL]... [--url URL]", summary: "measure acks/s, latency and drain against a floor", run: (*Main).bench},
+		{name: "version", summary: "this build's version, commit and Go version", run: (*Main).version},
 		{name: "help", args: "[COMMAND [SUBCOMMAND]]", summary: "this text, or a command's flags and examples"},
 	}
 }
@@ -96,7 +97,7 @@ func usage() string {
 		if args == "" && len(c.subs) > 0 {
 			args = strings.Join(c.subs, "|") + " ..."
 		}
-		fmt.Fprintf(&b, "  payhook %s %s\n        %s\n", c.name, args, c.summary)
+		fmt.Fprintf(&b, "  %s\n        %s\n", strings.TrimSpace("payhook "+c.name+" "+args), c.summary)
 	}
 	b.WriteString(`
 Environment: PAYHOOK_CONFIG, PAYHOOK_DB, PAYHOOK_ADDR, PAYHOOK_ADMIN_ADDR stand for the flags;
@@ -153,6 +154,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 // stdout.
 func (m *Main) dispatch(ctx context.Context, args []string) error {
 	name, rest := args[0], args[1:]
+	if name == "--version" || name == "-version" {
+		name = "version"
+	}
 	if isHelp(name) {
 		if len(rest) == 0 || isHelp(rest[0]) {
 			fmt.Fprint(m.Stdout, usage())

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -370,5 +371,17 @@ func TestServeWithConfig(t *testing.T) {
 	delete(env, "BILLETE_SECRET")
 	if code, _, errOut := run(t, env, "serve", "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "BILLETE_SECRET") {
 		t.Fatalf("serve without the secret's variable = %d, %s; want 1 naming it", code, errOut)
+	}
+}
+
+// TestVersion: payhook version and payhook --version print the build's
+// version and Go's.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, errOut := run(t, nil, args...)
+		if code != 0 || !strings.HasPrefix(out, "payhook ") || !strings.Contains(out, runtime.Version()) {
+			t.Errorf("payhook %v = %d, %q, %q; want payhook's version and %s", args, code, out, errOut, runtime.Version())
+		}
 	}
 }
