@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -37,14 +38,8 @@ type adminUser struct {
 	Hash string `yaml:"hash"`
 }
 
-func (a *adminConfig) expand(getenv func(string) string) (err error) {
-	if a.Token, err = expand(a.Token, getenv); err != nil {
-		return fmt.Errorf("token: %v", err)
-	}
-	if a.MetricsToken, err = expand(a.MetricsToken, getenv); err != nil {
-		return fmt.Errorf("metrics_token: %v", err)
-	}
-	return nil
+func (a *adminConfig) expand(getenv func(string) string) error {
+	return errors.Join(expandField(&a.Token, "token", getenv), expandField(&a.MetricsToken, "metrics_token", getenv))
 }
 
 // newConsole builds the console (and /api/v1 and the jobs UI) when an

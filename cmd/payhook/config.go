@@ -137,18 +137,23 @@ func loadConfig(path string, getenv func(string) string) (*fileConfig, error) {
 	if err := decodeConfig(path, raw, &c); err != nil {
 		return nil, err
 	}
-	if err := c.Admin.expand(getenv); err != nil {
-		return nil, fmt.Errorf("%sadmin: %v: %w", c.prefix(), err, payhook.ErrConfig)
+	// Every reference that fails is reported, not only the first.
+	var errs []error
+	for _, e := range expandErrors(c.Admin.expand(getenv)) {
+		errs = append(errs, fmt.Errorf("%sadmin: %v", c.prefix(), e))
 	}
 	for i := range c.Sources {
-		if err := c.Sources[i].expand(getenv); err != nil {
-			return nil, fmt.Errorf("%s%s: %v: %w", c.prefix(), c.Sources[i].label(i), err, payhook.ErrConfig)
+		for _, e := range expandErrors(c.Sources[i].expand(getenv)) {
+			errs = append(errs, fmt.Errorf("%s%s: %v", c.prefix(), c.Sources[i].label(i), e))
 		}
 	}
 	for i := range c.Sinks {
-		if err := c.Sinks[i].expand(getenv); err != nil {
-			return nil, fmt.Errorf("%s%s: %v: %w", c.prefix(), c.Sinks[i].label(i), err, payhook.ErrConfig)
+		for _, e := range expandErrors(c.Sinks[i].expand(getenv)) {
+			errs = append(errs, fmt.Errorf("%s%s: %v", c.prefix(), c.Sinks[i].label(i), e))
 		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w\n%w", errors.Join(errs...), payhook.ErrConfig)
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -282,19 +287,38 @@ func (s *sourceConfig) label(i int) string {
 	return fmt.Sprintf("source #%d", i+1)
 }
 
-// expand expands the ${VAR} references of every string field and secret.
-func (s *sourceConfig) expand(getenv func(string) string) (err error) {
+// expand expands the ${VAR} references of every string field and
+// secret; its error joins those of every field that failed.
+func (s *sourceConfig) expand(getenv func(string) string) error {
+	var errs []error
 	for _, f := range s.fields() {
-		if *f.value, err = expand(*f.value, getenv); err != nil {
-			return fmt.Errorf("%s: %v", f.key, err)
-		}
+		errs = append(errs, expandField(f.value, f.key, getenv))
 	}
 	for i := range s.Secrets {
-		if s.Secrets[i], err = expand(s.Secrets[i], getenv); err != nil {
-			return fmt.Errorf("secret %d: %v", i+1, err)
-		}
+		errs = append(errs, expandField(&s.Secrets[i], fmt.Sprintf("secret %d", i+1), getenv))
 	}
+	return errors.Join(errs...)
+}
+
+// expandField expands *v in place; its error names the field as key.
+func expandField(v *string, key string, getenv func(string) string) error {
+	out, err := expand(*v, getenv)
+	if err != nil {
+		return fmt.Errorf("%s: %v", key, err)
+	}
+	*v = out
 	return nil
+}
+
+// expandErrors lists the errors err joins (each field's), or err alone.
+func expandErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // varRef is a ${NAME} reference, or the start of a malformed one.

@@ -53,28 +53,24 @@ func (s *sinkConfig) label(i int) string {
 	return fmt.Sprintf("sink #%d", i+1)
 }
 
-// expand expands the ${VAR} references of every string of s.
-func (s *sinkConfig) expand(getenv func(string) string) (err error) {
+// expand expands the ${VAR} references of every string of s; its error
+// joins those of every field that failed.
+func (s *sinkConfig) expand(getenv func(string) string) error {
+	var errs []error
 	for _, f := range []struct {
 		key string
 		v   *string
 	}{{"name", &s.Name}, {"type", &s.Type}, {"url", &s.URL}, {"secret", &s.Secret}, {"smtp.addr", &s.SMTP.Addr},
 		{"smtp.username", &s.SMTP.Username}, {"smtp.password", &s.SMTP.Password}, {"from", &s.From}} {
-		if *f.v, err = expand(*f.v, getenv); err != nil {
-			return fmt.Errorf("%s: %v", f.key, err)
-		}
+		errs = append(errs, expandField(f.v, f.key, getenv))
 	}
 	for i := range s.To {
-		if s.To[i], err = expand(s.To[i], getenv); err != nil {
-			return fmt.Errorf("to %d: %v", i+1, err)
-		}
+		errs = append(errs, expandField(&s.To[i], fmt.Sprintf("to %d", i+1), getenv))
 	}
 	for i := range s.Facts {
-		if s.Facts[i], err = expand(s.Facts[i], getenv); err != nil {
-			return fmt.Errorf("facts %d: %v", i+1, err)
-		}
+		errs = append(errs, expandField(&s.Facts[i], fmt.Sprintf("facts %d", i+1), getenv))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // build checks s and returns its sink. Errors do not wrap ErrConfig; the
