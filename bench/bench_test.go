@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,4 +235,24 @@ func TestDrainLoop(t *testing.T) {
 			t.Errorf("count called %d times in 50 probes with countEvery 1h; want 1", counts)
 		}
 	})
+}
+
+// TestWriteTextSaysWhatRatiosAre: beside a floor, each figure carries its
+// ratio, and a line says what each ratio is measured against.
+func TestWriteTextSaysWhatRatiosAre(t *testing.T) {
+	floor := &Result{Target: "floor", Concurrency: 4, Elapsed: time.Second, AcksPerSec: 1000,
+		Latency: Latency{P50: time.Millisecond, P90: time.Millisecond, P99: time.Millisecond, P999: time.Millisecond}}
+	target := &Result{Target: "sqlite", Concurrency: 4, Elapsed: 2 * time.Second, AcksPerSec: 500, Stored: 100,
+		Drain:   3 * time.Second,
+		Latency: Latency{P50: 2 * time.Millisecond, P90: 2 * time.Millisecond, P99: 4 * time.Millisecond, P999: 4 * time.Millisecond}}
+	target.Compare(floor)
+	var b strings.Builder
+	if err := WriteText(&b, []*Result{floor, target}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"500 (50.0%)", "4.00ms (4.0×)", "3000.00ms (3.0×)", "the drain as a multiple of the time it took to answer"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
 }

@@ -85,7 +85,15 @@ func WriteText(w io.Writer, results []*Result) error {
 	if tw == nil {
 		return nil
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(results, func(r *Result) bool { return r.VsFloor != nil }) {
+		_, err := fmt.Fprintln(w, "\nIn parentheses, against the floor in the same load: acks/s as a share of its acks/s; latencies as\n"+
+			"multiples of its latencies; the drain as a multiple of the time it took to answer the same deliveries.")
+		return err
+	}
+	return nil
 }
 
 func ratio(q float64, suffix string) string {
