@@ -18,8 +18,9 @@ const deliveriesHelp = `Usage: payhook deliveries list|resend [flags]
 
 A delivery is one fact (docs/facts.md) sent to one sink of the config's
 sinks:, retried with backoff on its own. list shows the deliveries, newest
-first, with the last attempt of each; --json adds every attempt (status,
-response excerpt, latency). Statuses: pending, delivered, failed (every
+first, with the last attempt of each (LAST: the status its sink answered,
+or ok or error from a sink without statuses such as log, and how long it
+took); --json adds every attempt (status, response excerpt, latency). Statuses: pending, delivered, failed (every
 attempt failed), paused (its sink answered 410 Gone). resend sends one
 again whatever its status, and resumes its sink if paused; a running
 payhook serve on this database sends it. Every subcommand takes --db URL
@@ -52,16 +53,29 @@ func (m *Main) deliveriesList(ctx context.Context, args []string) error {
 			func(tw io.Writer, d outbox.DeliveryView) {
 				last := "-"
 				if n := len(d.Log); n > 0 {
-					a := d.Log[n-1]
-					last = fmt.Sprintf("%s %.0fms", dash(strconv.Itoa(a.Status)), a.LatencyMS)
-					if a.Status == 0 {
-						last = fmt.Sprintf("- %.0fms", a.LatencyMS)
-					}
+					last = lastAttempt(d.Log[n-1])
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Sink, d.Status, d.Attempts, last,
 					d.Type, d.Subject, d.FactID, formatTime(d.UpdatedAt))
 			}),
 	})
+}
+
+// lastAttempt says what an attempt's sink answered (a sink that answers
+// no status, such as log, "ok" or "error") and how long it took.
+func lastAttempt(a outbox.AttemptView) string {
+	answer := strconv.Itoa(a.Status)
+	switch {
+	case a.Status != 0:
+	case a.Error != "":
+		answer = "error"
+	default:
+		answer = "ok"
+	}
+	if a.LatencyMS < 10 {
+		return fmt.Sprintf("%s %.1fms", answer, a.LatencyMS)
+	}
+	return fmt.Sprintf("%s %.0fms", answer, a.LatencyMS)
 }
 
 func (m *Main) deliveriesResend(ctx context.Context, args []string) error {

@@ -404,3 +404,22 @@ func TestSinkGoneRaisesAlert(t *testing.T) {
 		}
 	})
 }
+
+// TestLastAttempt: deliveries list's LAST column reads for every kind of
+// sink.
+func TestLastAttempt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a    outbox.AttemptView
+		want string
+	}{
+		{outbox.AttemptView{Status: 200, LatencyMS: 12.4}, "200 12ms"},
+		{outbox.AttemptView{Status: 503, LatencyMS: 3.25}, "503 3.2ms"},
+		{outbox.AttemptView{LatencyMS: 0.04}, "ok 0.0ms"},
+		{outbox.AttemptView{Error: "dial tcp: refused", LatencyMS: 1.5}, "error 1.5ms"},
+	} {
+		if got := lastAttempt(c.a); got != c.want {
+			t.Errorf("lastAttempt(%+v) = %q; want %q", c.a, got, c.want)
+		}
+	}
+}
