@@ -98,6 +98,15 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 		return nil, nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
 	}
 	defer tx.Rollback()
+	// Locks in the sweep's order, events before jobs, and never a wait
+	// while holding jobs: its own event first (waiting for it if need
+	// be), then the jobs of others and their events, skipping any
+	// another transaction holds (the sweep locks events, then waits on
+	// their jobs).
+	evs, err := q.db.LockEventsTx(ctx, tx, []int64{id}, false)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(), q.alone)
 	if err != nil {
 		return nil, nil, nil, err
@@ -105,23 +114,26 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 	others := make([]int64, 0, len(taken))
 	jobOf := make(map[int64]int64, len(taken))
 	for _, t := range taken {
-		others = append(others, t.event)
+		if t.event != id { // another job of its own event: locked already
+			others = append(others, t.event)
+		}
 		jobOf[t.event] = t.job
 	}
-	evs, err := q.db.LockEventsTx(ctx, tx, id, others)
+	locked, err := q.db.LockEventsTx(ctx, tx, others, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	evs = append(evs, locked...)
 	// The jobs of events not locked go back: another transaction holds
 	// the event (its job runs it later), or it is no longer received
 	// (its job then finds nothing to do).
 	var back []int64
-	locked := make(map[int64]bool, len(evs))
+	isLocked := make(map[int64]bool, len(evs))
 	for _, ev := range evs {
-		locked[ev.ID] = true
+		isLocked[ev.ID] = true
 	}
 	for _, t := range taken {
-		if !locked[t.event] {
+		if !isLocked[t.event] {
 			back = append(back, t.job)
 		}
 	}

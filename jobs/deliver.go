@@ -288,12 +288,21 @@ func (q *Queue) sweepDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) 
 
 // retryDue reports when the job an insert met instead of inserting its
 // own is due, if that job is waiting out a retry (or a schedule) after
-// now.
+// now; at most maxPostpone after now, so that a job cancelled or deleted
+// while it waits (River's UI) is replaced within that.
 func retryDue(r *rivertype.JobInsertResult, now time.Time) (time.Time, bool) {
 	job := r.Job
 	waiting := job.State == rivertype.JobStateRetryable || job.State == rivertype.JobStateScheduled
-	return job.ScheduledAt, r.UniqueSkippedAsDuplicate && waiting && job.ScheduledAt.After(now)
+	due := job.ScheduledAt
+	if limit := now.Add(maxPostpone); due.After(limit) {
+		due = limit
+	}
+	return due, r.UniqueSkippedAsDuplicate && waiting && job.ScheduledAt.After(now)
 }
+
+// maxPostpone bounds how long the sweep leaves a row whose job waits out
+// a retry.
+const maxPostpone = 10 * time.Minute
 
 // retryPolicy is the backoff of each kind: Backoff for events,
 // DeliveryBackoff for deliveries, River's (attempt^4 seconds with jitter)

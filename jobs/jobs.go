@@ -775,13 +775,15 @@ func (q *Queue) Replay(ctx context.Context, id int64) error {
 //
 // Each transaction handles at most SweepBatch events and SweepBatch
 // deliveries; while one fills either, Sweep goes on with another, for at
-// most half a SweepInterval. Rows whose job is only waiting out a retry
-// are marked looked at and move to the back (an event until its retry is
-// due), so a lost one behind thousands of them is still found in this
-// one sweep, not SweepInterval after SweepInterval.
+// most half a SweepInterval (or JobTimeout, if shorter). Rows whose job
+// is only waiting out a retry are marked looked at and move to the back,
+// events and deliveries (Config.DeliveryPostpone) until the retry is due
+// or for 10 minutes if that is sooner, so a lost one behind thousands of
+// them is still found in this one sweep, not SweepInterval after
+// SweepInterval.
 func (q *Queue) Sweep(ctx context.Context) (int, error) {
 	total := 0
-	until := time.Now().Add(q.cfg.SweepInterval / 2)
+	until := time.Now().Add(min(q.cfg.SweepInterval, q.cfg.JobTimeout) / 2)
 	for {
 		n, full, err := q.sweepRound(ctx)
 		total += n

@@ -460,49 +460,46 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 	return ev, nil
 }
 
-// LockEventsTx returns, first then others in their order and each once,
-// those of the events that are still received, locked until tx ends:
-// what ClaimEventTx does for one event, without counting the attempt,
-// which FinishEventsTx counts with the outcome, so that an event whose
-// handlers fail under a savepoint is left as it was. On PostgreSQL it
-// waits for the event first (FOR UPDATE) and skips those of others that
-// another transaction holds (SKIP LOCKED), as if they were no longer
-// received: a batch, which holds the jobs of others, must not wait on
-// one of them, or it could deadlock with the sweep, which locks events
-// before it inserts their jobs. SQLite's one writer already serialises.
-func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, first int64, others []int64) ([]*payhook.Event, error) {
-	n := 1 + len(others)
-	var rows *sql.Rows
-	var err error
-	if db.Engine == SQLite {
-		in, arg := db.InIDs("id", 1, append([]int64{first}, others...))
-		rows, err = tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM payhook_events
-			WHERE `+in+` AND status = 'received' ORDER BY id`, arg)
-	} else {
-		in, arg := db.InIDs("id", 2, others)
-		rows, err = tx.QueryContext(ctx, `WITH first AS (SELECT `+eventColumns+` FROM payhook_events
-				WHERE id = $1 AND status = 'received' FOR UPDATE),
-			others AS (SELECT `+eventColumns+` FROM payhook_events
-				WHERE `+in+` AND id <> $1 AND status = 'received' ORDER BY id FOR UPDATE SKIP LOCKED)
-			SELECT * FROM first UNION ALL SELECT * FROM others`, first, arg)
+// LockEventsTx returns, in the order of ids and each once, those of the
+// events that are still received, locked until tx ends (FOR UPDATE on
+// PostgreSQL; SQLite's one writer already serialises): what ClaimEventTx
+// does for one event, without counting the attempt, which FinishEventsTx
+// counts with the outcome, so that an event whose handlers fail under a
+// savepoint is left as it was. With skipLocked, PostgreSQL skips those
+// another transaction holds (SKIP LOCKED) instead of waiting for them, as
+// if they were no longer received.
+func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, skipLocked bool) ([]*payhook.Event, error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
+	lock := " FOR UPDATE"
+	switch {
+	case db.Engine == SQLite:
+		lock = ""
+	case skipLocked:
+		lock = db.SkipLocked()
+	}
+	in, arg := db.InIDs("id", 1, ids)
+	rows, err := tx.QueryContext(ctx, `SELECT `+eventColumns+` FROM payhook_events
+		WHERE `+in+` AND status = 'received'
+		ORDER BY id`+lock, arg)
 	if err != nil {
-		return nil, fmt.Errorf("lock %d events: %w", n, err)
+		return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
 	}
 	defer rows.Close()
-	byID := make(map[int64]*payhook.Event, n)
+	byID := make(map[int64]*payhook.Event, len(ids))
 	for rows.Next() {
 		ev, err := scanEvent(rows)
 		if err != nil {
-			return nil, fmt.Errorf("lock %d events: %w", n, err)
+			return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
 		}
 		byID[ev.ID] = ev
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lock %d events: %w", n, err)
+		return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
 	}
 	evs := make([]*payhook.Event, 0, len(byID))
-	for _, id := range append([]int64{first}, others...) {
+	for _, id := range ids {
 		if ev := byID[id]; ev != nil {
 			evs = append(evs, ev)
 			delete(byID, id) // an id given twice comes once

@@ -434,46 +434,47 @@ func TestLockTimeoutTx(t *testing.T) {
 	})
 }
 
-// TestLockEventsSkipsHeld: LockEventsTx returns the first event, then the
-// others still received, in order; on PostgreSQL one another transaction
-// holds is skipped at once instead of waited for (a batch must not wait
-// on the sweep, which waits on the batch's jobs).
+// TestLockEventsSkipsHeld: LockEventsTx returns the events still
+// received, in the order given, each once; with skipLocked, on
+// PostgreSQL, one another transaction holds is skipped at once instead of
+// waited for (a batch must not wait on the sweep, which waits on the
+// batch's jobs).
 func TestLockEventsSkipsHeld(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := openDB(t, dbURL)
 		a, b, c := newEvent("evt_a"), newEvent("evt_b"), newEvent("evt_c")
 		insert(t, db, a, b, c)
-		lock := func(tx *sql.Tx, first int64, others ...int64) []int64 {
+		lock := func(tx *sql.Tx, skip bool, ids ...int64) []int64 {
 			t.Helper()
-			evs, err := db.LockEventsTx(ctx, tx, first, others)
+			evs, err := db.LockEventsTx(ctx, tx, ids, skip)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []int64
+			var got []int64
 			for _, ev := range evs {
-				ids = append(ids, ev.ID)
+				got = append(got, ev.ID)
 			}
-			return ids
+			return got
 		}
 		tx, err := db.SQL.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		if got, want := lock(tx, c.ID, b.ID, a.ID, b.ID), []int64{c.ID, b.ID, a.ID}; !slices.Equal(got, want) {
-			t.Fatalf("locked %v; want %v (the first, then the others in order, each once)", got, want)
+		if got, want := lock(tx, false, c.ID, b.ID, a.ID, b.ID), []int64{c.ID, b.ID, a.ID}; !slices.Equal(got, want) {
+			t.Fatalf("locked %v; want %v (in the order given, each once)", got, want)
 		}
 		if db.Engine == store.SQLite {
 			return // one writer: no second transaction to skip
 		}
+		tx.Rollback()
 		holder, err := db.SQL.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer holder.Rollback()
-		tx.Rollback()
-		if got := lock(holder, b.ID); !slices.Equal(got, []int64{b.ID}) {
+		if got := lock(holder, false, b.ID); !slices.Equal(got, []int64{b.ID}) {
 			t.Fatalf("holder locked %v", got)
 		}
 		batch, err := db.SQL.BeginTx(ctx, nil)
@@ -481,7 +482,7 @@ func TestLockEventsSkipsHeld(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer batch.Rollback()
-		if got, want := lock(batch, a.ID, b.ID, c.ID), []int64{a.ID, c.ID}; !slices.Equal(got, want) {
+		if got, want := lock(batch, true, a.ID, b.ID, c.ID), []int64{a.ID, c.ID}; !slices.Equal(got, want) {
 			t.Fatalf("locked %v while b is held; want %v", got, want)
 		}
 	})

@@ -72,9 +72,8 @@ func (m *Main) eventsList(ctx context.Context, args []string) error {
 			if err := printEvents(w, evs); err != nil {
 				return err
 			}
-			if len(evs) == limit {
-				_, err := fmt.Fprintf(w, "the newest %d shown; there may be more (--limit up to %d, --status, --source)\n", limit, api.MaxLimit)
-				return err
+			if len(evs) == limit { // on stderr: the table stays the whole of stdout
+				fmt.Fprintf(m.Stderr, "the newest %d shown; there may be more (--limit up to %d, --status, --source)\n", limit, api.MaxLimit)
 			}
 			return nil
 		},

@@ -156,11 +156,11 @@ func TestListLimit(t *testing.T) {
 			t.Errorf("payhook %v --help does not give --limit's bounds:\n%s", list, stdout)
 		}
 	}
-	if _, stdout, _ := run(t, env, "events", "list", "--limit", "1"); strings.Count(stdout, "evt_") != 1 ||
-		!strings.Contains(stdout, "the newest 1 shown; there may be more") {
-		t.Errorf("events list --limit 1 =\n%s\nwant one event, and a word that there may be more", stdout)
+	if _, stdout, stderr := run(t, env, "events", "list", "--limit", "1"); strings.Count(stdout, "evt_") != 1 ||
+		!strings.Contains(stderr, "the newest 1 shown; there may be more") {
+		t.Errorf("events list --limit 1 =\n%s\n%s\nwant one event, and on stderr a word that there may be more", stdout, stderr)
 	}
-	if _, stdout, _ := run(t, env, "events", "list"); strings.Contains(stdout, "there may be more") {
-		t.Errorf("events list of all there is =\n%s\nwant no word of more", stdout)
+	if _, stdout, stderr := run(t, env, "events", "list"); strings.Contains(stdout+stderr, "there may be more") {
+		t.Errorf("events list of all there is =\n%s\n%s\nwant no word of more", stdout, stderr)
 	}
 }
