@@ -171,10 +171,11 @@ type Config struct {
 	DeliverySweep func(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error)
 	// DeliveryPostpone, if set, is called by the sweep, in its
 	// transaction, for each delivery DeliverySweep returned whose job is
-	// waiting out a retry until at: DeliverySweep should not return it
-	// again before SweepAge after at (outbox.Outbox.PostponeSweepTx), so
-	// that a backlog of retries (a sink down) costs the sweep one look
-	// per retry, not one per SweepAge.
+	// waiting out a retry: at is when the retry is due, or 10 minutes on
+	// if that is sooner. DeliverySweep should not return it again before
+	// SweepAge after at (outbox.Outbox.PostponeSweepTx), so that a
+	// backlog of retries (a sink down) costs the sweep one look per
+	// delivery per 10 minutes at most, not one per SweepAge.
 	DeliveryPostpone func(ctx context.Context, tx *sql.Tx, delivery int64, at time.Time) error
 	// DeliveryAttempts is how many times a delivery is tried. Default 25
 	// (about three weeks with the default backoff).
