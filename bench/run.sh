@@ -75,6 +75,9 @@ PG="$(PAYHOOK_PG_DURABLE=1 PAYHOOK_PG_STATE="$DIR/pg/state" PAYHOOK_PG_PORT=5843
 PGBASE="${PG%/payhook\?*}"
 pgdb() { printf '%s/%s?sslmode=disable' "$PGBASE" "$1"; }
 for d in run peer empty inst soak backlog; do psql "$PG" -qXc "CREATE DATABASE $d" >/dev/null; done
+# The commit the binary is built from, read now: the tree may move on
+# while the run lasts.
+COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '+changes')"
 go build -o "$DIR/payhook" ./cmd/payhook
 PAYHOOK="$DIR/payhook"
 "$PAYHOOK" migrate --db "$(pgdb empty)" >/dev/null 2>&1
@@ -267,7 +270,7 @@ jq -n --arg start "$START" --arg stop "$(date -u '+%H:%M UTC')" --arg nproc "$(n
 	--arg cpu "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" --arg go "$(go env GOVERSION)" \
 	--arg pg "$pg_settings" --arg sqlite "$(jq -r '.machine.databases.sqlite // "?"' "$DIR/run.json" | sed 's/^SQLite //')" \
 	--arg node "$(node --version)" --arg peer "stripe-sync-engine 0.48.5, stripe 23.1.0 (bench/peer, one Node process, 10 connections)" \
-	--arg commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '+changes')" \
+	--arg commit "$COMMIT" \
 	--arg u0 "$UPTIME_START" --arg u1 "$(uptime_now)" --arg svg "$( [[ -n "$DOC" ]] && echo bench.svg)" \
 	'{start:$start, "end":$stop, nproc:$nproc, cpu:$cpu, go:$go, postgres:$pg, sqlite:$sqlite, node:$node, peer:$peer,
 	  commit:$commit, uptime_start:$u0, uptime_end:$u1, svg:$svg}' >"$DIR/env.json"
