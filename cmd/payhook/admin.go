@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -38,8 +37,8 @@ type adminUser struct {
 	Hash string `yaml:"hash"`
 }
 
-func (a *adminConfig) expand(getenv func(string) string) error {
-	return errors.Join(expandField(&a.Token, "token", getenv), expandField(&a.MetricsToken, "metrics_token", getenv))
+func (a *adminConfig) expand(getenv func(string) string) []error {
+	return expandField(expandField(nil, &a.Token, "token", getenv), &a.MetricsToken, "metrics_token", getenv)
 }
 
 // newConsole builds the console (and /api/v1 and the jobs UI) when an

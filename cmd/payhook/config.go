@@ -139,16 +139,16 @@ func loadConfig(path string, getenv func(string) string) (*fileConfig, error) {
 	}
 	// Every reference that fails is reported, not only the first.
 	var errs []error
-	for _, e := range expandErrors(c.Admin.expand(getenv)) {
+	for _, e := range c.Admin.expand(getenv) {
 		errs = append(errs, fmt.Errorf("%sadmin: %v", c.prefix(), e))
 	}
 	for i := range c.Sources {
-		for _, e := range expandErrors(c.Sources[i].expand(getenv)) {
+		for _, e := range c.Sources[i].expand(getenv) {
 			errs = append(errs, fmt.Errorf("%s%s: %v", c.prefix(), c.Sources[i].label(i), e))
 		}
 	}
 	for i := range c.Sinks {
-		for _, e := range expandErrors(c.Sinks[i].expand(getenv)) {
+		for _, e := range c.Sinks[i].expand(getenv) {
 			errs = append(errs, fmt.Errorf("%s%s: %v", c.prefix(), c.Sinks[i].label(i), e))
 		}
 	}
@@ -288,37 +288,27 @@ func (s *sourceConfig) label(i int) string {
 }
 
 // expand expands the ${VAR} references of every string field and
-// secret; its error joins those of every field that failed.
-func (s *sourceConfig) expand(getenv func(string) string) error {
+// secret, and returns the error of each field that failed.
+func (s *sourceConfig) expand(getenv func(string) string) []error {
 	var errs []error
 	for _, f := range s.fields() {
-		errs = append(errs, expandField(f.value, f.key, getenv))
+		errs = expandField(errs, f.value, f.key, getenv)
 	}
 	for i := range s.Secrets {
-		errs = append(errs, expandField(&s.Secrets[i], fmt.Sprintf("secret %d", i+1), getenv))
+		errs = expandField(errs, &s.Secrets[i], fmt.Sprintf("secret %d", i+1), getenv)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
-// expandField expands *v in place; its error names the field as key.
-func expandField(v *string, key string, getenv func(string) string) error {
+// expandField expands *v in place, or appends to errs its error, which
+// names the field as key.
+func expandField(errs []error, v *string, key string, getenv func(string) string) []error {
 	out, err := expand(*v, getenv)
 	if err != nil {
-		return fmt.Errorf("%s: %v", key, err)
+		return append(errs, fmt.Errorf("%s: %v", key, err))
 	}
 	*v = out
-	return nil
-}
-
-// expandErrors lists the errors err joins (each field's), or err alone.
-func expandErrors(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
+	return errs
 }
 
 // varRef is a ${NAME} reference, or the start of a malformed one.

@@ -53,24 +53,24 @@ func (s *sinkConfig) label(i int) string {
 	return fmt.Sprintf("sink #%d", i+1)
 }
 
-// expand expands the ${VAR} references of every string of s; its error
-// joins those of every field that failed.
-func (s *sinkConfig) expand(getenv func(string) string) error {
+// expand expands the ${VAR} references of every string of s, and returns
+// the error of each field that failed.
+func (s *sinkConfig) expand(getenv func(string) string) []error {
 	var errs []error
 	for _, f := range []struct {
 		key string
 		v   *string
 	}{{"name", &s.Name}, {"type", &s.Type}, {"url", &s.URL}, {"secret", &s.Secret}, {"smtp.addr", &s.SMTP.Addr},
 		{"smtp.username", &s.SMTP.Username}, {"smtp.password", &s.SMTP.Password}, {"from", &s.From}} {
-		errs = append(errs, expandField(f.v, f.key, getenv))
+		errs = expandField(errs, f.v, f.key, getenv)
 	}
 	for i := range s.To {
-		errs = append(errs, expandField(&s.To[i], fmt.Sprintf("to %d", i+1), getenv))
+		errs = expandField(errs, &s.To[i], fmt.Sprintf("to %d", i+1), getenv)
 	}
 	for i := range s.Facts {
-		errs = append(errs, expandField(&s.Facts[i], fmt.Sprintf("facts %d", i+1), getenv))
+		errs = expandField(errs, &s.Facts[i], fmt.Sprintf("facts %d", i+1), getenv)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // build checks s and returns its sink. Errors do not wrap ErrConfig; the
