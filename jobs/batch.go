@@ -162,6 +162,20 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 		}
 		deliveries.event = deliveries.event[:0]
 		status, note, herr := q.dispatchSafe(ctx, tx, ev)
+		if saved {
+			// Rolled back to or not, the savepoint goes: savepoints left
+			// open would nest, and SQLite would keep journaling every page
+			// the rest of the batch writes into the savepoint's journal,
+			// walking it at each statement's end.
+			if herr != nil {
+				if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_event`); err != nil {
+					return nil, nil, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT payhook_event`); err != nil {
+				return nil, nil, nil, fmt.Errorf("processing a batch: release savepoint: %w", err)
+			}
+		}
 		if herr == nil {
 			done = append(done, finished{ev, status, note})
 			deliveries.all = append(deliveries.all, deliveries.event...)
@@ -172,9 +186,6 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 		}
 		if !saved {
 			return nil, nil, nil, fmt.Errorf("processing a batch: event %d: %w: %w", ev.ID, errHandlerFailed, herr)
-		}
-		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_event`); err != nil {
-			return nil, nil, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
 		}
 		if ev.ID == id {
 			own = herr
