@@ -226,9 +226,9 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 var errHandlerFailed = errors.New("a handler failed in a batch without savepoints")
 
 // batchTime is how long a batch may go on taking events: BatchTime, or
-// BusyBatchTime while acknowledging.
+// BusyBatchTime while acks come first.
 func (q *Queue) batchTime() time.Duration {
-	if q.acking() {
+	if q.acksFirst() {
 		return q.cfg.BusyBatchTime
 	}
 	return q.cfg.BatchTime

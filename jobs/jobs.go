@@ -47,6 +47,13 @@ type Config struct {
 	// Queue is storing deliveries (a burst being acknowledged): acks come
 	// first (see yield.go). Default 1; Workers or more turns it off.
 	BusyWorkers int
+	// BusyMaxLag bounds how far behind acks first lets processing fall:
+	// while the first attempt a worker takes has waited longer than this
+	// since it was due, processing runs with every worker and BatchTime,
+	// as when no delivery is being stored. A burst is acknowledged first;
+	// a sustained load the machine can process is processed within about
+	// this lag instead of ever further behind. Default 10s.
+	BusyMaxLag time.Duration
 	// Batch is how many events one worker may apply in one transaction:
 	// the event of its job and others waiting their first try, whose jobs
 	// it completes in the same transaction. A batch commits only if every
@@ -213,6 +220,9 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	if c.Batch <= 0 {
 		c.Batch = 32
 	}
+	if c.BusyMaxLag <= 0 {
+		c.BusyMaxLag = 10 * time.Second
+	}
 	if c.BatchTime <= 0 {
 		c.BatchTime = 100 * time.Millisecond
 	}
@@ -271,11 +281,13 @@ type Queue struct {
 	retry    river.ClientRetryPolicy
 
 	// ingesting counts the ingests under way, lastIngest is when the
-	// last one ended (UnixNano), busy holds the BusyWorkers slots (see
-	// yield.go).
+	// last one ended (UnixNano), busy holds the BusyWorkers slots, and
+	// behind says whether the last first attempt a worker took had
+	// waited longer than BusyMaxLag (see yield.go).
 	ingesting  atomic.Int32
 	lastIngest atomic.Int64
 	busy       chan struct{}
+	behind     atomic.Bool
 	// stopping is set by Stop: batches end at the event they are on.
 	// eventCost is the time per event of the last batch (ns), for
 	// batchRoom.
@@ -491,6 +503,9 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 
 // work runs one attempt of an event's job.
 func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
+	if job.Attempt == 1 {
+		q.noteLag(job.ScheduledAt)
+	}
 	release, err := q.yield(ctx)
 	if err != nil {
 		return err
@@ -513,6 +528,23 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 		return river.JobCancel(err) // retrying cannot fix it
 	}
 	return err
+}
+
+// noteLag records whether processing is behind (see acksFirst): whether
+// the first attempt a worker took, due at due, waited longer than
+// BusyMaxLag. River fetches the oldest jobs first, so its wait is how far
+// behind processing is.
+func (q *Queue) noteLag(due time.Time) {
+	q.behind.Store(q.riverNow().Sub(due) > q.cfg.BusyMaxLag)
+}
+
+// riverNow is the clock to read River's times against: Now with
+// StampWithNow, else this machine's, taken to be close to the database's.
+func (q *Queue) riverNow() time.Time {
+	if q.cfg.StampWithNow {
+		return q.cfg.Now()
+	}
+	return time.Now()
 }
 
 // sweep runs the periodic sweep's job.
