@@ -41,7 +41,7 @@ const maxAlone = 10000
 // It reports false when it did not run the attempt (batching is off, or
 // the batch failed as a whole and rolled back): the caller then runs it
 // alone.
-func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *error) (ran bool, sends []int64) {
+func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, errp *error) (ran bool, sends []int64) {
 	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil {
 		// A fetch reads the provider outside the transaction before each
 		// attempt: its events are processed one by one.
@@ -49,13 +49,13 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final bool, errp *er
 	}
 	start := time.Now()
 	guarded := q.guardBatches.Load()
-	done, sends, own, err := q.applyBatch(ctx, id, guarded)
+	done, sends, own, err := q.applyBatch(ctx, id, guarded, behind)
 	if errors.Is(err, errHandlerFailed) {
 		// An unguarded batch met a failing handler and rolled back as a
 		// whole: again with savepoints, and so on until a batch has no
 		// failure.
 		q.guardBatches.Store(true)
-		done, sends, own, err = q.applyBatch(ctx, id, true)
+		done, sends, own, err = q.applyBatch(ctx, id, true, behind)
 	}
 	if err != nil {
 		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
@@ -91,7 +91,7 @@ type finished struct {
 // that fails rolls the whole batch back with an error wrapping
 // errHandlerFailed; a guarded batch where no other event failed makes the
 // next ones unguarded again.
-func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []finished, sends []int64, own, err error) {
+func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) (done []finished, sends []int64, own, err error) {
 	start := time.Now()
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
@@ -107,7 +107,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(), q.alone)
+	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(behind), q.alone)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -143,7 +143,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 	done = make([]finished, 0, len(evs))
 	othersFailed := false
 	for i, ev := range evs {
-		if i > 0 && q.batchOver(start) {
+		if i > 0 && q.batchOver(start, behind) {
 			// The rest goes back untried (the event of id, if it was
 			// still waiting, is evs[0] and was applied).
 			for _, rest := range evs[i:] {
@@ -226,9 +226,10 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded bool) (done []
 var errHandlerFailed = errors.New("a handler failed in a batch without savepoints")
 
 // batchTime is how long a batch may go on taking events: BatchTime, or
-// BusyBatchTime while acks come first.
-func (q *Queue) batchTime() time.Duration {
-	if q.acksFirst() {
+// BusyBatchTime while acknowledging unless the batch is behind (see
+// yield).
+func (q *Queue) batchTime(behind bool) time.Duration {
+	if q.acking() && !behind {
 		return q.cfg.BusyBatchTime
 	}
 	return q.cfg.BatchTime
@@ -236,17 +237,17 @@ func (q *Queue) batchTime() time.Duration {
 
 // batchOver reports whether a batch begun at start takes no more events:
 // the Queue is stopping, or the batch has run for its batchTime.
-func (q *Queue) batchOver(start time.Time) bool {
-	return q.stopping.Load() || time.Since(start) >= q.batchTime()
+func (q *Queue) batchOver(start time.Time, behind bool) bool {
+	return q.stopping.Load() || time.Since(start) >= q.batchTime(behind)
 }
 
 // batchRoom is how many jobs besides its own a batch takes: Batch-1, or
 // as many as the last batch's time per event says fit in batchTime, so
 // that a batch cut short puts back few.
-func (q *Queue) batchRoom() int {
+func (q *Queue) batchRoom(behind bool) int {
 	n := q.cfg.Batch - 1
 	if c := q.eventCost.Load(); c > 0 {
-		n = min(n, int(int64(q.batchTime())/c))
+		n = min(n, int(int64(q.batchTime(behind))/c))
 	}
 	return n
 }

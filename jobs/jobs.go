@@ -43,17 +43,23 @@ type Config struct {
 	// them. Without Fetch each worker applies a batch of events (Batch)
 	// in one transaction: more workers only take CPU from the ack path.
 	Workers int
-	// BusyWorkers is how many events are processed at once while the
-	// Queue is storing deliveries (a burst being acknowledged): acks come
-	// first (see yield.go). Default 1; Workers or more turns it off.
+	// PauseLag, BusyWorkers and BusyMaxLag say how processing gives way
+	// to the acks while the Queue is storing deliveries (a burst being
+	// acknowledged), by how long an attempt's job has waited since it
+	// was due (see yield.go): less than PauseLag, it waits; less than
+	// BusyMaxLag, it is one of at most BusyWorkers attempts at once, each
+	// batching for BusyBatchTime; longer, it runs as when no delivery is
+	// being stored. A burst is acknowledged first; a sustained load the
+	// machine can process is processed about BusyMaxLag behind at most,
+	// not ever further behind. Defaults: PauseLag 1s on SQLite, where a
+	// batch holds the one connection the acks' commits wait for, and
+	// none on PostgreSQL, where pausing made processing slower and acks
+	// no faster (docs/benchmarks.md); BusyWorkers 1; BusyMaxLag 10s. A
+	// negative PauseLag never pauses; BusyWorkers of Workers or more
+	// takes no slot.
+	PauseLag    time.Duration
 	BusyWorkers int
-	// BusyMaxLag bounds how far behind acks first lets processing fall:
-	// while the first attempt a worker takes has waited longer than this
-	// since it was due, processing runs with every worker and BatchTime,
-	// as when no delivery is being stored. A burst is acknowledged first;
-	// a sustained load the machine can process is processed within about
-	// this lag instead of ever further behind. Default 10s.
-	BusyMaxLag time.Duration
+	BusyMaxLag  time.Duration
 	// Batch is how many events one worker may apply in one transaction:
 	// the event of its job and others waiting their first try, whose jobs
 	// it completes in the same transaction. A batch commits only if every
@@ -220,6 +226,12 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	if c.Batch <= 0 {
 		c.Batch = 32
 	}
+	if c.PauseLag == 0 {
+		c.PauseLag = -1
+		if engine == store.SQLite {
+			c.PauseLag = time.Second
+		}
+	}
 	if c.BusyMaxLag <= 0 {
 		c.BusyMaxLag = 10 * time.Second
 	}
@@ -281,13 +293,11 @@ type Queue struct {
 	retry    river.ClientRetryPolicy
 
 	// ingesting counts the ingests under way, lastIngest is when the
-	// last one ended (UnixNano), busy holds the BusyWorkers slots, and
-	// behind says whether the last first attempt a worker took had
-	// waited longer than BusyMaxLag (see yield.go).
+	// last one ended (UnixNano), busy holds the BusyWorkers slots (see
+	// yield.go).
 	ingesting  atomic.Int32
 	lastIngest atomic.Int64
 	busy       chan struct{}
-	behind     atomic.Bool
 	// stopping is set by Stop: batches end at the event they are on.
 	// eventCost is the time per event of the last batch (ns), for
 	// batchRoom.
@@ -503,10 +513,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 
 // work runs one attempt of an event's job.
 func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
-	if job.Attempt == 1 {
-		q.noteLag(job.ScheduledAt)
-	}
-	release, err := q.yield(ctx)
+	release, behind, err := q.yield(ctx, job.ScheduledAt)
 	if err != nil {
 		return err
 	}
@@ -515,7 +522,7 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	final := job.Attempt >= job.MaxAttempts
 	ran, sends := false, []int64(nil)
 	if job.Attempt == 1 {
-		ran, sends = q.processBatch(ctx, job.Args.EventID, final, &err)
+		ran, sends = q.processBatch(ctx, job.Args.EventID, final, behind, &err)
 	}
 	if !ran {
 		err = q.process(ctx, job.Args.EventID, final)
@@ -528,14 +535,6 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 		return river.JobCancel(err) // retrying cannot fix it
 	}
 	return err
-}
-
-// noteLag records whether processing is behind (see acksFirst): whether
-// the first attempt a worker took, due at due, waited longer than
-// BusyMaxLag. River fetches the oldest jobs first, so its wait is how far
-// behind processing is.
-func (q *Queue) noteLag(due time.Time) {
-	q.behind.Store(q.riverNow().Sub(due) > q.cfg.BusyMaxLag)
 }
 
 // riverNow is the clock to read River's times against: Now with

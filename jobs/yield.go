@@ -10,17 +10,23 @@ import (
 // the same CPU and database (on SQLite for its one connection), and a
 // provider waits for the ack, 5 to 10 seconds at most, while an event's
 // processing can wait. So while the Queue is storing deliveries (Ingest,
-// IngestBounded: a burst being acknowledged) at most Config.BusyWorkers
-// attempts run at once; the others wait for a slot before they begin.
-// Measured on 2 cores with PostgreSQL: 20 workers processed no faster
-// than one during a burst, and acked a quarter as fast (docs/benchmarks.md).
+// IngestBounded: a burst being acknowledged), how an attempt runs depends
+// on how long its job has waited since it was due (River fetches the
+// oldest first, so that is how far behind processing is):
 //
-// Only while processing keeps up within Config.BusyMaxLag, though: under
-// a sustained load acks first would let it fall behind without bound (on
-// SQLite at 1,000 deliveries/s it processed 760/s with 2ms batches, and
-// all 1,000 with 20ms ones), so once the first attempts workers take
-// have waited longer than that, processing runs as if no acks were under
-// way, until it has caught up.
+//   - less than Config.PauseLag (on SQLite): it waits. A burst is stored
+//     at full speed, and processed after it in full batches, which cost
+//     less per event than short ones between the acks' commits. On
+//     PostgreSQL, where a batch does not hold up the acks' commits,
+//     pausing made processing 20% slower and acks no faster.
+//   - less than Config.BusyMaxLag: it waits for one of the
+//     Config.BusyWorkers slots and batches for BusyBatchTime. Measured on
+//     2 cores with PostgreSQL: 20 workers processed no faster than one
+//     during a burst, and acked a quarter as fast (docs/benchmarks.md).
+//   - longer: it runs as if no acks were under way. Under a sustained
+//     load acks first would let processing fall behind without bound (on
+//     SQLite at 1,000 deliveries/s it processed 760/s with 2ms batches,
+//     and all 1,000 with 20ms ones).
 
 // ackLinger is how long after an ingest ended the Queue still counts as
 // acknowledging: commits of a burst follow each other with gaps between
@@ -37,12 +43,6 @@ func (q *Queue) acking() bool {
 	return last != 0 && time.Since(time.Unix(0, last)) < ackLinger
 }
 
-// acksFirst reports whether processing gives way to the acks: the Queue
-// is acknowledging, and processing is not behind by more than BusyMaxLag.
-func (q *Queue) acksFirst() bool {
-	return q.acking() && !q.behind.Load()
-}
-
 // ingestStarted and ingestDone bracket an ingest, for acking.
 func (q *Queue) ingestStarted() { q.ingesting.Add(1) }
 
@@ -51,19 +51,28 @@ func (q *Queue) ingestDone() {
 	q.ingesting.Add(-1)
 }
 
-// yield waits, while acks come first (acksFirst), for one of the
-// BusyWorkers slots, and returns the function that gives it back; when
-// the acks stop meanwhile, or processing falls behind, it returns at
-// once. It fails only when ctx ends.
-func (q *Queue) yield(ctx context.Context) (release func(), err error) {
-	for q.acksFirst() {
+// yield waits until the attempt of a job due at due may begin, as
+// described above, and returns the function that gives back the slot it
+// took, if any, and whether the attempt is behind (waited more than
+// BusyMaxLag: it batches for BatchTime, see batchTime). It fails only
+// when ctx ends.
+func (q *Queue) yield(ctx context.Context, due time.Time) (release func(), behind bool, err error) {
+	for q.acking() {
+		lag := q.riverNow().Sub(due)
+		if lag > q.cfg.BusyMaxLag {
+			return func() {}, true, nil
+		}
+		wait, slot := ackLinger, q.busy
+		if lag < q.cfg.PauseLag {
+			wait, slot = min(wait, q.cfg.PauseLag-lag), nil // a nil channel is never ready
+		}
 		select {
-		case q.busy <- struct{}{}:
-			return func() { <-q.busy }, nil
-		case <-time.After(ackLinger):
+		case slot <- struct{}{}:
+			return func() { <-q.busy }, false, nil
+		case <-time.After(wait):
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the acks to let processing run: %w", ctx.Err())
+			return nil, false, fmt.Errorf("waiting for the acks to let processing run: %w", ctx.Err())
 		}
 	}
-	return func() {}, nil
+	return func() {}, false, nil
 }

@@ -8,58 +8,80 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
-// TestAcksFirstWithinLag: while acknowledging, processing waits for a
-// busy slot and batches for BusyBatchTime, unless the first attempt a
-// worker took waited longer than BusyMaxLag: then it runs as when no acks
-// are under way, until a first attempt comes in time again.
-func TestAcksFirstWithinLag(t *testing.T) {
+// TestYield: while acknowledging, an attempt whose job waited less than
+// PauseLag (SQLite's default 1s) waits, one that waited less than BusyMaxLag takes one of the
+// BusyWorkers slots and batches for BusyBatchTime, and one that waited
+// longer runs at once with BatchTime; without acks every attempt runs at
+// once.
+func TestYield(t *testing.T) {
 	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
-	cfg := Config{BusyMaxLag: 10 * time.Second, StampWithNow: true, Now: func() time.Time { return now }}.
-		withDefaults(store.SQLite)
-	q := &Queue{cfg: cfg, busy: make(chan struct{}, cfg.BusyWorkers)}
-	for range cfg.BusyWorkers {
-		q.busy <- struct{}{} // every slot taken: yield would wait
-	}
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	// yieldsAtOnce reports whether yield returns without a slot, with
-	// a context that has ended: it fails if it would wait.
-	yieldsAtOnce := func() bool {
-		release, err := q.yield(done)
-		if err != nil {
-			return false
-		}
-		release()
-		return true
-	}
-	if !yieldsAtOnce() || q.batchTime() != cfg.BatchTime {
-		t.Fatal("processing gives way while nothing is being acknowledged")
-	}
-	q.ingestStarted()
 	for _, tc := range []struct {
-		waited time.Duration
-		first  bool // acks first
+		name      string
+		engine    store.Engine // default SQLite
+		pauseLag  time.Duration
+		waited    time.Duration
+		acking    bool
+		slotTaken bool // by another attempt
+		want      string
 	}{
-		{0, true},
-		{cfg.BusyMaxLag, true},
-		{cfg.BusyMaxLag + time.Millisecond, false},
-		{time.Hour, false},
-		{time.Second, true}, // caught up
+		{name: "no acks", waited: 0, want: "runs"},
+		{name: "no acks, slot taken", waited: 0, slotTaken: true, want: "runs"},
+		{name: "fresh", waited: 0, acking: true, want: "waits"},
+		{name: "just under the pause", waited: time.Second - time.Millisecond, acking: true, want: "waits"},
+		{name: "paused no more", waited: time.Second, acking: true, want: "takes a slot"},
+		{name: "slot taken", waited: 5 * time.Second, acking: true, slotTaken: true, want: "waits"},
+		{name: "at the max lag", waited: 10 * time.Second, acking: true, want: "takes a slot"},
+		{name: "behind", waited: 10*time.Second + time.Millisecond, acking: true, slotTaken: true, want: "runs behind"},
+		{name: "never paused", pauseLag: -1, waited: 0, acking: true, want: "takes a slot"},
+		{name: "PostgreSQL never pauses", engine: store.Postgres, waited: 0, acking: true, want: "takes a slot"},
 	} {
-		q.noteLag(now.Add(-tc.waited))
-		if got := q.acksFirst(); got != tc.first {
-			t.Errorf("first attempt waited %v: acks first = %v, want %v", tc.waited, got, tc.first)
-		}
-		if got := !yieldsAtOnce(); got != tc.first {
-			t.Errorf("first attempt waited %v: yield waits = %v, want %v", tc.waited, got, tc.first)
-		}
-		want := cfg.BatchTime
-		if tc.first {
-			want = cfg.BusyBatchTime
-		}
-		if got := q.batchTime(); got != want {
-			t.Errorf("first attempt waited %v: batch time %v, want %v", tc.waited, got, want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.engine == "" {
+				tc.engine = store.SQLite
+			}
+			cfg := Config{PauseLag: tc.pauseLag, StampWithNow: true, Now: func() time.Time { return now }}.
+				withDefaults(tc.engine)
+			q := &Queue{cfg: cfg, busy: make(chan struct{}, 1)}
+			if tc.slotTaken {
+				q.busy <- struct{}{}
+			}
+			if tc.acking {
+				q.ingestStarted()
+				defer q.ingestDone()
+			}
+			ctx := context.Background()
+			if tc.want == "waits" {
+				// It would wait: it fails once ctx has ended.
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				cancel()
+			}
+			release, behind, err := q.yield(ctx, now.Add(-tc.waited))
+			got := "runs"
+			switch {
+			case err != nil:
+				got = "waits"
+			case behind:
+				got = "runs behind"
+			case len(q.busy) == 1 && !tc.slotTaken:
+				got = "takes a slot"
+			}
+			if got != tc.want {
+				t.Fatalf("an attempt due %v ago %s, want it %s", tc.waited, got, tc.want)
+			}
+			if release != nil {
+				release()
+			}
+			if tc.slotTaken != (len(q.busy) == 1) {
+				t.Error("the slot is not given back as it was")
+			}
+			want := cfg.BatchTime
+			if tc.acking && !behind {
+				want = cfg.BusyBatchTime
+			}
+			if bt := q.batchTime(behind); bt != want {
+				t.Errorf("batch time %v, want %v", bt, want)
+			}
+		})
 	}
-	q.ingestDone()
 }
