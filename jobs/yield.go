@@ -63,7 +63,7 @@ func (q *Queue) yield(ctx context.Context, due time.Time) (release func(), behin
 			return func() {}, true, nil
 		}
 		wait, slot := ackLinger, q.busy
-		if lag < q.cfg.PauseLag {
+		if q.cfg.PauseLag > 0 && lag < q.cfg.PauseLag {
 			wait, slot = min(wait, q.cfg.PauseLag-lag), nil // a nil channel is never ready
 		}
 		select {

@@ -34,6 +34,8 @@ func TestYield(t *testing.T) {
 		{name: "behind", waited: 10*time.Second + time.Millisecond, acking: true, slotTaken: true, want: "runs behind"},
 		{name: "never paused", pauseLag: -1, waited: 0, acking: true, want: "takes a slot"},
 		{name: "PostgreSQL never pauses", engine: store.Postgres, waited: 0, acking: true, want: "takes a slot"},
+		// The database's clock ahead of this machine's.
+		{name: "due ahead", engine: store.Postgres, waited: -time.Second, acking: true, want: "takes a slot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.engine == "" {
