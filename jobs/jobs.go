@@ -51,12 +51,14 @@ type Config struct {
 	// batching for BusyBatchTime; longer, it runs as when no delivery is
 	// being stored. A burst is acknowledged first; a sustained load the
 	// machine can process is processed about BusyMaxLag behind at most,
-	// not ever further behind. Defaults: PauseLag 1s on SQLite, where a
-	// batch holds the one connection the acks' commits wait for, and
-	// none on PostgreSQL, where pausing made processing slower and acks
-	// no faster (docs/benchmarks.md); BusyWorkers 1; BusyMaxLag 10s. A
-	// negative PauseLag never pauses; BusyWorkers of Workers or more
-	// takes no slot.
+	// not ever further behind. The wait counts against the attempt's
+	// JobTimeout: BusyMaxLag may be half of it at most. Defaults:
+	// PauseLag 1s on SQLite, where a batch holds the one connection the
+	// acks' commits wait for, and none on PostgreSQL, where pausing made
+	// processing slower and acks no faster (docs/benchmarks.md);
+	// BusyWorkers 1; BusyMaxLag 10s, or a quarter of JobTimeout if less.
+	// A negative PauseLag never pauses; with BusyWorkers of Workers or
+	// more no attempt waits for a slot.
 	PauseLag    time.Duration
 	BusyWorkers int
 	BusyMaxLag  time.Duration
@@ -80,9 +82,9 @@ type Config struct {
 	// Default 100ms.
 	BatchTime time.Duration
 	// BusyBatchTime is BatchTime while the Queue is storing deliveries
-	// (see BusyWorkers): acks come first. Default 2ms on SQLite, whose
-	// one connection an ack waits for while a batch holds it, 5ms on
-	// PostgreSQL, where it does not.
+	// and the batch's attempt is not behind (see BusyWorkers): acks come
+	// first. Default 2ms on SQLite, whose one connection an ack waits
+	// for while a batch holds it, 5ms on PostgreSQL, where it does not.
 	BusyBatchTime time.Duration
 	// MaxAttempts is how many times an event is tried before it is marked
 	// failed. Default 25 (River's default; about three weeks of retries).
@@ -226,14 +228,19 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	if c.Batch <= 0 {
 		c.Batch = 32
 	}
+	if c.JobTimeout <= 0 {
+		c.JobTimeout = time.Minute
+	}
+	if c.BusyMaxLag <= 0 {
+		// Well within an attempt's JobTimeout, which yield's wait counts
+		// against.
+		c.BusyMaxLag = min(10*time.Second, c.JobTimeout/4)
+	}
 	if c.PauseLag == 0 {
 		c.PauseLag = -1
 		if engine == store.SQLite {
-			c.PauseLag = time.Second
+			c.PauseLag = min(time.Second, c.BusyMaxLag)
 		}
-	}
-	if c.BusyMaxLag <= 0 {
-		c.BusyMaxLag = 10 * time.Second
 	}
 	if c.BatchTime <= 0 {
 		c.BatchTime = 100 * time.Millisecond
@@ -266,9 +273,6 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	}
 	if c.SweepBatch <= 0 {
 		c.SweepBatch = 1000
-	}
-	if c.JobTimeout <= 0 {
-		c.JobTimeout = time.Minute
 	}
 	if c.RescueAfter <= 0 {
 		c.RescueAfter = c.JobTimeout + rescueMargin
@@ -452,13 +456,17 @@ func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 // migrated. Call Start to process events; a Queue that is never started
 // still ingests and replays (the CLI does that). It returns an error
 // wrapping payhook.ErrConfig if RescueAfter is not more than JobTimeout,
-// or if DeliverMany is set without DeliverySweep (a crash just after a
+// if BusyMaxLag is more than half of it, or if DeliverMany is set without DeliverySweep (a crash just after a
 // batch's commit would leave its deliveries without a job for good).
 func New(db *store.DB, cfg Config) (*Queue, error) {
 	cfg = cfg.withDefaults(db.Engine)
 	if cfg.RescueAfter <= cfg.JobTimeout {
 		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",
 			cfg.RescueAfter, cfg.JobTimeout, payhook.ErrConfig)
+	}
+	if cfg.BusyMaxLag > cfg.JobTimeout/2 {
+		return nil, fmt.Errorf("job queue: busy max lag %s is more than half the job timeout %s, which an attempt's wait for the acks counts against: %w",
+			cfg.BusyMaxLag, cfg.JobTimeout, payhook.ErrConfig)
 	}
 	if cfg.DeliverMany != nil && cfg.DeliverySweep == nil {
 		return nil, fmt.Errorf("job queue: DeliverMany needs DeliverySweep, which finds the deliveries a crash left without a job: %w",
@@ -513,7 +521,11 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 
 // work runs one attempt of an event's job.
 func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
-	release, behind, err := q.yield(ctx, job.ScheduledAt)
+	var waited time.Duration // in the queue before River fetched it
+	if job.AttemptedAt != nil {
+		waited = max(0, job.AttemptedAt.Sub(job.ScheduledAt))
+	}
+	release, behind, err := q.yield(ctx, waited)
 	if err != nil {
 		return err
 	}
@@ -537,8 +549,8 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	return err
 }
 
-// riverNow is the clock to read River's times against: Now with
-// StampWithNow, else this machine's, taken to be close to the database's.
+// riverNow is the clock of River's times in this process: Now with
+// StampWithNow (a simulation's fake time), else this machine's.
 func (q *Queue) riverNow() time.Time {
 	if q.cfg.StampWithNow {
 		return q.cfg.Now()

@@ -783,9 +783,10 @@ func TestConfigRefused(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db, _ := setup(t, dbURL, jobs.Config{})
 		for name, cfg := range map[string]jobs.Config{
-			"rescue after = job timeout":  {JobTimeout: time.Minute, RescueAfter: time.Minute},
-			"rescue after < job timeout":  {JobTimeout: time.Minute, RescueAfter: time.Second},
-			"DeliverMany without a sweep": {DeliverMany: many},
+			"rescue after = job timeout":   {JobTimeout: time.Minute, RescueAfter: time.Minute},
+			"rescue after < job timeout":   {JobTimeout: time.Minute, RescueAfter: time.Second},
+			"DeliverMany without a sweep":  {DeliverMany: many},
+			"busy max lag > job timeout/2": {JobTimeout: time.Minute, BusyMaxLag: 31 * time.Second},
 		} {
 			if _, err := jobs.New(db, cfg); !errors.Is(err, payhook.ErrConfig) {
 				t.Errorf("%s: New = %v, want ErrConfig", name, err)

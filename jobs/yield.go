@@ -51,19 +51,26 @@ func (q *Queue) ingestDone() {
 	q.ingesting.Add(-1)
 }
 
-// yield waits until the attempt of a job due at due may begin, as
-// described above, and returns the function that gives back the slot it
-// took, if any, and whether the attempt is behind (waited more than
-// BusyMaxLag: it batches for BatchTime, see batchTime). It fails only
+// yield waits until the attempt of a job that had waited waited when it
+// was fetched may begin, as described above, and returns the function
+// that gives back the slot it took, if any, and whether the attempt is
+// behind (waited more than BusyMaxLag: it batches for BatchTime, see
+// batchTime). The wait is measured from the job's own times, both the
+// database's clock, so that a skew between it and this machine's clock
+// does not count. Once Stop is called it waits no more. It fails only
 // when ctx ends.
-func (q *Queue) yield(ctx context.Context, due time.Time) (release func(), behind bool, err error) {
-	for q.acking() {
-		lag := q.riverNow().Sub(due)
+func (q *Queue) yield(ctx context.Context, waited time.Duration) (release func(), behind bool, err error) {
+	start := q.riverNow()
+	for {
+		lag := waited + q.riverNow().Sub(start)
 		if lag > q.cfg.BusyMaxLag {
 			return func() {}, true, nil
 		}
+		if !q.acking() || q.stopping.Load() {
+			return func() {}, false, nil
+		}
 		wait, slot := ackLinger, q.busy
-		if q.cfg.PauseLag > 0 && lag < q.cfg.PauseLag {
+		if lag < q.cfg.PauseLag {
 			wait, slot = min(wait, q.cfg.PauseLag-lag), nil // a nil channel is never ready
 		}
 		select {
@@ -74,5 +81,4 @@ func (q *Queue) yield(ctx context.Context, due time.Time) (release func(), behin
 			return nil, false, fmt.Errorf("waiting for the acks to let processing run: %w", ctx.Err())
 		}
 	}
-	return func() {}, false, nil
 }

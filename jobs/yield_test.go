@@ -9,38 +9,40 @@ import (
 )
 
 // TestYield: while acknowledging, an attempt whose job waited less than
-// PauseLag (SQLite's default 1s) waits, one that waited less than BusyMaxLag takes one of the
-// BusyWorkers slots and batches for BusyBatchTime, and one that waited
-// longer runs at once with BatchTime; without acks every attempt runs at
-// once.
+// PauseLag (SQLite's default 1s) waits, one that waited less than
+// BusyMaxLag takes one of the BusyWorkers slots and batches for
+// BusyBatchTime, and one that waited longer runs at once with BatchTime;
+// without acks, or once the Queue stops, every attempt runs at once.
 func TestYield(t *testing.T) {
-	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name      string
 		engine    store.Engine // default SQLite
 		pauseLag  time.Duration
 		waited    time.Duration
 		acking    bool
+		stopping  bool
 		slotTaken bool // by another attempt
 		want      string
 	}{
 		{name: "no acks", waited: 0, want: "runs"},
 		{name: "no acks, slot taken", waited: 0, slotTaken: true, want: "runs"},
+		{name: "no acks, behind", waited: time.Hour, want: "runs behind"},
 		{name: "fresh", waited: 0, acking: true, want: "waits"},
 		{name: "just under the pause", waited: time.Second - time.Millisecond, acking: true, want: "waits"},
 		{name: "paused no more", waited: time.Second, acking: true, want: "takes a slot"},
 		{name: "slot taken", waited: 5 * time.Second, acking: true, slotTaken: true, want: "waits"},
 		{name: "at the max lag", waited: 10 * time.Second, acking: true, want: "takes a slot"},
 		{name: "behind", waited: 10*time.Second + time.Millisecond, acking: true, slotTaken: true, want: "runs behind"},
+		{name: "stopping", waited: 0, acking: true, stopping: true, slotTaken: true, want: "runs"},
 		{name: "never paused", pauseLag: -1, waited: 0, acking: true, want: "takes a slot"},
 		{name: "PostgreSQL never pauses", engine: store.Postgres, waited: 0, acking: true, want: "takes a slot"},
-		// The database's clock ahead of this machine's.
-		{name: "due ahead", engine: store.Postgres, waited: -time.Second, acking: true, want: "takes a slot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.engine == "" {
 				tc.engine = store.SQLite
 			}
+			// A clock that stands still: the wait is the job's alone.
+			now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 			cfg := Config{PauseLag: tc.pauseLag, StampWithNow: true, Now: func() time.Time { return now }}.
 				withDefaults(tc.engine)
 			q := &Queue{cfg: cfg, busy: make(chan struct{}, 1)}
@@ -51,14 +53,16 @@ func TestYield(t *testing.T) {
 				q.ingestStarted()
 				defer q.ingestDone()
 			}
-			ctx := context.Background()
+			q.stopping.Store(tc.stopping)
+			// One that would wait fails once ctx has ended: at once
+			// where it should, else after a minute (the clock stands
+			// still: it would wait for ever).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
 			if tc.want == "waits" {
-				// It would wait: it fails once ctx has ended.
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithCancel(ctx)
 				cancel()
 			}
-			release, behind, err := q.yield(ctx, now.Add(-tc.waited))
+			release, behind, err := q.yield(ctx, tc.waited)
 			got := "runs"
 			switch {
 			case err != nil:
@@ -85,5 +89,22 @@ func TestYield(t *testing.T) {
 				t.Errorf("batch time %v, want %v", bt, want)
 			}
 		})
+	}
+}
+
+// TestLagDefaults: BusyMaxLag stays well within JobTimeout, which the
+// wait counts against (New refuses one that does not: TestConfigRefused).
+func TestLagDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		jobTimeout, busyMaxLag, pauseLag time.Duration
+	}{
+		{0, 10 * time.Second, time.Second},
+		{time.Second, 250 * time.Millisecond, 250 * time.Millisecond},
+	} {
+		cfg := Config{JobTimeout: tc.jobTimeout}.withDefaults(store.SQLite)
+		if cfg.BusyMaxLag != tc.busyMaxLag || cfg.PauseLag != tc.pauseLag {
+			t.Errorf("job timeout %v: busy max lag %v, pause lag %v; want %v, %v",
+				tc.jobTimeout, cfg.BusyMaxLag, cfg.PauseLag, tc.busyMaxLag, tc.pauseLag)
+		}
 	}
 }
