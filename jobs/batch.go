@@ -26,7 +26,8 @@ const maxAlone = 10000
 // a handful of statements besides their handlers'; it returns the
 // after-commit deliveries they wrote, for the caller to send
 // (deliverCommitted) once it no longer holds an acks-first slot. The
-// batch ends early at BatchTime or Stop, leaving the rest untried.
+// batch ends early at its batchTime (behind: see yield) or Stop, leaving
+// the rest untried.
 //
 // Batches run without savepoints but for the event of id until another
 // event's handler fails: that batch rolls back and runs again with a
