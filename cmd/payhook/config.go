@@ -38,6 +38,34 @@ type processingConfig struct {
 	RetryBase string `yaml:"retry_base"`
 	// RetryMax is the longest delay between two attempts (default 1h).
 	RetryMax string `yaml:"retry_max"`
+	// PauseLag: while deliveries are being stored, an event less than
+	// this behind waits (jobs.Config.PauseLag; default 1s on SQLite, off
+	// on PostgreSQL); "off" never pauses.
+	PauseLag string `yaml:"pause_lag"`
+	// MaxLag: past this behind, processing runs at full speed even while
+	// deliveries are being stored (jobs.Config.BusyMaxLag; default 10s,
+	// at most 30s).
+	MaxLag string `yaml:"max_lag"`
+}
+
+// lags returns p's PauseLag and BusyMaxLag for jobs.Config: zero for
+// the defaults, a negative PauseLag for "off".
+func (p processingConfig) lags() (pause, most time.Duration, err error) {
+	switch p.PauseLag {
+	case "":
+	case "off":
+		pause = -1
+	default:
+		if pause, err = time.ParseDuration(p.PauseLag); err != nil || pause <= 0 {
+			return 0, 0, fmt.Errorf("processing: pause_lag %q is neither a positive duration nor off: %w", p.PauseLag, payhook.ErrConfig)
+		}
+	}
+	if p.MaxLag != "" {
+		if most, err = time.ParseDuration(p.MaxLag); err != nil || most <= 0 {
+			return 0, 0, fmt.Errorf("processing: max_lag %q is not a positive duration: %w", p.MaxLag, payhook.ErrConfig)
+		}
+	}
+	return pause, most, nil
 }
 
 // backoff returns the retry delays of p.

@@ -424,6 +424,64 @@ func TestConfigSourcesValidates(t *testing.T) {
 	}
 }
 
+func TestProcessingLags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pause, most         string
+		wantPause, wantMost time.Duration
+		bad                 bool
+	}{
+		{"", "", 0, 0, false}, // jobs.Config's defaults
+		{"off", "", -1, 0, false},
+		{"250ms", "5s", 250 * time.Millisecond, 5 * time.Second, false},
+		{"0s", "", 0, 0, true}, // off is said "off"
+		{"soon", "", 0, 0, true},
+		{"-1s", "", 0, 0, true},
+		{"", "0s", 0, 0, true},
+		{"", "off", 0, 0, true},
+	} {
+		pause, most, err := processingConfig{PauseLag: tc.pause, MaxLag: tc.most}.lags()
+		if tc.bad {
+			if !errors.Is(err, payhook.ErrConfig) {
+				t.Errorf("pause_lag %q, max_lag %q: %v, want ErrConfig", tc.pause, tc.most, err)
+			}
+			continue
+		}
+		if err != nil || pause != tc.wantPause || most != tc.wantMost {
+			t.Errorf("pause_lag %q, max_lag %q: %v, %v, %v; want %v, %v", tc.pause, tc.most, pause, most, err, tc.wantPause, tc.wantMost)
+		}
+	}
+}
+
+// TestREADMEProcessing: the README's processing block loads, with every
+// value its comment says is the default.
+func TestREADMEProcessing(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```yaml\nprocessing:\n")
+	block, _, _ = strings.Cut(block, "```")
+	if !ok || block == "" {
+		t.Fatal("no processing block in the README")
+	}
+	path := filepath.Join(t.TempDir(), "payhook.yaml")
+	text := "sources:\n  - name: shop\n    provider: stripe\n    secrets: [whsec_x]\nprocessing:\n" + block
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("the README's processing block: %v", err)
+	}
+	pause, most, err := cfg.Processing.lags()
+	if _, berr := cfg.Processing.backoff(); err != nil || berr != nil || pause != time.Second || most != 10*time.Second ||
+		cfg.Processing.Workers != 8 || cfg.Processing.MaxAttempts != 25 {
+		t.Errorf("the README's processing block reads %+v (lags %v, %v, %v)", cfg.Processing, pause, most, err)
+	}
+}
+
 func TestProcessingBackoff(t *testing.T) {
 	t.Parallel()
 	b, err := processingConfig{RetryBase: "100ms"}.backoff()

@@ -100,6 +100,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	pauseLag, maxLag, err := cfg.Processing.lags()
+	if err != nil {
+		return err
+	}
 	db, err := m.openDB(ctx, *dbURL, true)
 	if err != nil {
 		return err
@@ -118,6 +122,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
+	qcfg.PauseLag, qcfg.BusyMaxLag = pauseLag, maxLag
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
 	// The scheduled backfills store through the queue made next.
 	var queue *jobs.Queue
