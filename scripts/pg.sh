@@ -20,9 +20,11 @@
 #                     the script its own state file (scripts/test.sh does).
 #   PAYHOOK_PG_PORT   first port to try (default 55432; goes upward until free).
 #   PAYHOOK_PG_DURABLE  1: a cluster that flushes as a production server does
-#                     (fsync, full_page_writes and synchronous_commit on), for
-#                     benchmarks. Default: fsync and full_page_writes off,
-#                     faster for tests, which never measure the flush.
+#                     (fsync, full_page_writes and synchronous_commit on), its
+#                     WAL segments made ahead as a running server's are
+#                     (warm_wal), for benchmarks. Default: fsync and
+#                     full_page_writes off, faster for tests, which never
+#                     measure the flush.
 #
 # All progress messages go to stderr; only the DSN goes to stdout.
 # If no PostgreSQL server binaries are installed, they are installed with apt-get.
