@@ -139,7 +139,7 @@ cmdline() {
 	printf '%s\n' "$*" | sed -e "s|$DIR|\$RUN|g" -e "s|$SECRET|\$SECRET|g" -e "s|$REPO/||g" -e "s|$PGBASE|\$PG|g" \
 		-e "s|$PEER_URL|\$PEER|g" -e 's|?sslmode=disable||g' >>"$DIR/commands.txt"
 }
-cmdline "PAYHOOK_PG_DURABLE=1 scripts/pg.sh start   # PostgreSQL at \$PG: fsync, full_page_writes, synchronous_commit on"
+cmdline "PAYHOOK_PG_DURABLE=1 scripts/pg.sh start   # PostgreSQL at \$PG: fsync, full_page_writes, synchronous_commit on; WAL made ahead"
 cmdline "bench/peer/peer.sh migrate \$PG/peer && bench/peer/peer.sh serve \$PG/peer \$SECRET   # at \$PEER"
 
 # --- 1. side by side ---------------------------------------------------------
