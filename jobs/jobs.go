@@ -456,8 +456,9 @@ func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 // migrated. Call Start to process events; a Queue that is never started
 // still ingests and replays (the CLI does that). It returns an error
 // wrapping payhook.ErrConfig if RescueAfter is not more than JobTimeout,
-// if BusyMaxLag is more than half of it, or if DeliverMany is set without DeliverySweep (a crash just after a
-// batch's commit would leave its deliveries without a job for good).
+// if BusyMaxLag is more than half of it, or if DeliverMany is set
+// without DeliverySweep (a crash just after a batch's commit would leave
+// its deliveries without a job for good).
 func New(db *store.DB, cfg Config) (*Queue, error) {
 	cfg = cfg.withDefaults(db.Engine)
 	if cfg.RescueAfter <= cfg.JobTimeout {
