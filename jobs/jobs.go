@@ -109,7 +109,8 @@ type Config struct {
 	// sweep's transactions looks at; a sweep runs more of them while one
 	// fills it (see Sweep). Default 1000.
 	SweepBatch int
-	// JobTimeout bounds one processing attempt. Default 1 minute.
+	// JobTimeout bounds one processing attempt. Default
+	// DefaultJobTimeout.
 	JobTimeout time.Duration
 	// RescueAfter is how long a job may be running before it is taken for
 	// the job of a dead process (killed, or cut off from the database
@@ -203,6 +204,9 @@ type Config struct {
 	Periodic []Periodic
 }
 
+// DefaultJobTimeout is Config.JobTimeout's default.
+const DefaultJobTimeout = time.Minute
+
 // rescueMargin is how much longer than JobTimeout a job may be running
 // before it is rescued by default: time for a handler to return once its
 // context is cancelled and for River to write the completion.
@@ -229,7 +233,7 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		c.Batch = 32
 	}
 	if c.JobTimeout <= 0 {
-		c.JobTimeout = time.Minute
+		c.JobTimeout = DefaultJobTimeout
 	}
 	if c.BusyMaxLag <= 0 {
 		// Well within an attempt's JobTimeout, which yield's wait counts

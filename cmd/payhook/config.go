@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/provider/hmac"
@@ -63,6 +64,10 @@ func (p processingConfig) lags() (pause, most time.Duration, err error) {
 	if p.MaxLag != "" {
 		if most, err = time.ParseDuration(p.MaxLag); err != nil || most <= 0 {
 			return 0, 0, fmt.Errorf("processing: max_lag %q is not a positive duration: %w", p.MaxLag, payhook.ErrConfig)
+		}
+		if limit := jobs.DefaultJobTimeout / 2; most > limit {
+			return 0, 0, fmt.Errorf("processing: max_lag %s is more than %s, half of an attempt's time limit, which the wait counts against: %w",
+				most, limit, payhook.ErrConfig)
 		}
 	}
 	return pause, most, nil

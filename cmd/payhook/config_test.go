@@ -439,6 +439,8 @@ func TestProcessingLags(t *testing.T) {
 		{"-1s", "", 0, 0, true},
 		{"", "0s", 0, 0, true},
 		{"", "off", 0, 0, true},
+		{"", "30s", 0, 30 * time.Second, false},
+		{"", "31s", 0, 0, true}, // more than half of an attempt's JobTimeout
 	} {
 		pause, most, err := processingConfig{PauseLag: tc.pause, MaxLag: tc.most}.lags()
 		if tc.bad {
