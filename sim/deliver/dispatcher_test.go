@@ -549,7 +549,16 @@ func TestFaultBurst(t *testing.T) {
 func TestFaultBurstCopiesRetryOnTheirOwn(t *testing.T) {
 	t.Parallel()
 	// Only the first arrival is answered 2xx: the other copies retry.
+	// No copy is answered before all three arrived, so that a retry
+	// cannot arrive before a copy's first attempt, however slow the
+	// machine (it did, once: that copy's retry met a 429 and gave up).
+	var firsts sync.WaitGroup
+	firsts.Add(3)
 	s := newSink(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n <= 3 {
+			firsts.Done()
+			firsts.Wait()
+		}
 		if n > 1 && n <= 3 {
 			http.Error(w, "busy", http.StatusTooManyRequests)
 		}
