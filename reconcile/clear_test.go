@@ -27,30 +27,32 @@ func TestReconcileClearsFixedDifferences(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	now := at.Add(time.Hour)
-	var mu sync.Mutex
-	failing := false
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		defer mu.Unlock()
-		if failing {
-			http.Error(w, `{"error":{"type":"request_error","code":"bad_request","detail":"no"}}`, http.StatusBadRequest)
-			return
-		}
-		var data []string
-		if r.URL.Path == "/transactions" {
-			for _, id := range []string{"txn_1", "txn_2"} {
-				data = append(data, `{"id":"`+id+`","status":"completed","currency_code":"EUR","details":{"totals":{"total":"1000",`+
-					`"grand_total":"1000","currency_code":"EUR"}},"created_at":"2026-11-30T12:00:00Z"}`)
-			}
-		}
-		fmt.Fprintf(w, `{"data":[%s],"meta":{"pagination":{"has_more":false}}}`, strings.Join(data, ","))
-	}))
-	t.Cleanup(srv.Close)
-	c, err := provider.NewClient("paddle", adapter.ClientConfig{BaseURL: srv.URL, Key: "pdl_sdbx_apikey_x"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		// A provider of its own: the engines run at once, and a failing
+		// run of one must not fail the other's.
+		var mu sync.Mutex
+		failing := false
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failing {
+				http.Error(w, `{"error":{"type":"request_error","code":"bad_request","detail":"no"}}`, http.StatusBadRequest)
+				return
+			}
+			var data []string
+			if r.URL.Path == "/transactions" {
+				for _, id := range []string{"txn_1", "txn_2"} {
+					data = append(data, `{"id":"`+id+`","status":"completed","currency_code":"EUR","details":{"totals":{"total":"1000",`+
+						`"grand_total":"1000","currency_code":"EUR"}},"created_at":"2026-11-30T12:00:00Z"}`)
+				}
+			}
+			fmt.Fprintf(w, `{"data":[%s],"meta":{"pagination":{"has_more":false}}}`, strings.Join(data, ","))
+		}))
+		t.Cleanup(srv.Close)
+		c, err := provider.NewClient("paddle", adapter.ClientConfig{BaseURL: srv.URL, Key: "pdl_sdbx_apikey_x"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		ctx := context.Background()
 		db := openDB(t, dbURL)
 		apply := func(do func(tx *billing.Tx) error) {
