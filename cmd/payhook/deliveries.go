@@ -20,11 +20,11 @@ A delivery is one fact (docs/facts.md) sent to one sink of the config's
 sinks:, retried with backoff on its own. list shows the deliveries, newest
 first, with the last attempt of each (LAST: the status its sink answered,
 or ok or error from a sink without statuses such as log, and how long it
-took); --json adds every attempt (status, response excerpt, latency). Statuses: pending, delivered, failed (every
-attempt failed), paused (its sink answered 410 Gone). resend sends one
-again whatever its status, and resumes its sink if paused; a running
-payhook serve on this database sends it. Every subcommand takes --db URL
-(env PAYHOOK_DB) like serve.
+took); --json adds every attempt (status, response excerpt, latency).
+Statuses: pending, delivered, failed (every attempt failed), paused (its
+sink answered 410 Gone). resend sends one again whatever its status, and
+resumes its sink if paused; a running payhook serve on this database
+sends it. Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook deliveries list --status failed
