@@ -93,30 +93,33 @@ func (q *Queue) insertProcessJobsTx(ctx context.Context, tx *sql.Tx, ids []int64
 }
 
 // maxJobRows bounds the rows of one insert of jobs: SQLite allows 32,766
-// arguments, and each row takes three.
+// arguments, and each row takes six.
 const maxJobRows = 1000
 
 func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	var now any
-	args := make([]any, 0, 3+3*len(ids))
+	args := make([]any, 0, 6*len(ids))
 	var b strings.Builder
 	if q.db.Engine == store.SQLite {
 		if q.cfg.StampWithNow {
 			now = q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
 		}
-		args = append(args, now, q.cfg.MaxAttempts, liveStatesMask)
+		// Anonymous parameters ("?"), each given its argument: SQLite
+		// names "$n" ones, and the driver looks each one's name up in a
+		// list as long as the statement's parameters.
 		b.WriteString(`INSERT INTO river_job
 			(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
 			VALUES `)
+		row := fmt.Sprintf(`(jsonb(?), coalesce(CAST(? AS TEXT), datetime('now', 'subsec')), '%s', ?, jsonb('{}'), %d, '%s',
+				coalesce(CAST(? AS TEXT), datetime('now', 'subsec')), 'available', jsonb('[]'), ?, ?)`,
+			processArgs{}.Kind(), workPriority, river.QueueDefault)
 		for i, id := range ids {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			n := 4 + 2*i
-			fmt.Fprintf(&b, `(jsonb($%d), coalesce(CAST($1 AS TEXT), datetime('now', 'subsec')), '%s', $2, jsonb('{}'), %d, '%s',
-				coalesce(CAST($1 AS TEXT), datetime('now', 'subsec')), 'available', jsonb('[]'), $%d, $3)`,
-				n, processArgs{}.Kind(), workPriority, river.QueueDefault, n+1)
-			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, processUniqueKey(id))
+			b.WriteString(row)
+			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, now, q.cfg.MaxAttempts, now,
+				processUniqueKey(id), liveStatesMask)
 		}
 		b.WriteString(`
 			ON CONFLICT (unique_key)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/payhook/payhook/store"
 )
 
 // errLeftAlone is DeliverMany's error for a delivery it did not send.
@@ -228,15 +230,23 @@ func (o *Outbox) insertAttempts(ctx context.Context, tx *sql.Tx, rows []attemptR
 	if len(rows) == 0 {
 		return nil
 	}
-	args := []any{o.cfg.DB.TimeValue(now)}
+	at := o.cfg.DB.TimeValue(now)
+	var args []any
 	var values strings.Builder
 	for i, r := range rows {
 		if i > 0 {
 			values.WriteString(", ")
 		}
-		n := len(args)
-		fmt.Fprintf(&values, "($%d, $%d, $1, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6)
-		args = append(args, r.delivery, r.attempt, r.rec.Status, excerpt(r.rec.Response), r.err, r.latency.Microseconds())
+		// Anonymous parameters on SQLite, each given its argument: it
+		// names "$n" ones, and the driver looks each one's name up in a
+		// list as long as the statement's parameters.
+		if o.cfg.DB.Engine == store.SQLite {
+			values.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+		} else {
+			n := len(args)
+			fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
+		}
+		args = append(args, r.delivery, r.attempt, at, r.rec.Status, excerpt(r.rec.Response), r.err, r.latency.Microseconds())
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_delivery_attempts
 		(delivery, attempt, at, status_code, response, error, latency_us) VALUES `+values.String(), args...); err != nil {

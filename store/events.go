@@ -137,6 +137,9 @@ func matchInserted(evs []*payhook.Event, ids map[eventKey]int64, same func(i int
 // eventInsertArgs arguments per row, and allows 32,766 arguments.
 const maxInsertRows = 1000
 
+// eventInsertArgs is the number of arguments of one event's row on SQLite.
+const eventInsertArgs = 12
+
 // insertEventsSQLite inserts evs, at most maxInsertRows a statement, and
 // returns the ids of those inserted by key.
 func (db *DB) insertEventsSQLite(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (map[eventKey]int64, error) {
@@ -147,16 +150,18 @@ func (db *DB) insertEventsSQLite(ctx context.Context, tx *sql.Tx, evs []*payhook
 		(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
 		 enqueued_at, received_via)
 		VALUES `)
+		// Anonymous parameters ("?"), each given its argument: SQLite
+		// names "$n" ones, and the driver looks each one's name up in a
+		// list as long as the statement's parameters.
 		args := make([]any, 0, len(chunk)*eventInsertArgs)
 		for i, ev := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			n := i * eventInsertArgs
-			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)",
-				n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8, n+9, n+10, n+6, n+11)
-			args = append(args, ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), db.TimeValue(ev.ReceivedAt),
-				ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), string(ev.ReceivedVia))
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			received := db.TimeValue(ev.ReceivedAt)
+			args = append(args, ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), received,
+				ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), received, string(ev.ReceivedVia))
 		}
 		q.WriteString(" ON CONFLICT (source, event_id) DO NOTHING RETURNING id, source, event_id")
 		if err := scanIDs(ctx, tx, q.String(), args, ids); err != nil {
@@ -165,9 +170,6 @@ func (db *DB) insertEventsSQLite(ctx context.Context, tx *sql.Tx, evs []*payhook
 	}
 	return ids, nil
 }
-
-// eventInsertArgs is the number of arguments of one event's row.
-const eventInsertArgs = 11
 
 // insertEventsPostgres inserts evs in one statement whose text does not
 // depend on their number (the events go as one array per column), so that
@@ -396,7 +398,11 @@ func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.E
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
+		if db.Engine == SQLite {
+			q.WriteString("(?, ?)") // anonymous: see insertEventsSQLite
+		} else {
+			fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
+		}
 		args = append(args, ev.Source, ev.EventID)
 	}
 	q.WriteString(`) AS k JOIN payhook_events e ON e.source = k.column1 AND e.event_id = k.column2`)
