@@ -269,3 +269,85 @@ func TestDeliverUnknownSink(t *testing.T) {
 		}
 	})
 }
+
+// unrecordedSink is an Unrecorded sink calling fn.
+type unrecordedSink func(context.Context, outbox.Fact) error
+
+func (s unrecordedSink) Send(ctx context.Context, f outbox.Fact) (outbox.Receipt, error) {
+	return outbox.Receipt{}, s(ctx, f)
+}
+
+func (unrecordedSink) Unrecorded() {}
+
+var _ outbox.Unrecorded = outbox.Log{}
+
+// TestUnrecordedSink: the deliveries of an Unrecorded sink leave no row
+// once their first attempt succeeds, in a batch or alone, and keep their
+// row and log when it failed; every fact is delivered.
+func TestUnrecordedSink(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		var calls, got counts
+		if err := box.Add("quiet", []string{"*"}, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			if calls.add("all") == 1 {
+				return errors.New("first call fails")
+			}
+			got.add(f.ID)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		q := queue(t, db, box, nil)
+		const n = 4
+		var evs []*payhook.Event
+		for i := range n {
+			evs = append(evs, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
+		}
+		if _, err := q.Ingest(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+		sent := func(facts int) {
+			t.Helper()
+			waitProgress(t, "deliveries sent and recorded", func() (bool, string) {
+				pending := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE status <> 'delivered'`)
+				return got.len() == facts && pending == 0, fmt.Sprintf("%d facts, %d pending", got.len(), pending)
+			})
+		}
+		// The first batch's first call fails: the others of that batch are
+		// left to run alone (Deliver). The next events' go in a batch
+		// (DeliverMany).
+		sent(2 * n)
+		var more []*payhook.Event
+		for i := n; i < 2*n; i++ {
+			more = append(more, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
+		}
+		if _, err := q.Ingest(ctx, more); err != nil {
+			t.Fatal(err)
+		}
+		sent(4 * n)
+		if f := count(t, db, `SELECT count(*) FROM payhook_facts`); f != 4*n {
+			t.Errorf("%d facts stored; want %d", f, 4*n)
+		}
+		// Only the delivery whose first attempt failed is left, delivered
+		// at its second, with both attempts in the log.
+		ds, err := outbox.ListDeliveries(ctx, db, outbox.DeliveryFilter{Sink: "quiet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 1 || ds[0].Status != outbox.StatusDelivered || ds[0].Attempts != 2 || len(ds[0].Log) != 2 {
+			t.Errorf("deliveries = %+v; want the one that failed first, delivered at its second attempt", ds)
+		}
+		if a := count(t, db, `SELECT count(*) FROM payhook_delivery_attempts`); a != 2 {
+			t.Errorf("delivery log has %d attempts; want 2", a)
+		}
+		stats, err := box.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stats) != 1 || stats[0].Delivered != 4*n || stats[0].Errors != 1 || stats[0].Backlog != 0 {
+			t.Errorf("stats = %+v", stats)
+		}
+	})
+}

@@ -12,6 +12,15 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
+// sent is a delivery DeliverMany sent, with its route and its attempt.
+type sent struct {
+	d       *delivery
+	r       *route
+	rec     Receipt
+	err     error
+	latency time.Duration
+}
+
 // errLeftAlone is DeliverMany's error for a delivery it did not send.
 var errLeftAlone = errors.New("left to a delivery of its own")
 
@@ -36,13 +45,6 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 			errs[i] = err
 		}
 		return errs, nil
-	}
-	type sent struct {
-		d       *delivery
-		r       *route
-		rec     Receipt
-		err     error
-		latency time.Duration
 	}
 	results := make([]sent, len(ids))
 	// One after the other, as one worker sends (the other workers send
@@ -91,17 +93,22 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 	}
 	record = func(ctx context.Context, tx *sql.Tx) error {
 		now := o.cfg.Now()
-		if len(delivered) > 0 {
-			ids := make([]int64, len(delivered))
-			for i, s := range delivered {
+		// Those of Unrecorded sinks are deleted; the others marked.
+		marked, err := o.forgetSent(ctx, tx, delivered)
+		if err != nil {
+			return err
+		}
+		if len(marked) > 0 {
+			ids := make([]int64, len(marked))
+			for i, s := range marked {
 				ids[i] = s.d.id
 			}
 			attempts, err := o.markDelivered(ctx, tx, ids, now)
 			if err != nil {
 				return err
 			}
-			rows := make([]attemptRow, 0, len(delivered))
-			for _, s := range delivered {
+			rows := make([]attemptRow, 0, len(marked))
+			for _, s := range marked {
 				if n, ok := attempts[s.d.id]; ok {
 					rows = append(rows, attemptRow{s.d.id, n, s.rec, "", s.latency})
 				}
@@ -187,6 +194,47 @@ func (o *Outbox) loadMany(ctx context.Context, ids []int64) (map[int64]*delivery
 		return nil, nil, fmt.Errorf("paused sinks: %w", err)
 	}
 	return ds, paused, nil
+}
+
+// forgetSent deletes the rows of the deliveries of done sent to
+// Unrecorded sinks that were still pending at their first attempt, and
+// returns the rest of done, to be recorded delivered.
+func (o *Outbox) forgetSent(ctx context.Context, tx *sql.Tx, done []*sent) ([]*sent, error) {
+	var ids []int64
+	for _, s := range done {
+		if unrecorded(s.r.sink) {
+			ids = append(ids, s.d.id)
+		}
+	}
+	if len(ids) == 0 {
+		return done, nil
+	}
+	in, arg := o.cfg.DB.InIDs("id", 1, ids)
+	rows, err := tx.QueryContext(ctx, `DELETE FROM payhook_deliveries
+		WHERE `+in+` AND status = 'pending' AND attempts = 0
+		RETURNING id`, arg)
+	if err != nil {
+		return nil, fmt.Errorf("forget %d sent deliveries: %w", len(ids), err)
+	}
+	defer rows.Close()
+	gone := make(map[int64]bool, len(ids))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("forget %d sent deliveries: %w", len(ids), err)
+		}
+		gone[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("forget %d sent deliveries: %w", len(ids), err)
+	}
+	rest := make([]*sent, 0, len(done)-len(gone))
+	for _, s := range done {
+		if !gone[s.d.id] {
+			rest = append(rest, s)
+		}
+	}
+	return rest, nil
 }
 
 // markDelivered marks the deliveries ids still pending delivered, with

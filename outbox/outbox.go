@@ -296,7 +296,7 @@ func (o *Outbox) Deliver(ctx context.Context, id int64, final bool) error {
 	cancel()
 	switch {
 	case serr == nil:
-		if err := o.record(ctx, d, "delivered", rec, nil, latency); err != nil {
+		if err := o.recordSent(ctx, &sent{d: d, r: r, rec: rec, latency: latency}); err != nil {
 			return err
 		}
 		r.counts.delivered.Add(1)
@@ -363,6 +363,34 @@ func (o *Outbox) paused(ctx context.Context, r *route) (bool, error) {
 		return false, fmt.Errorf("sink %s paused: %w", r.name, err)
 	}
 	return n > 0, nil
+}
+
+// recordSent records the successful attempt s: a delivery of an
+// Unrecorded sink still at its first attempt is deleted, any other marked
+// delivered with its attempt logged.
+func (o *Outbox) recordSent(ctx context.Context, s *sent) error {
+	if !unrecorded(s.r.sink) {
+		return o.record(ctx, s.d, StatusDelivered, s.rec, nil, s.latency)
+	}
+	ctx = context.WithoutCancel(ctx)
+	tx, err := o.cfg.DB.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record delivery %d: %w", s.d.id, err)
+	}
+	defer tx.Rollback()
+	rest, err := o.forgetSent(ctx, tx, []*sent{s})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		if err := o.recordTx(ctx, tx, s.d, StatusDelivered, s.rec, nil, s.latency); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record delivery %d: commit: %w", s.d.id, err)
+	}
+	return nil
 }
 
 // record writes the attempt to the delivery log and the delivery's new

@@ -33,8 +33,30 @@ type Func func(ctx context.Context, f Fact) error
 // Send calls f.
 func (f Func) Send(ctx context.Context, fact Fact) (Receipt, error) { return Receipt{}, f(ctx, fact) }
 
+// Unrecorded is implemented by a sink whose successful deliveries are
+// not worth a record of their own: a delivery to it is written pending
+// in the fact's transaction, as any delivery, so that a crash after the
+// commit still sends it, but once its first attempt succeeds the row is
+// deleted instead of being marked delivered, and that attempt is not
+// logged. A delivery whose first attempt failed keeps its row and its
+// log, and is recorded delivered as any other. Log is one: its line is
+// the record, and three rows a fact (the delivery written, marked
+// delivered, its attempt logged) cost a third of processing's work.
+type Unrecorded interface {
+	Sink
+	// Unrecorded marks the sink; it is never called.
+	Unrecorded()
+}
+
+// unrecorded reports whether s is an Unrecorded sink.
+func unrecorded(s Sink) bool {
+	_, ok := s.(Unrecorded)
+	return ok
+}
+
 // Log is a sink that writes one structured line per fact: payhook serve's
-// sink when none is configured.
+// sink when none is configured. It is Unrecorded: the deliveries it
+// sends at their first attempt leave no row.
 type Log struct {
 	// Logger receives the lines. If nil, slog.Default().
 	Logger *slog.Logger
@@ -51,3 +73,6 @@ func (l Log) Send(ctx context.Context, f Fact) (Receipt, error) {
 		slog.String("data", string(f.Data)))
 	return Receipt{}, nil
 }
+
+// Unrecorded marks Log as an Unrecorded sink.
+func (Log) Unrecorded() {}
