@@ -390,9 +390,10 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 
 // drain waits until no event of source waits to be processed and returns
 // how long after start that was seen. It gives up when the number waiting
-// has not moved for stall. It probes with a cheap LIMIT 1 query every
-// 20 ms and counts the waiting events only once a second, for the stall
-// check: a COUNT(*) every 20 ms cost the server a sixth of a drain.
+// has not moved for stall. It probes with a LIMIT 1 query every 20 ms
+// and counts the waiting events only once a second, for the stall check
+// (a COUNT(*) every 20 ms cost the server a sixth of a drain), less
+// often as the drain goes on (see drainLoop).
 func drain(ctx context.Context, db *sql.DB, source string, start time.Time, stall time.Duration) (time.Duration, error) {
 	waiting := func(ctx context.Context) (bool, error) {
 		var one int
@@ -420,10 +421,18 @@ func drain(ctx context.Context, db *sql.DB, source string, start time.Time, stal
 
 // drainLoop is drain's loop: it asks waiting every poll until it says no,
 // and count at most every countEvery; it fails when count has returned
-// the same number for longer than stall.
+// the same number for longer than stall. Both intervals grow with the
+// time since start (a hundredth of it for poll, up to a second; a
+// twentieth for countEvery, up to 30 s), so that probing costs the server
+// the same small share of a long drain as of a short one, for a drain
+// time within 1%: on a database of a million events a COUNT(*) scans
+// them all, and a probe planned before the table grew may too.
 func drainLoop(ctx context.Context, start time.Time, stall, poll, countEvery time.Duration, source string,
 	waiting func(context.Context) (bool, error), count func(context.Context) (int64, error)) (time.Duration, error) {
 	last, moved, counted := int64(-1), time.Now(), time.Time{}
+	grown := func(least, most time.Duration, share int64) time.Duration {
+		return max(least, min(most, time.Since(start)/time.Duration(share)))
+	}
 	for {
 		w, err := waiting(ctx)
 		if err != nil {
@@ -432,7 +441,7 @@ func drainLoop(ctx context.Context, start time.Time, stall, poll, countEvery tim
 		if !w {
 			return time.Since(start), nil
 		}
-		if time.Since(counted) >= countEvery {
+		if time.Since(counted) >= grown(countEvery, 30*time.Second, 20) {
 			n, err := count(ctx)
 			if err != nil {
 				return 0, err
@@ -448,7 +457,7 @@ func drainLoop(ctx context.Context, start time.Time, stall, poll, countEvery tim
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("bench: drain: %w", ctx.Err())
-		case <-time.After(poll):
+		case <-time.After(grown(poll, time.Second, 100)):
 		}
 	}
 }
