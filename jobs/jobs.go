@@ -53,10 +53,10 @@ type Config struct {
 	// machine can process is processed about BusyMaxLag behind at most,
 	// not ever further behind. The wait counts against the attempt's
 	// JobTimeout: BusyMaxLag may be half of it at most. Defaults:
-	// PauseLag 1s on SQLite, where a batch holds the one connection the
-	// acks' commits wait for, and none on PostgreSQL, where pausing made
-	// processing slower and acks no faster (docs/benchmarks.md);
-	// BusyWorkers 1; BusyMaxLag 10s, or a quarter of JobTimeout if less.
+	// PauseLag 1s (or BusyMaxLag if less): on SQLite a batch holds the
+	// one connection the acks' commits wait for, and on PostgreSQL the
+	// acks take the CPU a batch would (docs/benchmarks.md); BusyWorkers
+	// 1; BusyMaxLag 10s, or a quarter of JobTimeout if less.
 	// A negative PauseLag never pauses; with BusyWorkers of Workers or
 	// more no attempt waits for a slot.
 	PauseLag    time.Duration
@@ -243,10 +243,7 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		c.BusyMaxLag = min(10*time.Second, c.JobTimeout/4)
 	}
 	if c.PauseLag == 0 {
-		c.PauseLag = -1
-		if engine == store.SQLite {
-			c.PauseLag = min(time.Second, c.BusyMaxLag)
-		}
+		c.PauseLag = min(time.Second, c.BusyMaxLag)
 	}
 	if c.BatchTime <= 0 {
 		c.BatchTime = 100 * time.Millisecond

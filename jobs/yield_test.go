@@ -9,7 +9,7 @@ import (
 )
 
 // TestYield: while acknowledging, an attempt whose job waited less than
-// PauseLag (SQLite's default 1s) waits, one that waited less than
+// PauseLag (1s by default) waits, one that waited less than
 // BusyMaxLag takes one of the BusyWorkers slots and batches for
 // BusyBatchTime, and one that waited longer runs at once with BatchTime;
 // without acks, or once the Queue stops, every attempt runs at once.
@@ -35,7 +35,8 @@ func TestYield(t *testing.T) {
 		{name: "behind", waited: 10*time.Second + time.Millisecond, acking: true, slotTaken: true, want: "runs behind"},
 		{name: "stopping", waited: 0, acking: true, stopping: true, slotTaken: true, want: "runs"},
 		{name: "never paused", pauseLag: -1, waited: 0, acking: true, want: "takes a slot"},
-		{name: "PostgreSQL never pauses", engine: store.Postgres, waited: 0, acking: true, want: "takes a slot"},
+		{name: "PostgreSQL pauses too", engine: store.Postgres, waited: 0, acking: true, want: "waits"},
+		{name: "PostgreSQL paused no more", engine: store.Postgres, waited: time.Second, acking: true, want: "takes a slot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.engine == "" {
@@ -96,15 +97,19 @@ func TestYield(t *testing.T) {
 // wait counts against (New refuses one that does not: TestConfigRefused).
 func TestLagDefaults(t *testing.T) {
 	for _, tc := range []struct {
+		engine                           store.Engine
 		jobTimeout, busyMaxLag, pauseLag time.Duration
+		busyBatchTime                    time.Duration
 	}{
-		{0, 10 * time.Second, time.Second},
-		{time.Second, 250 * time.Millisecond, 250 * time.Millisecond},
+		{store.SQLite, 0, 10 * time.Second, time.Second, 2 * time.Millisecond},
+		{store.SQLite, time.Second, 250 * time.Millisecond, 250 * time.Millisecond, 2 * time.Millisecond},
+		{store.Postgres, 0, 10 * time.Second, time.Second, 20 * time.Millisecond},
 	} {
-		cfg := Config{JobTimeout: tc.jobTimeout}.withDefaults(store.SQLite)
-		if cfg.BusyMaxLag != tc.busyMaxLag || cfg.PauseLag != tc.pauseLag {
-			t.Errorf("job timeout %v: busy max lag %v, pause lag %v; want %v, %v",
-				tc.jobTimeout, cfg.BusyMaxLag, cfg.PauseLag, tc.busyMaxLag, tc.pauseLag)
+		cfg := Config{JobTimeout: tc.jobTimeout}.withDefaults(tc.engine)
+		if cfg.BusyMaxLag != tc.busyMaxLag || cfg.PauseLag != tc.pauseLag || cfg.BusyBatchTime != tc.busyBatchTime {
+			t.Errorf("%s, job timeout %v: busy max lag %v, pause lag %v, busy batch time %v; want %v, %v, %v",
+				tc.engine, tc.jobTimeout, cfg.BusyMaxLag, cfg.PauseLag, cfg.BusyBatchTime,
+				tc.busyMaxLag, tc.pauseLag, tc.busyBatchTime)
 		}
 	}
 }

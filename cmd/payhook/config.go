@@ -40,8 +40,8 @@ type processingConfig struct {
 	// RetryMax is the longest delay between two attempts (default 1h).
 	RetryMax string `yaml:"retry_max"`
 	// PauseLag: while deliveries are being stored, an event less than
-	// this behind waits (jobs.Config.PauseLag; default 1s on SQLite, off
-	// on PostgreSQL); "off" never pauses.
+	// this behind waits (jobs.Config.PauseLag; default 1s); "off" never
+	// pauses.
 	PauseLag string `yaml:"pause_lag"`
 	// MaxLag: past this behind, processing runs at full speed even while
 	// deliveries are being stored (jobs.Config.BusyMaxLag; default 10s,
