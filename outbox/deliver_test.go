@@ -46,10 +46,7 @@ func TestSinkFailingFirstAttempts(t *testing.T) {
 		var runs counts
 		q := queue(t, db, box, &runs)
 		const n = 4
-		var evs []*payhook.Event
-		for i := range n {
-			evs = append(evs, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
-		}
+		evs := checkouts(0, n)
 		if _, err := q.Ingest(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
@@ -301,11 +298,7 @@ func TestUnrecordedSink(t *testing.T) {
 		}
 		q := queue(t, db, box, nil)
 		const n = 4
-		var evs []*payhook.Event
-		for i := range n {
-			evs = append(evs, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
-		}
-		if _, err := q.Ingest(ctx, evs); err != nil {
+		if _, err := q.Ingest(ctx, checkouts(0, n)); err != nil {
 			t.Fatal(err)
 		}
 		sent := func(facts int) {
@@ -319,11 +312,7 @@ func TestUnrecordedSink(t *testing.T) {
 		// left to run alone (Deliver). The next events' go in a batch
 		// (DeliverMany).
 		sent(2 * n)
-		var more []*payhook.Event
-		for i := n; i < 2*n; i++ {
-			more = append(more, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
-		}
-		if _, err := q.Ingest(ctx, more); err != nil {
+		if _, err := q.Ingest(ctx, checkouts(n, 2*n)); err != nil {
 			t.Fatal(err)
 		}
 		sent(4 * n)

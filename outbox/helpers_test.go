@@ -99,6 +99,16 @@ func startQueue(t *testing.T, db *store.DB, box *outbox.Outbox, runs *counts, fa
 	return q
 }
 
+// checkouts returns checkout events from to to-1: event evt_i pays
+// order ord_i with payment pi_i, 1000 each.
+func checkouts(from, to int) []*payhook.Event {
+	var evs []*payhook.Event
+	for i := from; i < to; i++ {
+		evs = append(evs, checkout(fmt.Sprintf("evt_%d", i), fmt.Sprintf("pi_%d", i), fmt.Sprintf("ord_%d", i), 1000))
+	}
+	return evs
+}
+
 // checkout is a Stripe checkout.session.completed event of source "shop"
 // paying order with payment pi.
 func checkout(id, pi, order string, amount int64) *payhook.Event {

@@ -40,8 +40,8 @@ func (f Func) Send(ctx context.Context, fact Fact) (Receipt, error) { return Rec
 // deleted instead of being marked delivered, and that attempt is not
 // logged. A delivery whose first attempt failed keeps its row and its
 // log, and is recorded delivered as any other. Log is one: its line is
-// the record, and three rows a fact (the delivery written, marked
-// delivered, its attempt logged) cost a third of processing's work.
+// the record, and marking each delivery delivered and logging its
+// attempt took two of the three rows a fact cost it.
 type Unrecorded interface {
 	Sink
 	// Unrecorded marks the sink; it is never called.
