@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -279,8 +280,8 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			args = append(args, "--unsafe-durability")
 		}
 		for _, dbURL := range dbs {
-			var logs bytes.Buffer
-			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: &logs, Getenv: m.subEnv, Now: m.Now},
+			logs := &headBuffer{max: 64 << 10}
+			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: logs, Getenv: m.subEnv, Now: m.Now},
 				append(args, "--db", dbURL)...)
 			if err != nil {
 				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", store.Redact(dbURL), err, logs.String())
@@ -430,4 +431,31 @@ func serverVersion(ctx context.Context, db *store.DB) string {
 		return "unknown: " + err.Error()
 	}
 	return v
+}
+
+// headBuffer keeps the first max bytes written to it and drops the rest:
+// the log of a payhook started in the bench's process, read only when it
+// fails to start. Kept whole, it grew by a line per fact (the default log
+// sink) to tens of MB over a run, and each time the buffer doubled the
+// process stalled for 100-300 ms: the one slow second of a rate load.
+type headBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - h.buf.Len(); room > 0 {
+		h.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.buf.String()
 }

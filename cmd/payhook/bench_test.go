@@ -184,3 +184,17 @@ func TestBenchRateAlone(t *testing.T) {
 		t.Fatalf("loads %v; want the floor at rate=200/s only", loads)
 	}
 }
+
+// TestHeadBuffer: an in-process payhook's log keeps its first bytes only,
+// however much is written after, and every write reports success.
+func TestHeadBuffer(t *testing.T) {
+	h := &headBuffer{max: 10}
+	for _, w := range []string{"startup ", "failed: ", "and a log line per fact after that"} {
+		if n, err := h.Write([]byte(w)); n != len(w) || err != nil {
+			t.Fatalf("Write(%q) = %d, %v; want %d, nil", w, n, err, len(w))
+		}
+	}
+	if got := h.String(); got != "startup fa" {
+		t.Errorf("kept %q; want the first 10 bytes", got)
+	}
+}
