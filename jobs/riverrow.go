@@ -104,9 +104,8 @@ func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []
 		if q.cfg.StampWithNow {
 			now = q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
 		}
-		// Anonymous parameters ("?"), each given its argument: SQLite
-		// names "$n" ones, and the driver looks each one's name up in a
-		// list as long as the statement's parameters.
+		// Anonymous parameters, each given its argument (see
+		// store.DB.Row).
 		b.WriteString(`INSERT INTO river_job
 			(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
 			VALUES `)

@@ -8,18 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/payhook/payhook/store"
 )
-
-// sent is a delivery DeliverMany sent, with its route and its attempt.
-type sent struct {
-	d       *delivery
-	r       *route
-	rec     Receipt
-	err     error
-	latency time.Duration
-}
 
 // errLeftAlone is DeliverMany's error for a delivery it did not send.
 var errLeftAlone = errors.New("left to a delivery of its own")
@@ -45,6 +34,13 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 			errs[i] = err
 		}
 		return errs, nil
+	}
+	type sent struct {
+		d       *delivery
+		r       *route
+		rec     Receipt
+		err     error
+		latency time.Duration
 	}
 	results := make([]sent, len(ids))
 	// One after the other, as one worker sends (the other workers send
@@ -94,9 +90,21 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 	record = func(ctx context.Context, tx *sql.Tx) error {
 		now := o.cfg.Now()
 		// Those of Unrecorded sinks are deleted; the others marked.
-		marked, err := o.forgetSent(ctx, tx, delivered)
+		var first []int64
+		for _, s := range delivered {
+			if unrecorded(s.r.sink) {
+				first = append(first, s.d.id)
+			}
+		}
+		forgotten, err := o.forget(ctx, tx, first)
 		if err != nil {
 			return err
+		}
+		var marked []*sent
+		for _, s := range delivered {
+			if !forgotten[s.d.id] {
+				marked = append(marked, s)
+			}
 		}
 		if len(marked) > 0 {
 			ids := make([]int64, len(marked))
@@ -196,18 +204,12 @@ func (o *Outbox) loadMany(ctx context.Context, ids []int64) (map[int64]*delivery
 	return ds, paused, nil
 }
 
-// forgetSent deletes the rows of the deliveries of done sent to
-// Unrecorded sinks that were still pending at their first attempt, and
-// returns the rest of done, to be recorded delivered.
-func (o *Outbox) forgetSent(ctx context.Context, tx *sql.Tx, done []*sent) ([]*sent, error) {
-	var ids []int64
-	for _, s := range done {
-		if unrecorded(s.r.sink) {
-			ids = append(ids, s.d.id)
-		}
-	}
+// forget deletes the rows of the deliveries ids, just sent to an
+// Unrecorded sink, that were pending at their first attempt, and returns
+// those it deleted; the others are recorded delivered as any delivery.
+func (o *Outbox) forget(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]bool, error) {
 	if len(ids) == 0 {
-		return done, nil
+		return nil, nil
 	}
 	in, arg := o.cfg.DB.InIDs("id", 1, ids)
 	rows, err := tx.QueryContext(ctx, `DELETE FROM payhook_deliveries
@@ -228,13 +230,7 @@ func (o *Outbox) forgetSent(ctx context.Context, tx *sql.Tx, done []*sent) ([]*s
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("forget %d sent deliveries: %w", len(ids), err)
 	}
-	rest := make([]*sent, 0, len(done)-len(gone))
-	for _, s := range done {
-		if !gone[s.d.id] {
-			rest = append(rest, s)
-		}
-	}
-	return rest, nil
+	return gone, nil
 }
 
 // markDelivered marks the deliveries ids still pending delivered, with
@@ -285,15 +281,7 @@ func (o *Outbox) insertAttempts(ctx context.Context, tx *sql.Tx, rows []attemptR
 		if i > 0 {
 			values.WriteString(", ")
 		}
-		// Anonymous parameters on SQLite, each given its argument: it
-		// names "$n" ones, and the driver looks each one's name up in a
-		// list as long as the statement's parameters.
-		if o.cfg.DB.Engine == store.SQLite {
-			values.WriteString("(?, ?, ?, ?, ?, ?, ?)")
-		} else {
-			n := len(args)
-			fmt.Fprintf(&values, "($%d, $%d, $%d, $%d, $%d, $%d, $%d)", n+1, n+2, n+3, n+4, n+5, n+6, n+7)
-		}
+		values.WriteString(o.cfg.DB.Row(len(args)+1, 7))
 		args = append(args, r.delivery, r.attempt, at, r.rec.Status, excerpt(r.rec.Response), r.err, r.latency.Microseconds())
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_delivery_attempts

@@ -296,7 +296,7 @@ func (o *Outbox) Deliver(ctx context.Context, id int64, final bool) error {
 	cancel()
 	switch {
 	case serr == nil:
-		if err := o.recordSent(ctx, &sent{d: d, r: r, rec: rec, latency: latency}); err != nil {
+		if err := o.record(ctx, d, StatusDelivered, rec, nil, latency); err != nil {
 			return err
 		}
 		r.counts.delivered.Add(1)
@@ -365,34 +365,6 @@ func (o *Outbox) paused(ctx context.Context, r *route) (bool, error) {
 	return n > 0, nil
 }
 
-// recordSent records the successful attempt s: a delivery of an
-// Unrecorded sink still at its first attempt is deleted, any other marked
-// delivered with its attempt logged.
-func (o *Outbox) recordSent(ctx context.Context, s *sent) error {
-	if !unrecorded(s.r.sink) {
-		return o.record(ctx, s.d, StatusDelivered, s.rec, nil, s.latency)
-	}
-	ctx = context.WithoutCancel(ctx)
-	tx, err := o.cfg.DB.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record delivery %d: %w", s.d.id, err)
-	}
-	defer tx.Rollback()
-	rest, err := o.forgetSent(ctx, tx, []*sent{s})
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		if err := o.recordTx(ctx, tx, s.d, StatusDelivered, s.rec, nil, s.latency); err != nil {
-			return err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("record delivery %d: commit: %w", s.d.id, err)
-	}
-	return nil
-}
-
 // record writes the attempt to the delivery log and the delivery's new
 // status, if it is still pending, in one transaction.
 func (o *Outbox) record(ctx context.Context, d *delivery, status string, rec Receipt, cause error, latency time.Duration) error {
@@ -411,7 +383,19 @@ func (o *Outbox) record(ctx context.Context, d *delivery, status string, rec Rec
 	return nil
 }
 
+// recordTx is record in tx. A delivery of an Unrecorded sink delivered
+// at its first attempt is deleted instead (forget).
 func (o *Outbox) recordTx(ctx context.Context, tx *sql.Tx, d *delivery, status string, rec Receipt, cause error, latency time.Duration) error {
+	if status == StatusDelivered {
+		o.mu.RLock()
+		r := o.routes[d.sink]
+		o.mu.RUnlock()
+		if r != nil && unrecorded(r.sink) {
+			if gone, err := o.forget(ctx, tx, []int64{d.id}); err != nil || gone[d.id] {
+				return err
+			}
+		}
+	}
 	now := o.cfg.DB.TimeValue(o.cfg.Now())
 	msg := ""
 	if cause != nil {

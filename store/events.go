@@ -150,15 +150,12 @@ func (db *DB) insertEventsSQLite(ctx context.Context, tx *sql.Tx, evs []*payhook
 		(source, event_id, type, environment, occurred_at, received_at, payload, secret_id, status, last_error,
 		 enqueued_at, received_via)
 		VALUES `)
-		// Anonymous parameters ("?"), each given its argument: SQLite
-		// names "$n" ones, and the driver looks each one's name up in a
-		// list as long as the statement's parameters.
 		args := make([]any, 0, len(chunk)*eventInsertArgs)
 		for i, ev := range chunk {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString(db.Row(len(args)+1, eventInsertArgs))
 			received := db.TimeValue(ev.ReceivedAt)
 			args = append(args, ev.Source, ev.EventID, ev.Type, ev.Environment, db.TimeValue(ev.OccurredAt), received,
 				ev.Payload, ev.SecretID, string(ev.Status), payhook.Storable(ev.LastError), received, string(ev.ReceivedVia))
@@ -398,11 +395,7 @@ func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.E
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		if db.Engine == SQLite {
-			q.WriteString("(?, ?)") // anonymous: see insertEventsSQLite
-		} else {
-			fmt.Fprintf(&q, "($%d, $%d)", 2*i+1, 2*i+2)
-		}
+		q.WriteString(db.Row(len(args)+1, 2))
 		args = append(args, ev.Source, ev.EventID)
 	}
 	q.WriteString(`) AS k JOIN payhook_events e ON e.source = k.column1 AND e.event_id = k.column2`)

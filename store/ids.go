@@ -3,7 +3,33 @@ package store
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
+
+// Row returns the placeholders of one row of a multi-row VALUES whose
+// width arguments are numbered from first: "($3, $4)" on PostgreSQL, and
+// on SQLite "(?, ?)", anonymous, each argument passed in its place.
+// SQLite takes "$n" for a named parameter, and its driver looks up each
+// parameter's name in a list as long as the statement's parameters as it
+// binds them: a cost quadratic in them (2.7% of a c=64 bench's CPU, the
+// group commit's insert having 12 per event).
+func (db *DB) Row(first, width int) string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i := range width {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if db.Engine == SQLite {
+			b.WriteByte('?')
+		} else {
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(first + i))
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
+}
 
 // InIDs returns the condition that column col holds one of ids, with its
 // one argument numbered $n. Its text does not depend on how many ids
