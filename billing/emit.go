@@ -24,12 +24,15 @@ func (tx *Tx) emit(ctx context.Context, out *Outcome, typ, source, subject, key 
 	if err != nil {
 		return err
 	}
-	written, ids, err := outbox.Emit(ctx, tx.db, tx.Tx, tx.box, f, tx.now)
+	e, err := outbox.Emit(ctx, tx.db, tx.Tx, tx.box, f, tx.now)
 	if err != nil {
 		return err
 	}
-	tx.deliveries = append(tx.deliveries, ids...)
-	if written && out != nil {
+	tx.deliveries = append(tx.deliveries, e.Deliveries...)
+	if e.Untold != nil {
+		tx.untold = append(tx.untold, *e.Untold)
+	}
+	if e.Written && out != nil {
 		out.Facts = append(out.Facts, f.ID)
 	}
 	return nil

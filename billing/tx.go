@@ -25,9 +25,11 @@ type Tx struct {
 	db  *store.DB
 	now time.Time
 	// box routes the facts tx writes to the outbox; nil leaves them for
-	// the sweep to route. deliveries are those it routed.
+	// the sweep to route. deliveries are those it routed, untold those
+	// it routed to Unrecorded sinks only.
 	box        *outbox.Outbox
 	deliveries []int64
+	untold     []outbox.Untold
 }
 
 // Wrap returns tx, begun on db, as a billing transaction at time now: the
@@ -48,7 +50,8 @@ func Begin(ctx context.Context, db *store.DB, now time.Time) (*Tx, error) {
 }
 
 // WithOutbox makes tx route the facts it writes to o's sinks at once (one
-// pending delivery per matching sink, see Deliveries); without it they
+// pending delivery per matching sink, see Deliveries, or, when those
+// sinks are all Unrecorded, none: see Untold); without it they
 // are written unrouted, and the outbox's sweep routes them. It returns tx.
 func (tx *Tx) WithOutbox(o *outbox.Outbox) *Tx {
 	tx.box = o
@@ -58,6 +61,11 @@ func (tx *Tx) WithOutbox(o *outbox.Outbox) *Tx {
 // Deliveries returns the ids of the outbox deliveries tx wrote so far: the
 // caller enqueues their jobs in tx (jobs.EnqueueDeliveries).
 func (tx *Tx) Deliveries() []int64 { return tx.deliveries }
+
+// Untold returns the facts tx wrote so far for Unrecorded sinks only,
+// which have no delivery: the caller tells them once tx has committed
+// (outbox.Outbox.Tell; a Queue's handler with jobs.AfterCommit).
+func (tx *Tx) Untold() []outbox.Untold { return tx.untold }
 
 // Now returns the transaction's time.
 func (tx *Tx) Now() time.Time { return tx.now }

@@ -32,7 +32,8 @@ func (e *env) delivery(subject string) int64 {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	_, ids, err := outbox.Emit(ctx, e.db, tx, o, f, t0)
+	emitted, err := outbox.Emit(ctx, e.db, tx, o, f, t0)
+	ids := emitted.Deliveries
 	if err != nil || len(ids) != 1 {
 		e.t.Fatal(errors.Join(err, tx.Rollback()), ids)
 	}

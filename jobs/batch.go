@@ -42,25 +42,25 @@ const maxAlone = 10000
 // It reports false when it did not run the attempt (batching is off, or
 // the batch failed as a whole and rolled back): the caller then runs it
 // alone.
-func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, errp *error) (ran bool, sends []int64) {
+func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, errp *error) (ran bool, sends []int64, after *afterCommit) {
 	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil {
 		// A fetch reads the provider outside the transaction before each
 		// attempt: its events are processed one by one.
-		return false, nil
+		return false, nil, nil
 	}
 	start := time.Now()
 	guarded := q.guardBatches.Load()
-	done, sends, own, err := q.applyBatch(ctx, id, guarded, behind)
+	done, committed, own, err := q.applyBatch(ctx, id, guarded, behind)
 	if errors.Is(err, errHandlerFailed) {
 		// An unguarded batch met a failing handler and rolled back as a
 		// whole: again with savepoints, and so on until a batch has no
 		// failure.
 		q.guardBatches.Store(true)
-		done, sends, own, err = q.applyBatch(ctx, id, true, behind)
+		done, committed, own, err = q.applyBatch(ctx, id, true, behind)
 	}
 	if err != nil {
 		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
-		return false, nil
+		return false, nil, nil
 	}
 	if q.cfg.OnDone != nil {
 		took := time.Since(start)
@@ -71,7 +71,7 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, 
 	if own != nil {
 		*errp = q.failed(ctx, id, own, final, start)
 	}
-	return true, sends
+	return true, committed.sends, &afterCommit{committed.items}
 }
 
 type finished struct {
@@ -81,10 +81,11 @@ type finished struct {
 }
 
 // applyBatch is processBatch's transaction. It returns the events it
-// finished, the after-commit deliveries their handlers wrote that are
+// finished; the after-commit deliveries their handlers wrote that are
 // still to be sent (with DeliverMany set: see deliverCommitted; without
-// it they got their jobs in the transaction), and the error of event id's
-// handlers, or an error after which nothing of it is committed.
+// it they got their jobs in the transaction) and what they gave Defer;
+// and the error of event id's handlers, or an error after
+// which nothing of it is committed.
 //
 // Guarded, each event is applied under a savepoint, as described at
 // processBatch. Unguarded, only the event of id is (a round trip less per
@@ -92,11 +93,11 @@ type finished struct {
 // that fails rolls the whole batch back with an error wrapping
 // errHandlerFailed; a guarded batch where no other event failed makes the
 // next ones unguarded again.
-func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) (done []finished, sends []int64, own, err error) {
+func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) (done []finished, committed batchCommitted, own, err error) {
 	start := time.Now()
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("begin processing of a batch: %w", err)
+		return nil, batchCommitted{}, nil, fmt.Errorf("begin processing of a batch: %w", err)
 	}
 	defer tx.Rollback()
 	// Locks in the sweep's order, events before jobs, and never a wait
@@ -106,11 +107,11 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	// their jobs).
 	evs, err := q.db.LockEventsTx(ctx, tx, []int64{id}, false)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, batchCommitted{}, nil, err
 	}
 	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(behind), q.alone)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, batchCommitted{}, nil, err
 	}
 	others := make([]int64, 0, len(taken))
 	jobOf := make(map[int64]int64, len(taken))
@@ -122,7 +123,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	}
 	locked, err := q.db.LockEventsTx(ctx, tx, others, true)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, batchCommitted{}, nil, err
 	}
 	evs = append(evs, locked...)
 	// The jobs of events not locked go back: another transaction holds
@@ -158,10 +159,10 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 		saved := guarded || ev.ID == id
 		if saved {
 			if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_event`); err != nil {
-				return nil, nil, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
+				return nil, batchCommitted{}, nil, fmt.Errorf("processing a batch: savepoint: %w", err)
 			}
 		}
-		deliveries.event = deliveries.event[:0]
+		deliveries.event, deliveries.eventItems = deliveries.event[:0], deliveries.eventItems[:0]
 		status, note, herr := q.dispatchSafe(ctx, tx, ev)
 		if saved {
 			// Rolled back to or not, the savepoint goes: savepoints left
@@ -170,23 +171,24 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 			// walking it at each statement's end.
 			if herr != nil {
 				if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_event`); err != nil {
-					return nil, nil, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
+					return nil, batchCommitted{}, nil, fmt.Errorf("processing a batch: rollback to savepoint: %w", err)
 				}
 			}
 			if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT payhook_event`); err != nil {
-				return nil, nil, nil, fmt.Errorf("processing a batch: release savepoint: %w", err)
+				return nil, batchCommitted{}, nil, fmt.Errorf("processing a batch: release savepoint: %w", err)
 			}
 		}
 		if herr == nil {
 			done = append(done, finished{ev, status, note})
 			deliveries.all = append(deliveries.all, deliveries.event...)
+			committed.items = append(committed.items, deliveries.eventItems...)
 			continue
 		}
 		if ev.ID != id {
 			othersFailed = true // the event of id failing often says nothing of the others
 		}
 		if !saved {
-			return nil, nil, nil, fmt.Errorf("processing a batch: event %d: %w: %w", ev.ID, errHandlerFailed, herr)
+			return nil, batchCommitted{}, nil, fmt.Errorf("processing a batch: event %d: %w: %w", ev.ID, errHandlerFailed, herr)
 		}
 		if ev.ID == id {
 			own = herr
@@ -201,25 +203,25 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 		q.eventCost.Store(int64(time.Since(start)) / int64(len(done)))
 	}
 	if err := q.finishTx(ctx, tx, done); err != nil {
-		return nil, nil, nil, err
+		return nil, batchCommitted{}, nil, err
 	}
 	if q.cfg.DeliverMany == nil {
 		if err := q.EnqueueDeliveriesTx(ctx, tx, deliveries.all, false); err != nil {
-			return nil, nil, nil, err
+			return nil, batchCommitted{}, nil, err
 		}
 	} else {
-		sends = deliveries.all
+		committed.sends = deliveries.all
 	}
 	if err := q.putBackTx(ctx, tx, back); err != nil {
-		return nil, nil, nil, err
+		return nil, batchCommitted{}, nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, nil, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
+		return nil, batchCommitted{}, nil, fmt.Errorf("commit processing of a batch of %d events: %w", len(evs), err)
 	}
 	if guarded && !othersFailed {
 		q.guardBatches.Store(false)
 	}
-	return done, sends, own, nil
+	return done, committed, own, nil
 }
 
 // errHandlerFailed is the error of an unguarded batch whose handler
@@ -259,8 +261,19 @@ type batchKey struct{}
 // batchDeliveries collects the after-commit deliveries the handlers of a
 // batch enqueue (EnqueueDeliveries): event those of the event being
 // applied, all those of the events that succeeded, enqueued together
-// before the commit.
-type batchDeliveries struct{ event, all []int64 }
+// before the commit; and eventItems what the event being applied gave
+// Defer.
+type batchDeliveries struct {
+	event, all []int64
+	eventItems []any
+}
+
+// batchCommitted is what a committed batch leaves to do: the deliveries
+// to send (deliverCommitted) and what its events gave Defer.
+type batchCommitted struct {
+	sends []int64
+	items []any
+}
 
 // dispatchSafe is dispatch with a panic turned into the attempt's error.
 func (q *Queue) dispatchSafe(ctx context.Context, tx *sql.Tx, ev *payhook.Event) (status payhook.Status, note string, err error) {

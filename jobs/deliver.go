@@ -58,6 +58,39 @@ func EnqueueDeliveries(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	return q.EnqueueDeliveriesTx(ctx, tx, ids, false)
 }
 
+// afterKey carries, in the context of a handler the Queue runs alone, the
+// *afterCommit of its transaction (in a batch: batchDeliveries).
+type afterKey struct{}
+
+// afterCommit holds what the handlers of a transaction gave Defer.
+type afterCommit struct{ items []any }
+
+// afterCommitted calls Config.AfterCommit with what a's transaction
+// deferred, if anything.
+func (q *Queue) afterCommitted(ctx context.Context, a *afterCommit) {
+	if a != nil && len(a.items) > 0 && q.cfg.AfterCommit != nil {
+		q.cfg.AfterCommit(ctx, a.items)
+	}
+}
+
+// Defer hands items to Config.AfterCommit, called once the transaction
+// of the handler (or OnFailed) that calls it, with the context the Queue
+// gave it, has committed; never if that transaction rolls back (in a
+// batch: if the event's handlers fail, rolled back to its savepoint).
+// Outside a Queue's handler it returns an error.
+func Defer(ctx context.Context, items ...any) error {
+	if b, _ := ctx.Value(batchKey{}).(*batchDeliveries); b != nil {
+		b.eventItems = append(b.eventItems, items...)
+		return nil
+	}
+	a, _ := ctx.Value(afterKey{}).(*afterCommit)
+	if a == nil {
+		return errors.New("defer after the commit: not inside a job queue's handler")
+	}
+	a.items = append(a.items, items...)
+	return nil
+}
+
 // EnqueueDeliveriesTx inserts, in tx, a delivery job for each of the
 // after-commit deliveries ids; one whose job is still live is skipped,
 // unless resend, which gives it a new job at once (payhook deliveries

@@ -195,6 +195,13 @@ type Config struct {
 	// backlog of retries (a sink down) costs the sweep one look per
 	// delivery per 10 minutes at most, not one per SweepAge.
 	DeliveryPostpone func(ctx context.Context, tx *sql.Tx, delivery int64, at time.Time) error
+	// AfterCommit, if set, is called in the worker once a transaction of
+	// handlers (or of OnFailed) has committed, with what they gave Defer
+	// in it, in order: a batch's, those of its events that succeeded,
+	// together. It is for effects that a crash between the commit and the
+	// call may lose because something else finds them: the outbox's
+	// untold facts (outbox.Outbox.Tell), which its sweep routes.
+	AfterCommit func(ctx context.Context, deferred []any)
 	// DeliveryAttempts is how many times a delivery is tried. Default 25
 	// (about three weeks with the default backoff).
 	DeliveryAttempts int
@@ -538,9 +545,9 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	release = sync.OnceFunc(release)
 	defer release() // on a panic too
 	final := job.Attempt >= job.MaxAttempts
-	ran, sends := false, []int64(nil)
+	ran, sends, after := false, []int64(nil), (*afterCommit)(nil)
 	if job.Attempt == 1 {
-		ran, sends = q.processBatch(ctx, job.Args.EventID, final, behind, &err)
+		ran, sends, after = q.processBatch(ctx, job.Args.EventID, final, behind, &err)
 	}
 	if !ran {
 		err = q.process(ctx, job.Args.EventID, final)
@@ -549,6 +556,7 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	// Sent with the slot given back: a slow sink of the application must
 	// not hold processing up behind the acks.
 	q.deliverCommitted(ctx, sends)
+	q.afterCommitted(ctx, after)
 	if errors.Is(err, payhook.ErrMalformed) {
 		return river.JobCancel(err) // retrying cannot fix it
 	}
@@ -697,6 +705,8 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 		return fmt.Errorf("record the failure of event %d: %w", id, err)
 	}
 	ctx = context.WithValue(ctx, queueKey{}, q)
+	after := &afterCommit{}
+	ctx = context.WithValue(ctx, afterKey{}, after)
 	defer tx.Rollback()
 	ev, err := q.db.RecordFailureTx(ctx, tx, id, cause.Error(), true)
 	if err != nil || ev == nil {
@@ -712,6 +722,7 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit the failure of event %d: %w", id, err)
 	}
+	q.afterCommitted(ctx, after)
 	return nil
 }
 
@@ -747,6 +758,8 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 	}
 	ev.Resource = resource
 	ctx = context.WithValue(ctx, queueKey{}, q)
+	after := &afterCommit{}
+	ctx = context.WithValue(ctx, afterKey{}, after)
 	status, note, err := q.dispatch(ctx, tx, ev)
 	if err != nil {
 		return err
@@ -757,6 +770,7 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit processing of event %d: %w", id, err)
 	}
+	q.afterCommitted(ctx, after)
 	if q.cfg.OnDone != nil {
 		q.cfg.OnDone(ev, status, time.Since(start))
 	}

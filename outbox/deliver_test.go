@@ -11,6 +11,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
@@ -278,9 +279,11 @@ func (unrecordedSink) Unrecorded() {}
 
 var _ outbox.Unrecorded = outbox.Log{}
 
-// TestUnrecordedSink: the deliveries of an Unrecorded sink leave no row
-// once their first attempt succeeds, in a batch or alone, and keep their
-// row and log when it failed; every fact is delivered.
+// TestUnrecordedSink: a fact routed only to Unrecorded sinks gets no
+// delivery row. It is told after its commit, in a batch or alone, and its
+// untold row deleted; one whose telling failed keeps its row, and the
+// sweep routes it as a delivery of its own, which leaves no row either
+// once sent. Every fact is told.
 func TestUnrecordedSink(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
@@ -296,47 +299,138 @@ func TestUnrecordedSink(t *testing.T) {
 		})); err != nil {
 			t.Fatal(err)
 		}
-		q := queue(t, db, box, nil)
+		// The periodic sweep waits; the test sweeps when it wants to.
+		q := startQueue(t, db, box, nil, false, func(c *jobs.Config) {
+			c.SweepInterval, c.SweepAge = time.Hour, time.Nanosecond
+		})
 		const n = 4
+		untold := func() int { return count(t, db, `SELECT count(*) FROM payhook_untold`) }
+		// The first call fails: the facts of that telling keep their rows.
 		if _, err := q.Ingest(ctx, checkouts(0, n)); err != nil {
 			t.Fatal(err)
 		}
-		sent := func(facts int) {
-			t.Helper()
-			waitProgress(t, "deliveries sent and recorded", func() (bool, string) {
-				pending := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE status <> 'delivered'`)
-				return got.len() == facts && pending == 0, fmt.Sprintf("%d facts, %d pending", got.len(), pending)
-			})
+		waitProgress(t, "events processed, facts told or left untold", func() (bool, string) {
+			done := count(t, db, `SELECT count(*) FROM payhook_events WHERE status = 'processed'`)
+			return done == n && got.len()+untold() == 2*n, fmt.Sprintf("%d processed, %d told, %d untold", done, got.len(), untold())
+		})
+		if left := untold(); left == 0 {
+			t.Fatal("no fact left untold after a failed telling")
 		}
-		// The first batch's first call fails: the others of that batch are
-		// left to run alone (Deliver). The next events' go in a batch
-		// (DeliverMany).
-		sent(2 * n)
-		if _, err := q.Ingest(ctx, checkouts(n, 2*n)); err != nil {
+		if d := count(t, db, `SELECT count(*) FROM payhook_deliveries`); d != 0 {
+			t.Fatalf("%d deliveries written for an Unrecorded sink", d)
+		}
+		// The sweep routes them; their deliveries are sent and forgotten.
+		waitProgress(t, "untold facts swept and sent", func() (bool, string) {
+			if _, err := q.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			d := count(t, db, `SELECT count(*) FROM payhook_deliveries`)
+			return got.len() == 2*n && untold() == 0 && d == 0, fmt.Sprintf("%d told, %d untold, %d deliveries", got.len(), untold(), d)
+		})
+		// From now on every telling succeeds: no delivery is written.
+		before := lastDeliveryID(t, db)
+		if _, err := q.Ingest(ctx, checkouts(n, 3*n)); err != nil {
 			t.Fatal(err)
 		}
-		sent(4 * n)
-		if f := count(t, db, `SELECT count(*) FROM payhook_facts`); f != 4*n {
-			t.Errorf("%d facts stored; want %d", f, 4*n)
+		waitProgress(t, "facts told", func() (bool, string) {
+			return got.len() == 6*n && untold() == 0, fmt.Sprintf("%d told, %d untold", got.len(), untold())
+		})
+		if after := lastDeliveryID(t, db); after != before {
+			t.Errorf("deliveries written while every telling succeeded: last id %d, then %d", before, after)
 		}
-		// Only the delivery whose first attempt failed is left, delivered
-		// at its second, with both attempts in the log.
-		ds, err := outbox.ListDeliveries(ctx, db, outbox.DeliveryFilter{Sink: "quiet"})
-		if err != nil {
-			t.Fatal(err)
+		if f := count(t, db, `SELECT count(*) FROM payhook_facts`); f != 6*n {
+			t.Errorf("%d facts stored; want %d", f, 6*n)
 		}
-		if len(ds) != 1 || ds[0].Status != outbox.StatusDelivered || ds[0].Attempts != 2 || len(ds[0].Log) != 2 {
-			t.Errorf("deliveries = %+v; want the one that failed first, delivered at its second attempt", ds)
-		}
-		if a := count(t, db, `SELECT count(*) FROM payhook_delivery_attempts`); a != 2 {
-			t.Errorf("delivery log has %d attempts; want 2", a)
+		if a := count(t, db, `SELECT count(*) FROM payhook_delivery_attempts`); a != 0 {
+			t.Errorf("delivery log has %d attempts; want none", a)
 		}
 		stats, err := box.Stats(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(stats) != 1 || stats[0].Delivered != 4*n || stats[0].Errors != 1 || stats[0].Backlog != 0 {
+		if len(stats) != 1 || stats[0].Delivered < 6*n || stats[0].Errors != 1 || stats[0].Backlog != 0 {
 			t.Errorf("stats = %+v", stats)
 		}
 	})
+}
+
+// TestUntoldAfterCrash: facts written for an Unrecorded sink by a
+// transaction whose process died before telling them are sent by the
+// sweep, SweepAge after they were written and not before.
+func TestUntoldAfterCrash(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		var got counts
+		if err := box.Add("log", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			got.add(f.ID)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := billing.Begin(ctx, db, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.WithOutbox(box)
+		if err := billing.Apply(ctx, tx, "shop", []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "pi_1",
+			OrderID: "ord_1", Amount: 1000, Currency: "USD", CapturedAt: t0}}}); err != nil {
+			t.Fatal(errors.Join(err, tx.Rollback()))
+		}
+		if len(tx.Untold()) != 2 || len(tx.Deliveries()) != 0 {
+			t.Fatalf("untold %d, deliveries %v; want 2 facts untold, no delivery", len(tx.Untold()), tx.Deliveries())
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		// The process dies here: nobody tells them.
+		sweep := func(now time.Time) []int64 {
+			t.Helper()
+			stx, err := db.SQL.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stx.Rollback()
+			ids, err := box.Sweep(ctx, stx, now, now.Add(-time.Minute), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := stx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			return ids
+		}
+		if ids := sweep(t0.Add(59 * time.Second)); len(ids) != 0 {
+			t.Fatalf("swept %v before SweepAge", ids)
+		}
+		ids := sweep(t0.Add(61 * time.Second))
+		if len(ids) != 2 {
+			t.Fatalf("swept %v; want the 2 untold facts' deliveries", ids)
+		}
+		if again := sweep(t0.Add(62 * time.Second)); len(again) != 0 {
+			t.Fatalf("swept %v again", again)
+		}
+		for _, id := range ids {
+			if err := box.Deliver(ctx, id, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got.len() != 2 || count(t, db, `SELECT count(*) FROM payhook_deliveries`) != 0 ||
+			count(t, db, `SELECT count(*) FROM payhook_untold`) != 0 {
+			t.Errorf("told %d facts, %d deliveries and %d untold rows left; want 2, 0, 0", got.len(),
+				count(t, db, `SELECT count(*) FROM payhook_deliveries`), count(t, db, `SELECT count(*) FROM payhook_untold`))
+		}
+	})
+}
+
+// lastDeliveryID is the id the last delivery ever written took (0 if
+// none), deleted or not.
+func lastDeliveryID(t *testing.T, db *store.DB) int {
+	t.Helper()
+	if db.Engine == store.Postgres {
+		return count(t, db, `SELECT coalesce((SELECT last_value FROM pg_sequences
+			WHERE sequencename = pg_get_serial_sequence('payhook_deliveries', 'id')::regclass::text::name), 0)`)
+	}
+	return count(t, db, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payhook_deliveries'), 0)`)
 }

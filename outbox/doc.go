@@ -16,9 +16,11 @@
 // failure never touches the event, which stays processed. Sinks are
 // payhook's (HTTP signed the Standard Webhooks way, SMTP, Log) or the
 // application's own after-commit effects (AddFunc), registered the same
-// way. A delivery's row and its attempts stay as the delivery log, but
-// for an Unrecorded sink (Log): its row is deleted once its first attempt
-// succeeds. ListTx reads the outbox inside a transaction.
+// way. A delivery's row and its attempts stay as the delivery log. A fact
+// whose sinks are all Unrecorded (Log) gets no delivery at all but an
+// untold row, deleted once it is told after the commit (Untold, Tell);
+// the sweep routes those left untold. ListTx reads the outbox inside a
+// transaction.
 //
 // A fact's JSON, the body an HTTP sink posts:
 //

@@ -16,6 +16,6 @@ func dstBug(bug string) bool { return false }
 
 // emitOutside is the bug of a -tags dst build (dstbug_on.go); never
 // called in any other.
-func emitOutside(context.Context, *store.DB, Fact, string, time.Time) (bool, []int64, error) {
+func emitOutside(context.Context, *store.DB, Fact, string, time.Time) (Emitted, error) {
 	panic("outbox: emitOutside outside a -tags dst build")
 }

@@ -25,9 +25,9 @@ var DSTOutside func(ctx context.Context, query string, args ...any) error
 // emitOutside is Emit with the bug "outbox-outside-tx": the fact is
 // written on its own, outside the transaction of the billing change that
 // made it, and so without its deliveries (the sweep routes it later).
-func emitOutside(ctx context.Context, db *store.DB, f Fact, body string, now time.Time) (bool, []int64, error) {
+func emitOutside(ctx context.Context, db *store.DB, f Fact, body string, now time.Time) (Emitted, error) {
 	err := DSTOutside(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
 		VALUES ($1, $2, $3, $4, $5, FALSE, $6) ON CONFLICT (fact_id) DO NOTHING`,
 		f.ID, f.Type, f.Source, payhook.Storable(f.Subject), body, db.TimeValue(now))
-	return err == nil, nil, err
+	return Emitted{Written: err == nil}, err
 }

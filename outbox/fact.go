@@ -86,55 +86,81 @@ func ID(typ, source, key string) string {
 	return "fct_" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
+// Emitted is what Emit wrote.
+type Emitted struct {
+	// Written reports whether the fact is new (its id was not there yet).
+	Written bool
+	// Deliveries are the ids of its pending deliveries, for the caller to
+	// enqueue in the transaction (jobs.EnqueueDeliveries).
+	Deliveries []int64
+	// Untold, when set, is a fact routed to Unrecorded sinks only, which
+	// got no delivery row: the caller tells it once the transaction has
+	// committed (Outbox.Tell).
+	Untold *Untold
+}
+
 // Emit writes f to the outbox in tx, the transaction of the billing change
 // that made it, unless a fact with its ID is there already: the unique
-// index on the id decides. It reports whether it wrote it. With o non-nil
-// the fact is routed at once: one pending delivery per sink of o whose
-// patterns match its type, whose ids it returns for the caller to enqueue
-// in tx (jobs.EnqueueDeliveries). With o nil it is left for the sweep to
-// route (Outbox.Sweep). db is tx's database.
-func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now time.Time) (bool, []int64, error) {
+// index on the id decides. With o non-nil the fact is routed at once: one
+// pending delivery per sink of o whose patterns match its type, whose ids
+// it returns for the caller to enqueue in tx (jobs.EnqueueDeliveries);
+// when each of those sinks is Unrecorded, no delivery row but an Untold,
+// for the caller to tell after the commit (Outbox.Tell). With o nil it is
+// left for the sweep to route (Outbox.Sweep). db is tx's database.
+func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now time.Time) (Emitted, error) {
 	if f.ID == "" || f.Type == "" {
-		return false, nil, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
+		return Emitted{}, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
 	}
 	body, err := json.Marshal(f)
 	if err != nil {
-		return false, nil, fmt.Errorf("emit fact %s: %w", f.ID, err)
+		return Emitted{}, fmt.Errorf("emit fact %s: %w", f.ID, err)
 	}
 	if dstBug("outbox-outside-tx") {
 		return emitOutside(ctx, db, f, string(body), now)
 	}
-	if o != nil && db.Engine == store.Postgres {
-		if sinks := o.sinksFor(f.Type); len(sinks) > 0 {
-			return emitRouted(ctx, db, tx, f, string(body), sinks, now)
-		}
+	var sinks []string
+	if o != nil {
+		sinks = o.sinksFor(f.Type)
 	}
-	var id int64
-	err = tx.QueryRowContext(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (fact_id) DO NOTHING
-		RETURNING id`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), string(body), o != nil, db.TimeValue(now)).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil, nil
+	switch {
+	case len(sinks) > 0 && o.allUnrecorded(sinks):
+		return emitUntold(ctx, db, tx, f, string(body), now)
+	case len(sinks) > 0 && db.Engine == store.Postgres:
+		return emitRouted(ctx, db, tx, f, string(body), sinks, now)
 	}
-	if err != nil {
-		return false, nil, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
-	}
-	if o == nil {
-		return true, nil, nil
+	id, err := insertFact(ctx, tx, db, f, string(body), o != nil, now)
+	if err != nil || id == 0 || o == nil {
+		return Emitted{Written: id != 0}, err
 	}
 	ids, err := o.route(ctx, tx, id, f.Type, now)
 	if err != nil {
-		return false, nil, err
+		return Emitted{}, err
 	}
-	return true, ids, nil
+	return Emitted{Written: true, Deliveries: ids}, nil
+}
+
+// insertFact inserts f with its body and routed flag, and returns its row
+// id; 0 if a fact with its id is there already.
+func insertFact(ctx context.Context, tx *sql.Tx, db *store.DB, f Fact, body string, routed bool, now time.Time) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (fact_id) DO NOTHING
+		RETURNING id`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), body, routed, db.TimeValue(now)).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+	}
+	return id, nil
 }
 
 // emitRouted is Emit of a fact routed to sinks, on PostgreSQL: the fact
 // and its deliveries in one statement, a round trip less per fact. A new
 // fact has a delivery per sink, so it was written exactly when deliveries
 // come back.
-func emitRouted(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body string, sinks []string, now time.Time) (bool, []int64, error) {
+func emitRouted(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body string, sinks []string, now time.Time) (Emitted, error) {
 	rows, err := tx.QueryContext(ctx, `WITH f AS (INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
 			VALUES ($1, $2, $3, $4, $5, TRUE, $6)
 			ON CONFLICT (fact_id) DO NOTHING
@@ -145,22 +171,22 @@ func emitRouted(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body stri
 		ON CONFLICT (fact, sink) DO NOTHING
 		RETURNING id`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), body, db.TimeValue(now), sinks)
 	if err != nil {
-		return false, nil, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+		return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
 	}
 	defer rows.Close()
 	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
-			return false, nil, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
 		}
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return false, nil, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+		return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
 	}
 	slices.Sort(ids)
-	return len(ids) > 0, ids, nil
+	return Emitted{Written: len(ids) > 0, Deliveries: ids}, nil
 }
 
 // Filter selects facts for List and ListTx. Zero fields match everything.

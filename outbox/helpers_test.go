@@ -64,7 +64,9 @@ func queueFailingFirst(t *testing.T, db *store.DB, box *outbox.Outbox, runs *cou
 
 var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
-func startQueue(t *testing.T, db *store.DB, box *outbox.Outbox, runs *counts, failFirst bool) *jobs.Queue {
+// startQueue is queue and queueFailingFirst, with tune, if any, changing
+// the queue's configuration before it starts.
+func startQueue(t *testing.T, db *store.DB, box *outbox.Outbox, runs *counts, failFirst bool, tune ...func(*jobs.Config)) *jobs.Queue {
 	t.Helper()
 	cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
 		Logger: quiet, Outbox: box})
@@ -82,6 +84,9 @@ func startQueue(t *testing.T, db *store.DB, box *outbox.Outbox, runs *counts, fa
 	cfg.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
 	cfg.DeliveryBackoff = func(int) time.Duration { return 10 * time.Millisecond }
 	cfg.PollInterval = 20 * time.Millisecond
+	for _, f := range tune {
+		f(&cfg)
+	}
 	q, err := jobs.New(db, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -185,23 +185,32 @@ func (o *Outbox) loadMany(ctx context.Context, ids []int64) (map[int64]*delivery
 		return nil, nil, fmt.Errorf("load %d deliveries: %w", len(ids), err)
 	}
 	rows.Close()
-	paused := map[string]string{}
-	rows, err = o.cfg.DB.SQL.QueryContext(ctx, `SELECT sink, url FROM payhook_sinks_paused`)
+	paused, err := o.pausedSinks(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("paused sinks: %w", err)
+		return nil, nil, err
+	}
+	return ds, paused, nil
+}
+
+// pausedSinks reads the paused sinks with the target each is paused for.
+func (o *Outbox) pausedSinks(ctx context.Context) (map[string]string, error) {
+	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `SELECT sink, url FROM payhook_sinks_paused`)
+	if err != nil {
+		return nil, fmt.Errorf("paused sinks: %w", err)
 	}
 	defer rows.Close()
+	paused := map[string]string{}
 	for rows.Next() {
 		var sink, url string
 		if err := rows.Scan(&sink, &url); err != nil {
-			return nil, nil, fmt.Errorf("paused sinks: %w", err)
+			return nil, fmt.Errorf("paused sinks: %w", err)
 		}
 		paused[sink] = url
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("paused sinks: %w", err)
+		return nil, fmt.Errorf("paused sinks: %w", err)
 	}
-	return ds, paused, nil
+	return paused, nil
 }
 
 // forget deletes the rows of the deliveries ids, just sent to an

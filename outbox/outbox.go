@@ -172,7 +172,8 @@ func (o *Outbox) sinksFor(typ string) []string {
 
 // Sweep is the outbox's part of the job queue's sweep, inside tx: it
 // routes up to limit facts written without routing (by a transaction
-// that had no Outbox), and returns up to limit pending deliveries last
+// that had no Outbox), and as many left untold since before (see Tell),
+// and returns up to limit pending deliveries last
 // enqueued before before (or never), marked enqueued now, for the caller
 // to enqueue in tx. A delivery whose job is still live is skipped by the
 // job's uniqueness, so sweeping one twice is harmless.
@@ -181,24 +182,14 @@ func (o *Outbox) Sweep(ctx context.Context, tx *sql.Tx, now, before time.Time, l
 	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: unrouted facts: %w", err)
 	}
-	type unrouted struct {
-		id  int64
-		typ string
-	}
-	var facts []unrouted
-	for rows.Next() {
-		var u unrouted
-		if err := rows.Scan(&u.id, &u.typ); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("outbox sweep: unrouted facts: %w", err)
-		}
-		facts = append(facts, u)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	facts, err := scanFactTypes(rows)
+	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: unrouted facts: %w", err)
 	}
-	var ids []int64
+	ids, err := o.sweepUntold(ctx, tx, now, before, limit)
+	if err != nil {
+		return nil, err
+	}
 	for _, f := range facts {
 		// The conditional UPDATE decides who routes it.
 		res, err := tx.ExecContext(ctx, `UPDATE payhook_facts SET routed = TRUE WHERE id = $1 AND NOT routed`, f.id)

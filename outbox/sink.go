@@ -34,14 +34,15 @@ type Func func(ctx context.Context, f Fact) error
 func (f Func) Send(ctx context.Context, fact Fact) (Receipt, error) { return Receipt{}, f(ctx, fact) }
 
 // Unrecorded is implemented by a sink whose successful deliveries are
-// not worth a record of their own: a delivery to it is written pending
-// in the fact's transaction, as any delivery, so that a crash after the
-// commit still sends it, but once its first attempt succeeds the row is
-// deleted instead of being marked delivered, and that attempt is not
-// logged. A delivery whose first attempt failed keeps its row and its
-// log, and is recorded delivered as any other. Log is one: its line is
-// the record, and marking each delivery delivered and logging its
-// attempt took two of the three rows a fact cost it.
+// not worth a record of their own. A fact whose sinks are all Unrecorded
+// gets no delivery row: Emit writes an untold row in the fact's
+// transaction instead, so that a crash after the commit still sends it
+// (through the sweep), and Tell deletes it once the fact is told (see
+// Untold). A delivery to it that exists all the same (the sweep's, or a
+// fact routed to other sinks too) is deleted once its first attempt
+// succeeds instead of being marked delivered, and that attempt is not
+// logged; one whose first attempt failed keeps its row and its log. Log
+// is one: its line is the record.
 type Unrecorded interface {
 	Sink
 	// Unrecorded marks the sink; it is never called.
@@ -55,8 +56,8 @@ func unrecorded(s Sink) bool {
 }
 
 // Log is a sink that writes one structured line per fact: payhook serve's
-// sink when none is configured. It is Unrecorded: the deliveries it
-// sends at their first attempt leave no row.
+// sink when none is configured. It is Unrecorded: the facts it tells
+// leave no delivery row.
 type Log struct {
 	// Logger receives the lines. If nil, slog.Default().
 	Logger *slog.Logger

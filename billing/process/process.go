@@ -99,6 +99,7 @@ func New(cfg Config) (jobs.Config, error) {
 		jc.DeliverMany = cfg.Outbox.DeliverMany
 		jc.DeliverySweep = cfg.Outbox.Sweep
 		jc.DeliveryPostpone = cfg.Outbox.PostponeSweepTx
+		jc.AfterCommit = p.tell
 	}
 	return jc, nil
 }
@@ -131,7 +132,7 @@ func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) er
 	if err != nil {
 		return err
 	}
-	if err := jobs.EnqueueDeliveries(ctx, tx, btx.Deliveries()); err != nil {
+	if err := p.afterCommit(ctx, tx, btx); err != nil {
 		return err
 	}
 	for _, ref := range out.EndedClaimed {
@@ -193,7 +194,39 @@ func (p *processor) failed(ctx context.Context, tx *sql.Tx, ev *payhook.Event, c
 		payhook.Storable(fmt.Sprintf("%s event failed after %d attempts: %v", ev.Type, ev.Attempts, cause))); err != nil {
 		return err
 	}
-	return jobs.EnqueueDeliveries(ctx, tx, btx.Deliveries())
+	return p.afterCommit(ctx, tx, btx)
+}
+
+// afterCommit hands what btx wrote to the outbox to the queue: the jobs
+// of its deliveries, enqueued in tx, and its untold facts, told once tx
+// has committed (tell).
+func (p *processor) afterCommit(ctx context.Context, tx *sql.Tx, btx *billing.Tx) error {
+	if err := jobs.EnqueueDeliveries(ctx, tx, btx.Deliveries()); err != nil {
+		return err
+	}
+	untold := btx.Untold()
+	if len(untold) == 0 {
+		return nil
+	}
+	items := make([]any, len(untold))
+	for i, u := range untold {
+		items[i] = u
+	}
+	return jobs.Defer(ctx, items...)
+}
+
+// tell is the queue's AfterCommit: it tells the untold facts of a
+// committed transaction (a batch's together).
+func (p *processor) tell(ctx context.Context, items []any) {
+	untold := make([]outbox.Untold, 0, len(items))
+	for _, it := range items {
+		if u, ok := it.(outbox.Untold); ok {
+			untold = append(untold, u)
+		}
+	}
+	if err := p.box.Tell(ctx, untold); err != nil {
+		p.log.Warn("facts not told; the sweep tells them", "count", len(untold), "err", err)
+	}
 }
 
 // current returns ev with the resource's current state, fetched from the

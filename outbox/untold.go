@@ -1,0 +1,176 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
+)
+
+// A fact whose sinks are all Unrecorded (payhook serve's default, Log)
+// gets no delivery row: Emit writes it with a row of payhook_untold
+// instead, in the fact's transaction, and the caller tells it once that
+// transaction has committed (Tell), which deletes the row. A crash between
+// the commit and the telling, or a sink that failed, leaves the row, and
+// the sweep routes the fact SweepAge after it was written: a delivery per
+// sink, retried as any. At least once, for two rows less per fact and
+// sink than a delivery written and then deleted.
+
+// Untold is a fact Emit wrote for Unrecorded sinks only, to be told after
+// its transaction commits (Outbox.Tell).
+type Untold struct {
+	row  int64 // the fact's row id
+	fact Fact
+}
+
+// allUnrecorded reports whether every one of the sinks named is
+// Unrecorded.
+func (o *Outbox) allUnrecorded(names []string) bool {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	for _, name := range names {
+		if r := o.routes[name]; r == nil || !unrecorded(r.sink) {
+			return false
+		}
+	}
+	return true
+}
+
+// emitUntold is Emit of a fact routed to Unrecorded sinks only: the fact,
+// routed, and its payhook_untold row, one statement on PostgreSQL.
+func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body string, now time.Time) (Emitted, error) {
+	var id int64
+	var err error
+	if db.Engine == store.Postgres {
+		err = tx.QueryRowContext(ctx, `WITH f AS (INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+				VALUES ($1, $2, $3, $4, $5, TRUE, $6)
+				ON CONFLICT (fact_id) DO NOTHING
+				RETURNING id)
+			INSERT INTO payhook_untold (fact, created_at) SELECT id, $6 FROM f
+			RETURNING fact`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), body, db.TimeValue(now)).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Emitted{}, nil
+		}
+		if err != nil {
+			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+		}
+	} else {
+		if id, err = insertFact(ctx, tx, db, f, body, true, now); err != nil || id == 0 {
+			return Emitted{}, err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_untold (fact, created_at) VALUES ($1, $2)`,
+			id, db.TimeValue(now)); err != nil {
+			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): untold: %w", f.ID, f.Type, f.Subject, err)
+		}
+	}
+	return Emitted{Written: true, Untold: &Untold{row: id, fact: f}}, nil
+}
+
+// Tell sends facts, whose transaction has committed, to the sinks their
+// types route to, one after the other, and deletes the payhook_untold rows
+// of those every sink took. A fact a sink failed (logged as a failed
+// delivery), or whose sink is paused, not configured here or no longer
+// Unrecorded, keeps its row, and the sweep routes it SweepAge after it was
+// written. It returns the error of reading the paused sinks or of
+// deleting the rows; the facts are then told again by the sweep.
+func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
+	if len(facts) == 0 {
+		return nil
+	}
+	paused, err := o.pausedSinks(ctx)
+	if err != nil {
+		return fmt.Errorf("tell %d facts: %w", len(facts), err)
+	}
+	down := map[string]bool{}
+	told := make([]int64, 0, len(facts))
+	for _, u := range facts {
+		ok := true
+		for _, name := range o.sinksFor(u.fact.Type) {
+			o.mu.RLock()
+			r := o.routes[name]
+			o.mu.RUnlock()
+			if r == nil || !unrecorded(r.sink) || down[name] || pausedAny(paused, name, r) {
+				ok = false
+				continue
+			}
+			actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
+			_, err := send(actx, r.sink, u.fact)
+			cancel()
+			if err != nil {
+				down[name], ok = true, false
+				r.counts.errors.Add(1)
+				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", name, "fact", u.fact.ID,
+					"type", u.fact.Type, "err", err)
+				continue
+			}
+			r.counts.delivered.Add(1)
+		}
+		if ok {
+			told = append(told, u.row)
+		}
+	}
+	if len(told) == 0 {
+		return nil
+	}
+	in, arg := o.cfg.DB.InIDs("fact", 1, told)
+	if _, err := o.cfg.DB.SQL.ExecContext(ctx, `DELETE FROM payhook_untold WHERE `+in, arg); err != nil {
+		return fmt.Errorf("tell %d facts: %w", len(told), err)
+	}
+	return nil
+}
+
+// sweepUntold routes, in tx, up to limit facts left untold since before,
+// oldest first, and returns their deliveries' ids. Deleting the row
+// decides who routes a fact.
+func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT u.fact, f.type FROM payhook_untold u
+		JOIN payhook_facts f ON f.id = u.fact
+		WHERE u.created_at < $1 ORDER BY u.fact LIMIT %d`, limit), o.cfg.DB.TimeValue(before))
+	if err != nil {
+		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
+	}
+	facts, err := scanFactTypes(rows)
+	if err != nil {
+		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
+	}
+	var ids []int64
+	for _, f := range facts {
+		res, err := tx.ExecContext(ctx, `DELETE FROM payhook_untold WHERE fact = $1`, f.id)
+		if err != nil {
+			return nil, fmt.Errorf("outbox sweep: route untold fact %d: %w", f.id, err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			continue
+		}
+		routed, err := o.route(ctx, tx, f.id, f.typ, now)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, routed...)
+	}
+	return ids, nil
+}
+
+// factType is a fact's row id and type, as the sweep reads them.
+type factType struct {
+	id  int64
+	typ string
+}
+
+// scanFactTypes reads rows of (id, type) and closes them.
+func scanFactTypes(rows *sql.Rows) ([]factType, error) {
+	defer rows.Close()
+	var facts []factType
+	for rows.Next() {
+		var f factType
+		if err := rows.Scan(&f.id, &f.typ); err != nil {
+			return nil, err
+		}
+		facts = append(facts, f)
+	}
+	return facts, rows.Err()
+}
