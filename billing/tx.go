@@ -64,7 +64,7 @@ func (tx *Tx) Deliveries() []int64 { return tx.deliveries }
 
 // Untold returns the facts tx wrote so far for Unrecorded sinks only,
 // which have no delivery: the caller tells them once tx has committed
-// (outbox.Outbox.Tell; a Queue's handler with jobs.AfterCommit).
+// (outbox.Outbox.Tell; a Queue's handler hands them to jobs.Defer).
 func (tx *Tx) Untold() []outbox.Untold { return tx.untold }
 
 // Now returns the transaction's time.

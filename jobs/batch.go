@@ -25,7 +25,8 @@ const maxAlone = 10000
 // completes the other events' jobs, so that N events cost one commit and
 // a handful of statements besides their handlers'; it returns the
 // after-commit deliveries they wrote, for the caller to send
-// (deliverCommitted) once it no longer holds an acks-first slot. The
+// (deliverCommitted) once it no longer holds an acks-first slot, and adds
+// what they deferred (Defer) to the collector ctx carries. The
 // batch ends early at its batchTime (behind: see yield) or Stop, leaving
 // the rest untried.
 //
@@ -42,11 +43,11 @@ const maxAlone = 10000
 // It reports false when it did not run the attempt (batching is off, or
 // the batch failed as a whole and rolled back): the caller then runs it
 // alone.
-func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, errp *error) (ran bool, sends []int64, after *afterCommit) {
+func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, errp *error) (ran bool, sends []int64) {
 	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil {
 		// A fetch reads the provider outside the transaction before each
 		// attempt: its events are processed one by one.
-		return false, nil, nil
+		return false, nil
 	}
 	start := time.Now()
 	guarded := q.guardBatches.Load()
@@ -60,7 +61,7 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, 
 	}
 	if err != nil {
 		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
-		return false, nil, nil
+		return false, nil
 	}
 	if q.cfg.OnDone != nil {
 		took := time.Since(start)
@@ -68,10 +69,13 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, 
 			q.cfg.OnDone(d.ev, d.status, took)
 		}
 	}
+	if a, _ := ctx.Value(afterKey{}).(*afterCommit); a != nil {
+		a.items = append(a.items, committed.items...)
+	}
 	if own != nil {
 		*errp = q.failed(ctx, id, own, final, start)
 	}
-	return true, committed.sends, &afterCommit{committed.items}
+	return true, committed.sends
 }
 
 type finished struct {

@@ -59,17 +59,36 @@ func EnqueueDeliveries(ctx context.Context, tx *sql.Tx, ids []int64) error {
 }
 
 // afterKey carries, in the context of a handler the Queue runs alone, the
-// *afterCommit of its transaction (in a batch: batchDeliveries).
+// *afterCommit of its transaction (in a batch: batchDeliveries), and in a
+// worker's that of its attempt.
 type afterKey struct{}
 
 // afterCommit holds what the handlers of a transaction gave Defer.
 type afterCommit struct{ items []any }
 
-// afterCommitted calls Config.AfterCommit with what a's transaction
-// deferred, if anything.
+// afterCommitted calls Config.AfterCommit with what a holds, if
+// anything, with ctx's values but not its end: a worker stopping must not
+// leave to the sweep what its committed transactions deferred.
 func (q *Queue) afterCommitted(ctx context.Context, a *afterCommit) {
-	if a != nil && len(a.items) > 0 && q.cfg.AfterCommit != nil {
-		q.cfg.AfterCommit(ctx, a.items)
+	if len(a.items) > 0 && q.cfg.AfterCommit != nil {
+		q.cfg.AfterCommit(context.WithoutCancel(ctx), a.items)
+	}
+}
+
+// deferIn returns the context for the handlers of a transaction, whose
+// Defer collects into a collector of its own, and the function to call
+// once that transaction has committed: it hands what they deferred to
+// the collector of ctx (the worker's, which calls AfterCommit once it has
+// given back its acks-first slot), or, without one, to AfterCommit.
+func (q *Queue) deferIn(ctx context.Context) (context.Context, func()) {
+	own := &afterCommit{}
+	outer, _ := ctx.Value(afterKey{}).(*afterCommit)
+	return context.WithValue(ctx, afterKey{}, own), func() {
+		if outer != nil {
+			outer.items = append(outer.items, own.items...)
+			return
+		}
+		q.afterCommitted(ctx, own)
 	}
 }
 
@@ -77,8 +96,12 @@ func (q *Queue) afterCommitted(ctx context.Context, a *afterCommit) {
 // of the handler (or OnFailed) that calls it, with the context the Queue
 // gave it, has committed; never if that transaction rolls back (in a
 // batch: if the event's handlers fail, rolled back to its savepoint).
-// Outside a Queue's handler it returns an error.
+// Outside a Queue's handler, or without Config.AfterCommit, it returns an
+// error.
 func Defer(ctx context.Context, items ...any) error {
+	if q, _ := ctx.Value(queueKey{}).(*Queue); q == nil || q.cfg.AfterCommit == nil {
+		return errors.New("defer after the commit: not inside a job queue's handler, or no Config.AfterCommit")
+	}
 	if b, _ := ctx.Value(batchKey{}).(*batchDeliveries); b != nil {
 		b.eventItems = append(b.eventItems, items...)
 		return nil

@@ -545,12 +545,16 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	release = sync.OnceFunc(release)
 	defer release() // on a panic too
 	final := job.Attempt >= job.MaxAttempts
-	ran, sends, after := false, []int64(nil), (*afterCommit)(nil)
+	// What the attempt's committed transactions deferred (Defer), for
+	// AfterCommit once the slot is given back.
+	after := &afterCommit{}
+	actx := context.WithValue(ctx, afterKey{}, after)
+	ran, sends := false, []int64(nil)
 	if job.Attempt == 1 {
-		ran, sends, after = q.processBatch(ctx, job.Args.EventID, final, behind, &err)
+		ran, sends = q.processBatch(actx, job.Args.EventID, final, behind, &err)
 	}
 	if !ran {
-		err = q.process(ctx, job.Args.EventID, final)
+		err = q.process(actx, job.Args.EventID, final)
 	}
 	release()
 	// Sent with the slot given back: a slow sink of the application must
@@ -705,8 +709,7 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 		return fmt.Errorf("record the failure of event %d: %w", id, err)
 	}
 	ctx = context.WithValue(ctx, queueKey{}, q)
-	after := &afterCommit{}
-	ctx = context.WithValue(ctx, afterKey{}, after)
+	ctx, committed := q.deferIn(ctx)
 	defer tx.Rollback()
 	ev, err := q.db.RecordFailureTx(ctx, tx, id, cause.Error(), true)
 	if err != nil || ev == nil {
@@ -722,7 +725,7 @@ func (q *Queue) recordFailure(ctx context.Context, id int64, cause error, final 
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit the failure of event %d: %w", id, err)
 	}
-	q.afterCommitted(ctx, after)
+	committed()
 	return nil
 }
 
@@ -758,8 +761,7 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 	}
 	ev.Resource = resource
 	ctx = context.WithValue(ctx, queueKey{}, q)
-	after := &afterCommit{}
-	ctx = context.WithValue(ctx, afterKey{}, after)
+	ctx, committed := q.deferIn(ctx)
 	status, note, err := q.dispatch(ctx, tx, ev)
 	if err != nil {
 		return err
@@ -770,7 +772,7 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit processing of event %d: %w", id, err)
 	}
-	q.afterCommitted(ctx, after)
+	committed()
 	if q.cfg.OnDone != nil {
 		q.cfg.OnDone(ev, status, time.Since(start))
 	}

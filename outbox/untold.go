@@ -72,11 +72,15 @@ func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body stri
 
 // Tell sends facts, whose transaction has committed, to the sinks their
 // types route to, one after the other, and deletes the payhook_untold rows
-// of those every sink took. A fact a sink failed (logged as a failed
-// delivery), or whose sink is paused, not configured here or no longer
-// Unrecorded, keeps its row, and the sweep routes it SweepAge after it was
-// written. It returns the error of reading the paused sinks or of
-// deleting the rows; the facts are then told again by the sweep.
+// of those every sink took. A fact a sink failed (a warning is logged),
+// or whose sink is paused, not configured here or no longer Unrecorded,
+// keeps its row, and the sweep routes it SweepAge after it was written.
+// It returns the error of reading the paused sinks or of deleting the
+// rows; the facts are then told again by the sweep.
+//
+// Whoever writes facts through billing with an Outbox tells its
+// transaction's billing.Tx.Untold once it has committed; the job queue
+// does it for payhook's processing (billing/process).
 func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 	if len(facts) == 0 {
 		return nil
@@ -125,12 +129,32 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 
 // sweepUntold routes, in tx, up to limit facts left untold since before,
 // oldest first, and returns their deliveries' ids. Deleting the row
-// decides who routes a fact.
+// decides who routes a fact; on PostgreSQL the sweep skips rows another
+// transaction holds (a Tell deleting them, another instance's sweep), so
+// that it never waits for them: no deadlock with Tell's delete, which
+// locks its rows in whatever order its plan reads them.
 func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT u.fact, f.type FROM payhook_untold u
-		JOIN payhook_facts f ON f.id = u.fact
-		WHERE u.created_at < $1 ORDER BY u.fact LIMIT %d`, limit), o.cfg.DB.TimeValue(before))
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`DELETE FROM payhook_untold WHERE fact IN (SELECT fact FROM payhook_untold
+			WHERE created_at < $1 ORDER BY fact LIMIT %d%s)
+		RETURNING fact`, limit, o.cfg.DB.SkipLocked()), o.cfg.DB.TimeValue(before))
 	if err != nil {
+		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
+	}
+	var taken []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
+		}
+		taken = append(taken, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(taken) == 0 {
+		return nil, err
+	}
+	in, arg := o.cfg.DB.InIDs("id", 1, taken)
+	if rows, err = tx.QueryContext(ctx, `SELECT id, type FROM payhook_facts WHERE `+in+` ORDER BY id`, arg); err != nil {
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
 	}
 	facts, err := scanFactTypes(rows)
@@ -139,13 +163,6 @@ func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.T
 	}
 	var ids []int64
 	for _, f := range facts {
-		res, err := tx.ExecContext(ctx, `DELETE FROM payhook_untold WHERE fact = $1`, f.id)
-		if err != nil {
-			return nil, fmt.Errorf("outbox sweep: route untold fact %d: %w", f.id, err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			continue
-		}
 		routed, err := o.route(ctx, tx, f.id, f.typ, now)
 		if err != nil {
 			return nil, err
