@@ -105,7 +105,8 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 			_, err := send(actx, r.sink, u.fact)
 			cancel()
 			if err != nil {
-				down[name], ok = true, false
+				// The bug "told-despite-failure" drops the fact as told.
+				down[name], ok = true, dstBug("told-despite-failure")
 				r.counts.errors.Add(1)
 				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", name, "fact", u.fact.ID,
 					"type", u.fact.Type, "err", err)

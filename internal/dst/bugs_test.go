@@ -30,6 +30,9 @@ var putBack = []struct {
 }{
 	{"ack-before-commit", func(on bool) { jobs.DSTBugs["ack-before-commit"] = on }, 60},
 	{"outbox-outside-tx", func(on bool) { outbox.DSTBugs["outbox-outside-tx"] = on }, 20},
+	// An Unrecorded sink's fact deleted from the untold ones though its
+	// sink failed: never told.
+	{"told-despite-failure", func(on bool) { outbox.DSTBugs["told-despite-failure"] = on }, 20},
 	// Without the unique index on (source, event_id), which it stands in
 	// for, and which the run drops.
 	{"check-then-insert", func(on bool) {

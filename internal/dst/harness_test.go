@@ -339,7 +339,7 @@ func (h *harness) open() {
 	if err != nil {
 		h.fatalf("outbox: %v", err)
 	}
-	if err := box.AddFunc(sinkName, nil, h.sink.send); err != nil {
+	if err := h.sink.add(box); err != nil {
 		h.fatalf("outbox: %v", err)
 	}
 	qc, err := process.New(process.Config{DB: h.db, Sources: []payhook.Source{h.src}, Now: h.Now, Logger: log, Outbox: box})
@@ -589,14 +589,15 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // waiting counts what is left to do in the database: events still
-// received, and jobs due, to be due, or left running by a crash (which
-// the rescuer retries).
+// received, deliveries pending, facts untold, and jobs due, to be due, or
+// left running by a crash (which the rescuer retries).
 func (h *harness) waiting() int {
 	var n int
 	h.unarmed(func() {
 		err := h.db.SQL.QueryRowContext(h.ctx, `SELECT
 			(SELECT count(*) FROM payhook_events WHERE status = 'received') +
 			(SELECT count(*) FROM payhook_deliveries WHERE status = 'pending') +
+			(SELECT count(*) FROM payhook_untold) +
 			(SELECT count(*) FROM river_job WHERE state IN ('available', 'retryable', 'scheduled', 'running'))`).Scan(&n)
 		if err != nil {
 			h.fatalf("count waiting work: %v", err)

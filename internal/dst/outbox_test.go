@@ -17,7 +17,11 @@ const sinkName = "app"
 // sinkPlan is what a seed chose for the sink, drawn from a stream of its
 // own so that the rest of the plan is what it was before the outbox.
 type sinkPlan struct {
-	fail float64 // probability that an attempt fails
+	// unrecorded makes the sink an outbox.Unrecorded one, as serve's log
+	// is: its facts get no delivery row but an untold one, told after
+	// the commit (drawn from a stream of its own too).
+	unrecorded bool
+	fail       float64 // probability that an attempt fails
 	// crashAfter holds attempt numbers right after whose side effect
 	// the process dies, before the delivery is recorded.
 	crashAfter map[int]bool
@@ -25,7 +29,8 @@ type sinkPlan struct {
 
 func newSinkPlan(seed int64) (sinkPlan, *rand.Rand) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x0b0c))
-	p := sinkPlan{fail: rng.Float64() * 0.3, crashAfter: map[int]bool{}}
+	p := sinkPlan{fail: rng.Float64() * 0.3, crashAfter: map[int]bool{},
+		unrecorded: rand.New(rand.NewPCG(uint64(seed), 0x0b0d)).IntN(2) == 0}
 	for range rng.IntN(3) {
 		p.crashAfter[1+rng.IntN(60)] = true
 	}
@@ -60,6 +65,23 @@ func (s *sink) send(ctx context.Context, f outbox.Fact) error {
 		s.h.faults.die() // told, and the delivery not recorded yet
 	}
 	return nil
+}
+
+// unrecordedSink is the sink as an outbox.Unrecorded one.
+type unrecordedSink struct{ s *sink }
+
+func (u unrecordedSink) Send(ctx context.Context, f outbox.Fact) (outbox.Receipt, error) {
+	return outbox.Receipt{}, u.s.send(ctx, f)
+}
+
+func (unrecordedSink) Unrecorded() {}
+
+// add registers the sink with box, as its plan says.
+func (s *sink) add(box *outbox.Outbox) error {
+	if s.plan.unrecorded {
+		return box.Add(sinkName, nil, unrecordedSink{s})
+	}
+	return box.AddFunc(sinkName, nil, s.send)
 }
 
 // backing says, per fact type, the committed billing row that must
@@ -97,10 +119,12 @@ func (h *harness) unbacked(f outbox.Fact) string {
 }
 
 // checkFacts checks the outbox at any instant: every fact is backed by
-// its committed billing change and was written with its delivery (in the
-// harness every transaction that writes a fact has the outbox); and, when
-// final, every billing change has its fact, every delivery was made and
-// the sink was told each fact at least once.
+// its committed billing change and was written with its delivery, or,
+// for an Unrecorded sink, with its untold row, unless the sink was told
+// it (in the harness every transaction that writes a fact has the
+// outbox); and, when final, every billing change has its fact, every
+// delivery was made, no fact is left untold and the sink was told each
+// fact at least once.
 func (h *harness) checkFacts(when string, final bool) {
 	facts, err := outbox.List(h.ctx, h.db, outbox.Filter{Limit: 1 << 30})
 	if err != nil {
@@ -113,24 +137,49 @@ func (h *harness) checkFacts(when string, final bool) {
 		}
 		byKey[f.Type+" "+f.Subject] = true
 	}
-	for _, q := range []struct{ what, query string }{
-		{"was written without its delivery", `SELECT f.fact_id FROM payhook_facts f WHERE NOT f.routed OR NOT EXISTS
-			(SELECT 1 FROM payhook_deliveries d WHERE d.fact = f.id AND d.sink = '` + sinkName + `') ORDER BY f.id LIMIT 1`},
-	} {
-		var id string
-		if err := h.db.SQL.QueryRowContext(h.ctx, q.query).Scan(&id); err == nil {
-			h.fatalf("%s: fact %s %s", when, id, q.what)
+	rows, err := h.db.SQL.QueryContext(h.ctx, `SELECT f.fact_id, f.routed FROM payhook_facts f WHERE NOT f.routed OR NOT EXISTS
+			(SELECT 1 FROM payhook_deliveries d WHERE d.fact = f.id AND d.sink = '`+sinkName+`')
+		AND NOT EXISTS (SELECT 1 FROM payhook_untold u WHERE u.fact = f.id) ORDER BY f.id`)
+	if err != nil {
+		h.fatalf("%s: facts without a delivery: %v", when, err)
+	}
+	type bareFact struct {
+		id     string
+		routed bool
+	}
+	var bare []bareFact
+	for rows.Next() {
+		var f bareFact
+		if err := rows.Scan(&f.id, &f.routed); err != nil {
+			h.fatalf("%s: facts without a delivery: %v", when, err)
+		}
+		bare = append(bare, f)
+	}
+	rows.Close()
+	for _, f := range bare {
+		// An Unrecorded sink's fact, once told, keeps no row but itself.
+		if !f.routed || !h.sink.plan.unrecorded || h.sink.told[f.id] == 0 {
+			h.fatalf("%s: fact %s was written without its delivery", when, f.id)
 		}
 	}
 	if !final {
 		return
+	}
+	for _, f := range facts {
+		if h.sink.told[f.ID] == 0 {
+			h.fatalf("%s: fact %s %s (%s) was never told the sink", when, f.Type, f.Subject, f.ID)
+		}
+	}
+	var untold int
+	if err := h.db.SQL.QueryRowContext(h.ctx, `SELECT count(*) FROM payhook_untold`).Scan(&untold); err != nil || untold != 0 {
+		h.fatalf("%s: %d facts left untold (%v)", when, untold, err)
 	}
 	for _, e := range h.expectedFacts() {
 		if !byKey[e] {
 			h.fatalf("%s: no fact %s, though billing's state has its change", when, e)
 		}
 	}
-	rows, err := h.db.SQL.QueryContext(h.ctx, `SELECT f.fact_id, d.status FROM payhook_deliveries d
+	rows, err = h.db.SQL.QueryContext(h.ctx, `SELECT f.fact_id, d.status FROM payhook_deliveries d
 		JOIN payhook_facts f ON f.id = d.fact ORDER BY d.id`)
 	if err != nil {
 		h.fatalf("%s: list deliveries: %v", when, err)
