@@ -67,12 +67,16 @@ type afterKey struct{}
 type afterCommit struct{ items []any }
 
 // afterCommitted calls Config.AfterCommit with what a holds, if
-// anything, with ctx's values but not its end: a worker stopping must not
-// leave to the sweep what its committed transactions deferred.
+// anything, with ctx's values but not its end (a worker stopping must not
+// leave to the sweep what its committed transactions deferred), for
+// JobTimeout at most.
 func (q *Queue) afterCommitted(ctx context.Context, a *afterCommit) {
-	if len(a.items) > 0 && q.cfg.AfterCommit != nil {
-		q.cfg.AfterCommit(context.WithoutCancel(ctx), a.items)
+	if len(a.items) == 0 || q.cfg.AfterCommit == nil {
+		return
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), q.cfg.JobTimeout)
+	defer cancel()
+	q.cfg.AfterCommit(ctx, a.items)
 }
 
 // deferIn returns the context for the handlers of a transaction, whose
