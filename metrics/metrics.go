@@ -182,7 +182,7 @@ var (
 	depthDesc  = prometheus.NewDesc("payhook_queue_depth", "Events waiting to be processed (status received).", nil, nil)
 	oldestDesc = prometheus.NewDesc("payhook_queue_oldest_age_seconds",
 		"Age of the oldest event waiting to be processed; 0 when none waits.", nil, nil)
-	backlogDesc = prometheus.NewDesc("payhook_outbox_backlog", "Deliveries pending per sink.", []string{"sink"}, nil)
+	backlogDesc = prometheus.NewDesc("payhook_outbox_backlog", "Deliveries pending per sink (for a log sink, facts not told yet too).", []string{"sink"}, nil)
 	pausedDesc  = prometheus.NewDesc("payhook_outbox_paused", "Deliveries waiting for their sink to resume.", []string{"sink"}, nil)
 	alertsDesc  = prometheus.NewDesc("payhook_alerts_open", "Alerts not acknowledged, by kind.", []string{"kind"}, nil)
 	diffsDesc   = prometheus.NewDesc("payhook_reconcile_differences",

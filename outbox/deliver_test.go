@@ -313,8 +313,12 @@ func TestUnrecordedSink(t *testing.T) {
 			done := count(t, db, `SELECT count(*) FROM payhook_events WHERE status = 'processed'`)
 			return done == n && got.len()+untold() == 2*n, fmt.Sprintf("%d processed, %d told, %d untold", done, got.len(), untold())
 		})
-		if left := untold(); left == 0 {
+		left := untold()
+		if left == 0 {
 			t.Fatal("no fact left untold after a failed telling")
+		}
+		if stats, err := box.Stats(ctx); err != nil || len(stats) != 1 || stats[0].Backlog != int64(left) {
+			t.Fatalf("stats = %+v, %v; want a backlog of the %d facts untold", stats, err, left)
 		}
 		if d := count(t, db, `SELECT count(*) FROM payhook_deliveries`); d != 0 {
 			t.Fatalf("%d deliveries written for an Unrecorded sink", d)

@@ -470,7 +470,8 @@ func excerpt(s string) string {
 type SinkStats struct {
 	Sink string `json:"sink"`
 	// Backlog counts its deliveries pending now (in the database, every
-	// instance's).
+	// instance's), and, for an Unrecorded sink, the facts of its types
+	// not told yet (Untold).
 	Backlog int64 `json:"backlog"`
 	// Paused counts its deliveries waiting for the sink to resume.
 	Paused int64 `json:"paused"`
@@ -506,11 +507,22 @@ func (o *Outbox) Stats(ctx context.Context) ([]SinkStats, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("outbox stats: %w", err)
 	}
+	untold, err := o.untoldByType(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("outbox stats: %w", err)
+	}
 	var out []SinkStats
 	o.mu.RLock()
 	defer o.mu.RUnlock()
 	for _, name := range o.sinkNamesLocked() {
 		r := o.routes[name]
+		if unrecorded(r.sink) {
+			for typ, n := range untold {
+				if r.matches(typ) {
+					backlog[name] += n
+				}
+			}
+		}
 		out = append(out, SinkStats{Sink: name, Backlog: backlog[name], Paused: paused[name],
 			Delivered: r.counts.delivered.Load(), Failed: r.counts.failed.Load(), Errors: r.counts.errors.Load()})
 	}

@@ -173,6 +173,26 @@ func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.T
 	return ids, nil
 }
 
+// untoldByType counts the facts not told yet, by type.
+func (o *Outbox) untoldByType(ctx context.Context) (map[string]int64, error) {
+	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `SELECT f.type, count(*) FROM payhook_untold u
+		JOIN payhook_facts f ON f.id = u.fact GROUP BY f.type`)
+	if err != nil {
+		return nil, fmt.Errorf("untold facts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var typ string
+		var n int64
+		if err := rows.Scan(&typ, &n); err != nil {
+			return nil, fmt.Errorf("untold facts: %w", err)
+		}
+		out[typ] = n
+	}
+	return out, rows.Err()
+}
+
 // factType is a fact's row id and type, as the sweep reads them.
 type factType struct {
 	id  int64
