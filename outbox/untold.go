@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -67,7 +68,13 @@ func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body stri
 			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): untold: %w", f.ID, f.Type, f.Subject, err)
 		}
 	}
-	return Emitted{Written: true, Untold: &Untold{row: id, fact: f}}, nil
+	// Told as stored, as a delivery the sweep makes of it would be (the
+	// JSON of a subject that is not valid UTF-8 is not the subject).
+	var stored Fact
+	if err := json.Unmarshal([]byte(body), &stored); err != nil {
+		return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
+	}
+	return Emitted{Written: true, Untold: &Untold{row: id, fact: stored}}, nil
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their
