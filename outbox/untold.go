@@ -18,8 +18,9 @@ import (
 // transaction has committed (Tell), which deletes the row. A crash between
 // the commit and the telling, or a sink that failed, leaves the row, and
 // the sweep routes the fact SweepAge after it was written: a delivery per
-// sink, retried as any. At least once, for two rows less per fact and
-// sink than a delivery written and then deleted.
+// sink, retried as any. At least once, for one row of a single index per
+// fact instead of a delivery row per fact and sink (four indexes and a
+// foreign-key check, then deleted).
 
 // Untold is a fact Emit wrote for Unrecorded sinks only, to be told after
 // its transaction commits (Outbox.Tell).
