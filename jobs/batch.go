@@ -49,6 +49,7 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, 
 		// attempt: its events are processed one by one.
 		return false, nil
 	}
+	q.ingestFirst(behind)
 	start := time.Now()
 	guarded := q.guardBatches.Load()
 	done, committed, own, err := q.applyBatch(ctx, id, guarded, behind)

@@ -559,6 +559,9 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	release()
 	// Sent with the slot given back: a slow sink of the application must
 	// not hold processing up behind the acks.
+	if len(sends) > 0 || len(after.items) > 0 {
+		q.ingestFirst(behind)
+	}
 	q.deliverCommitted(ctx, sends)
 	q.afterCommitted(ctx, after)
 	if errors.Is(err, payhook.ErrMalformed) {

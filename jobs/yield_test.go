@@ -113,3 +113,33 @@ func TestLagDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestIngestGoesFirst: on SQLite an attempt that is not behind lets an
+// ingest under way have the connection first, unless the Queue stops;
+// never on PostgreSQL, whose acks commit on connections of their own.
+func TestIngestGoesFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name                       string
+		engine                     store.Engine
+		ingesting, behind, stopped bool
+		want                       bool
+	}{
+		{"SQLite, an ingest under way", store.SQLite, true, false, false, true},
+		{"SQLite, no ingest", store.SQLite, false, false, false, false},
+		{"SQLite, behind", store.SQLite, true, true, false, false},
+		{"SQLite, stopping", store.SQLite, true, false, true, false},
+		{"PostgreSQL", store.Postgres, true, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &Queue{db: &store.DB{Engine: tc.engine}}
+			if tc.ingesting {
+				q.ingestStarted()
+			}
+			q.stopping.Store(tc.stopped)
+			if got := q.ingestGoesFirst(tc.behind); got != tc.want {
+				t.Errorf("ingestGoesFirst = %v; want %v", got, tc.want)
+			}
+			q.ingestFirst(tc.behind) // returns, at the latest after ingestFirstMax
+		})
+	}
+}
