@@ -25,8 +25,8 @@ const maxAlone = 10000
 // completes the other events' jobs, so that N events cost one commit and
 // a handful of statements besides their handlers'; it returns the
 // after-commit deliveries they wrote, for the caller to send
-// (deliverCommitted) once it no longer holds an acks-first slot, and adds
-// what they deferred (Defer) to the collector ctx carries. The
+// (deliverCommitted) once it no longer holds an acks-first slot, and
+// hands what they deferred (Defer) on (deferred). The
 // batch ends early at its batchTime (behind: see yield) or Stop, leaving
 // the rest untried.
 //
@@ -70,9 +70,7 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, 
 			q.cfg.OnDone(d.ev, d.status, took)
 		}
 	}
-	if a, _ := ctx.Value(afterKey{}).(*afterCommit); a != nil {
-		a.items = append(a.items, committed.items...)
-	}
+	q.deferred(ctx, committed.items)
 	if own != nil {
 		*errp = q.failed(ctx, id, own, final, start)
 	}

@@ -81,19 +81,22 @@ func (q *Queue) afterCommitted(ctx context.Context, a *afterCommit) {
 
 // deferIn returns the context for the handlers of a transaction, whose
 // Defer collects into a collector of its own, and the function to call
-// once that transaction has committed: it hands what they deferred to
-// the collector of ctx (the worker's, which calls AfterCommit once it has
-// given back its acks-first slot), or, without one, to AfterCommit.
+// once that transaction has committed (deferred).
 func (q *Queue) deferIn(ctx context.Context) (context.Context, func()) {
 	own := &afterCommit{}
-	outer, _ := ctx.Value(afterKey{}).(*afterCommit)
-	return context.WithValue(ctx, afterKey{}, own), func() {
-		if outer != nil {
-			outer.items = append(outer.items, own.items...)
-			return
-		}
-		q.afterCommitted(ctx, own)
+	return context.WithValue(ctx, afterKey{}, own), func() { q.deferred(ctx, own.items) }
+}
+
+// deferred hands items, deferred by a transaction that has committed, to
+// the collector ctx carries (the worker's, which calls AfterCommit once
+// it has given back its acks-first slot), or, without one, to
+// AfterCommit at once.
+func (q *Queue) deferred(ctx context.Context, items []any) {
+	if outer, _ := ctx.Value(afterKey{}).(*afterCommit); outer != nil {
+		outer.items = append(outer.items, items...)
+		return
 	}
+	q.afterCommitted(ctx, &afterCommit{items})
 }
 
 // Defer hands items to Config.AfterCommit, called once the transaction
