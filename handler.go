@@ -19,6 +19,20 @@ type Handler interface {
 	Handle(ctx context.Context, tx *sql.Tx, ev *Event) error
 }
 
+// BatchHandler is a Handler that can also apply several events at once,
+// in one transaction, for less than applying each in turn (billing's
+// processing: a statement per table for all of them). The job queue
+// batches events through Mux.DispatchBatch.
+type BatchHandler interface {
+	Handler
+	// HandleBatch applies evs in tx as Handle would apply each of them,
+	// in any order, and returns per event the error Handle would have
+	// returned (nil, or one wrapping ErrIgnored); or an error after which
+	// tx is rolled back (the caller may then handle each event alone, to
+	// tell which one failed).
+	HandleBatch(ctx context.Context, tx *sql.Tx, evs []*Event) ([]error, error)
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, tx *sql.Tx, ev *Event) error
 
@@ -74,4 +88,48 @@ func (m *Mux) Dispatch(ctx context.Context, tx *sql.Tx, ev *Event) error {
 		}
 	}
 	return nil
+}
+
+// DispatchBatch handles evs together in tx when the one handler of each
+// is the same BatchHandler (the job queue's batches with billing's
+// processing), with one HandleBatch call, and returns per event the error
+// Dispatch would return for it; or the BatchHandler's error, after which
+// tx is to be rolled back. It reports false, handling nothing, when evs
+// have other handlers: the caller dispatches them one by one.
+func (m *Mux) DispatchBatch(ctx context.Context, tx *sql.Tx, evs []*Event) (errs []error, ok bool, err error) {
+	if len(evs) == 0 {
+		return nil, false, nil
+	}
+	first := m.lookup(evs[0].Type)
+	bh, ok := only(first).(BatchHandler)
+	if !ok {
+		return nil, false, nil
+	}
+	for _, ev := range evs[1:] {
+		if hs := m.lookup(ev.Type); len(hs) != 1 || &hs[0] != &first[0] {
+			return nil, false, nil
+		}
+	}
+	got, err := bh.HandleBatch(ctx, tx, evs)
+	if err == nil && len(got) != len(evs) {
+		err = fmt.Errorf("a batch handler returned %d results for %d events", len(got), len(evs))
+	}
+	if err != nil {
+		return nil, true, fmt.Errorf("handle a batch of %d events: %w", len(evs), err)
+	}
+	errs = make([]error, len(evs))
+	for i, ev := range evs {
+		if got[i] != nil {
+			errs[i] = fmt.Errorf("handle %s event %s: %w", ev.Type, ev.EventID, got[i])
+		}
+	}
+	return errs, true, nil
+}
+
+// only returns the handler of hs if it is the only one.
+func only(hs []Handler) Handler {
+	if len(hs) != 1 {
+		return nil
+	}
+	return hs[0]
 }

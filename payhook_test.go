@@ -56,3 +56,63 @@ func TestMuxDispatchOrderAndError(t *testing.T) {
 		t.Fatalf("Dispatch ran %v and returned %v", calls, err)
 	}
 }
+
+// batcher is a payhook.BatchHandler that records what it was given.
+type batcher struct{ got [][]string }
+
+func (b *batcher) Handle(context.Context, *sql.Tx, *payhook.Event) error { return nil }
+
+func (b *batcher) HandleBatch(_ context.Context, _ *sql.Tx, evs []*payhook.Event) ([]error, error) {
+	var ids []string
+	errs := make([]error, len(evs))
+	for i, ev := range evs {
+		ids = append(ids, ev.EventID)
+		if ev.EventID == "evt_ignored" {
+			errs[i] = fmt.Errorf("%w: nothing in it", payhook.ErrIgnored)
+		}
+	}
+	b.got = append(b.got, ids)
+	return errs, nil
+}
+
+// TestMuxDispatchBatch: events whose one handler is the same BatchHandler
+// go to it at once, their errors wrapped as Dispatch wraps them; any other
+// handler, a second one, or none leaves the batch to be dispatched one by
+// one.
+func TestMuxDispatchBatch(t *testing.T) {
+	plain := payhook.HandlerFunc(func(context.Context, *sql.Tx, *payhook.Event) error { return nil })
+	for _, tc := range []struct {
+		name  string
+		setup func(m *payhook.Mux, b, other *batcher)
+		types []string
+		batch bool
+	}{
+		{"one batch handler for all", func(m *payhook.Mux, b, _ *batcher) { m.Handle("*", b) }, []string{"a", "b"}, true},
+		{"a second handler", func(m *payhook.Mux, b, _ *batcher) { m.Handle("*", b); m.Handle("*", plain) }, []string{"a", "b"}, false},
+		{"another batch handler for a type", func(m *payhook.Mux, b, other *batcher) { m.Handle("*", b); m.Handle("b", other) }, []string{"a", "b"}, false},
+		{"a plain handler for a type", func(m *payhook.Mux, b, _ *batcher) { m.Handle("*", b); m.Handle("b", plain) }, []string{"a", "b"}, false},
+		{"no handler for a type", func(m *payhook.Mux, b, _ *batcher) { m.Handle("a", b) }, []string{"a", "b"}, false},
+		{"a plain handler", func(m *payhook.Mux, _, _ *batcher) { m.Handle("*", plain) }, []string{"a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mux payhook.Mux
+			b, other := &batcher{}, &batcher{}
+			tc.setup(&mux, b, other)
+			evs := []*payhook.Event{{Type: tc.types[0], EventID: "evt_1"}, {Type: tc.types[len(tc.types)-1], EventID: "evt_ignored"}}
+			errs, ok, err := mux.DispatchBatch(context.Background(), nil, evs)
+			if err != nil || ok != tc.batch {
+				t.Fatalf("DispatchBatch = %v, %v; want batched %v", ok, err, tc.batch)
+			}
+			if !ok {
+				if len(b.got)+len(other.got) != 0 {
+					t.Fatalf("not batched, but the batch handlers got %v %v", b.got, other.got)
+				}
+				return
+			}
+			if fmt.Sprint(b.got) != "[[evt_1 evt_ignored]]" || errs[0] != nil ||
+				!errors.Is(errs[1], payhook.ErrIgnored) || errs[1].Error() != "handle b event evt_ignored: ignored: nothing in it" {
+				t.Fatalf("the batch handler got %v; errors %v", b.got, errs)
+			}
+		})
+	}
+}

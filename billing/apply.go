@@ -122,6 +122,12 @@ func ApplyOutcome(ctx context.Context, tx *Tx, source string, facts []Fact) (Out
 		return out, errNoSource
 	}
 	a := &applier{tx: tx, source: source, out: &out}
+	return out, a.apply(ctx, facts, 0)
+}
+
+// apply applies facts, those of one event from its fact number first on
+// (ApplyMany applied the ones before), one after the other.
+func (a *applier) apply(ctx context.Context, facts []Fact, first int) error {
 	// The refs whose capture in this event hit a payment of another kind:
 	// the event's OrderPaid for them is skipped (the alert is raised).
 	var mismatched map[string]bool
@@ -156,10 +162,10 @@ func ApplyOutcome(ctx context.Context, tx *Tx, source string, facts []Fact) (Out
 			}
 		}
 		if err != nil {
-			return out, fmt.Errorf("apply fact %d (%T) of source %s: %w", i, f, source, err)
+			return fmt.Errorf("apply fact %d (%T) of source %s: %w", first+i, f, a.source, err)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // value returns the fact a non-nil pointer to a fact points at, else f:

@@ -17,10 +17,7 @@ import (
 // emit writes the outbox fact of type typ about subject, whose business
 // identity is key, in tx, and records what it wrote.
 func (tx *Tx) emit(ctx context.Context, out *Outcome, typ, source, subject, key string, at time.Time, data any) error {
-	if at.IsZero() {
-		at = tx.now
-	}
-	f, err := outbox.NewFact(typ, source, subject, key, at, data)
+	f, err := tx.fact(typ, source, subject, key, at, data)
 	if err != nil {
 		return err
 	}
@@ -28,6 +25,22 @@ func (tx *Tx) emit(ctx context.Context, out *Outcome, typ, source, subject, key 
 	if err != nil {
 		return err
 	}
+	tx.record(out, f, e)
+	return nil
+}
+
+// fact makes the outbox fact emit writes: at is the transaction's time
+// when zero.
+func (tx *Tx) fact(typ, source, subject, key string, at time.Time, data any) (outbox.Fact, error) {
+	if at.IsZero() {
+		at = tx.now
+	}
+	return outbox.NewFact(typ, source, subject, key, at, data)
+}
+
+// record keeps what writing f wrote: its deliveries and untold fact for
+// the caller, and f in out when it is new.
+func (tx *Tx) record(out *Outcome, f outbox.Fact, e outbox.Emitted) {
 	tx.deliveries = append(tx.deliveries, e.Deliveries...)
 	if e.Untold != nil {
 		tx.untold = append(tx.untold, *e.Untold)
@@ -35,7 +48,6 @@ func (tx *Tx) emit(ctx context.Context, out *Outcome, typ, source, subject, key 
 	if e.Written && out != nil {
 		out.Facts = append(out.Facts, f.ID)
 	}
-	return nil
 }
 
 func (a *applier) emit(ctx context.Context, typ, subject, key string, at time.Time, data any) error {

@@ -147,6 +147,17 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	ctx = context.WithValue(ctx, batchKey{}, deliveries)
 	done = make([]finished, 0, len(evs))
 	othersFailed := false
+	if !guarded && len(evs) > 1 {
+		// One handler for them all that takes a batch at once.
+		all, ok, err := q.handleBatch(ctx, tx, evs)
+		if err != nil {
+			return nil, batchCommitted{}, nil, fmt.Errorf("processing a batch: %w: %w", errHandlerFailed, err)
+		}
+		if ok {
+			done, evs = all, nil
+			deliveries.all, committed.items = deliveries.event, deliveries.eventItems
+		}
+	}
 	for i, ev := range evs {
 		if i > 0 && q.batchOver(start, behind) {
 			// The rest goes back untried (the event of id, if it was
@@ -225,6 +236,33 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 		q.guardBatches.Store(false)
 	}
 	return done, committed, own, nil
+}
+
+// handleBatch applies evs together when their handler is one
+// payhook.BatchHandler (payhook.Mux.DispatchBatch), and returns them
+// finished, each with its attempt counted; an error when a handler failed
+// or panicked. It reports false, applying nothing, when they have other
+// handlers.
+func (q *Queue) handleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (done []finished, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("processing a batch of %d events panicked: %v", len(evs), r)
+		}
+	}()
+	errs, ok, err := q.cfg.Handlers.DispatchBatch(ctx, tx, evs)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	done = make([]finished, 0, len(evs))
+	for i, ev := range evs {
+		ev.Attempts++ // as ClaimEventTx counts it; FinishEventsTx stores it
+		status, note, err := handled(errs[i])
+		if err != nil {
+			return nil, true, fmt.Errorf("event %d: %w", ev.ID, err)
+		}
+		done = append(done, finished{ev, status, note})
+	}
+	return done, true, nil
 }
 
 // errHandlerFailed is the error of an unguarded batch whose handler

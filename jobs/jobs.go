@@ -789,7 +789,14 @@ func (q *Queue) dispatch(ctx context.Context, tx *sql.Tx, ev *payhook.Event) (pa
 	if !q.cfg.Handlers.Handles(ev.Type) {
 		return payhook.StatusIgnored, fmt.Sprintf("no handler for event type %q", ev.Type), nil
 	}
-	switch err := q.cfg.Handlers.Dispatch(ctx, tx, ev); {
+	return handled(q.cfg.Handlers.Dispatch(ctx, tx, ev))
+}
+
+// handled returns the status an event ends with after its handlers
+// returned err (processed, or ignored with the reason in note), or err
+// when they failed.
+func handled(err error) (payhook.Status, string, error) {
+	switch {
 	case errors.Is(err, payhook.ErrIgnored):
 		return payhook.StatusIgnored, err.Error(), nil
 	case err != nil:

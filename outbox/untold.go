@@ -69,13 +69,68 @@ func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body stri
 			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): untold: %w", f.ID, f.Type, f.Subject, err)
 		}
 	}
-	// Told as stored, as a delivery the sweep makes of it would be (the
-	// JSON of a subject that is not valid UTF-8 is not the subject).
+	return untoldEmitted(f, id, body)
+}
+
+// untoldEmitted is what Emit wrote for the untold fact f, stored with body
+// as row id: told as stored, as a delivery the sweep makes of it would be
+// (the JSON of a subject that is not valid UTF-8 is not the subject).
+func untoldEmitted(f Fact, id int64, body string) (Emitted, error) {
 	var stored Fact
 	if err := json.Unmarshal([]byte(body), &stored); err != nil {
 		return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
 	}
 	return Emitted{Written: true, Untold: &Untold{row: id, fact: stored}}, nil
+}
+
+// emitUntoldMany is EmitMany of facts routed to Unrecorded sinks only, on
+// PostgreSQL: the facts, in their order, and their payhook_untold rows in
+// one statement. Of two facts with one id, the first is written.
+func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, bodies []string, now time.Time) ([]Emitted, error) {
+	cols := [4][]string{}
+	for _, f := range facts {
+		cols[0] = append(cols[0], f.ID)
+		cols[1] = append(cols[1], f.Type)
+		cols[2] = append(cols[2], f.Source)
+		cols[3] = append(cols[3], payhook.Storable(f.Subject))
+	}
+	rows, err := tx.QueryContext(ctx, `WITH f AS (INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+			SELECT u.fact_id, u.type, u.source, u.subject, u.body, TRUE, $6
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+				WITH ORDINALITY AS u(fact_id, type, source, subject, body, n)
+			ORDER BY u.n
+			ON CONFLICT (fact_id) DO NOTHING
+			RETURNING id, fact_id),
+		u AS (INSERT INTO payhook_untold (fact, created_at) SELECT id, $6 FROM f)
+		SELECT id, fact_id FROM f`, cols[0], cols[1], cols[2], cols[3], bodies, db.TimeValue(now))
+	if err != nil {
+		return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+	}
+	defer rows.Close()
+	written := make(map[string]int64, len(facts))
+	for rows.Next() {
+		var id int64
+		var factID string
+		if err := rows.Scan(&id, &factID); err != nil {
+			return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+		}
+		written[factID] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+	}
+	out := make([]Emitted, len(facts))
+	for i, f := range facts {
+		id, ok := written[f.ID]
+		if !ok {
+			continue
+		}
+		delete(written, f.ID) // a second fact of this id was not written
+		if out[i], err = untoldEmitted(f, id, bodies[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their

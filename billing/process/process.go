@@ -79,7 +79,7 @@ func New(cfg Config) (jobs.Config, error) {
 		p.bySource[s.Name] = s
 	}
 	handlers := &payhook.Mux{}
-	handlers.HandleFunc("*", p.apply)
+	handlers.Handle("*", p)
 	jc := jobs.Config{
 		Handlers: handlers,
 		Logger:   cfg.Logger,
@@ -113,32 +113,80 @@ type processor struct {
 	bySource map[string]payhook.Source
 }
 
-// apply turns ev into billing facts and applies them in tx.
-func (p *processor) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-	src := p.bySource[ev.Source]
-	name := src.Provider
-	if err := p.drift(ctx, tx, src, ev); err != nil {
-		return err
-	}
-	read, err := mapping.Read(name, current(name, ev))
+// Handle turns ev into billing facts and applies them in tx.
+func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+	facts, err := p.read(ctx, tx, ev)
 	if err != nil {
 		return err
 	}
-	if len(read.Facts) == 0 {
-		return fmt.Errorf("%w: %s", payhook.ErrIgnored, read.Ignored)
-	}
 	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
-	out, err := billing.ApplyOutcome(ctx, btx, ev.Source, read.Facts)
+	out, err := billing.ApplyOutcome(ctx, btx, ev.Source, facts)
 	if err != nil {
 		return err
 	}
 	if err := p.afterCommit(ctx, tx, btx); err != nil {
 		return err
 	}
+	p.ended(ev, out)
+	return nil
+}
+
+// HandleBatch is Handle of several events in tx, with billing.ApplyMany:
+// it returns, per event, the error Handle would (an event that carries no
+// fact is ignored), or the error after which tx is to roll back.
+func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]error, error) {
+	errs := make([]error, len(evs))
+	var applied []*payhook.Event
+	var facts []billing.Facts
+	for i, ev := range evs {
+		f, err := p.read(ctx, tx, ev)
+		switch {
+		case errors.Is(err, payhook.ErrIgnored):
+			errs[i] = err
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("event %d: %w", ev.ID, err)
+		}
+		applied = append(applied, ev)
+		facts = append(facts, billing.Facts{Source: ev.Source, Facts: f})
+	}
+	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
+	outs, err := billing.ApplyMany(ctx, btx, facts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.afterCommit(ctx, tx, btx); err != nil {
+		return nil, err
+	}
+	for i, out := range outs {
+		p.ended(applied[i], out)
+	}
+	return errs, nil
+}
+
+// read returns the billing facts ev carries, an error wrapping
+// payhook.ErrIgnored when it carries none; it raises the alert of a
+// drifted API version in tx (drift).
+func (p *processor) read(ctx context.Context, tx *sql.Tx, ev *payhook.Event) ([]billing.Fact, error) {
+	src := p.bySource[ev.Source]
+	if err := p.drift(ctx, tx, src, ev); err != nil {
+		return nil, err
+	}
+	read, err := mapping.Read(src.Provider, current(src.Provider, ev))
+	if err != nil {
+		return nil, err
+	}
+	if len(read.Facts) == 0 {
+		return nil, fmt.Errorf("%w: %s", payhook.ErrIgnored, read.Ignored)
+	}
+	return read.Facts, nil
+}
+
+// ended logs the subscriptions whose end ev's facts claimed.
+func (p *processor) ended(ev *payhook.Event, out billing.Outcome) {
 	for _, ref := range out.EndedClaimed {
 		p.log.Info("subscription ended", "source", ev.Source, "subscription", ref, "event", ev.EventID)
 	}
-	return nil
 }
 
 // drift raises billing.AlertAPIVersionDrift, once per version, when the

@@ -1,0 +1,365 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
+)
+
+// Facts are the facts of one event, of Source, for ApplyMany.
+type Facts struct {
+	Source string
+	Facts  []Fact
+}
+
+// ApplyMany applies the facts of several events in tx, each event's as
+// ApplyOutcome applies them, and returns their outcomes in their order.
+// On any error nothing of it is to be committed: the caller rolls tx back
+// (and may apply the events one by one to tell which one failed).
+//
+// Only the order between events may differ from ApplyOutcome called for
+// each in turn, and the rules of ApplyOutcome make the final state the
+// same in any order. On PostgreSQL the captures of fiat payments not
+// stored yet come first, together: an event whose facts are a Captured,
+// with the OrderPaid of its payment's order when it has one (what
+// mappings make of a payment that succeeded), is applied with one
+// statement for all such events per table (payments, postings with their
+// entries, orders, facts) instead of five or so of its own, each a round
+// trip. The rest, and every capture of a payment stored already, are
+// applied one event after the other.
+func ApplyMany(ctx context.Context, tx *Tx, events []Facts) ([]Outcome, error) {
+	if err := tx.check(); err != nil {
+		return nil, err
+	}
+	outs := make([]Outcome, len(events))
+	as := make([]*applier, len(events))
+	for i, ev := range events {
+		if ev.Source == "" {
+			return nil, errNoSource
+		}
+		as[i] = &applier{tx: tx, source: ev.Source, out: &outs[i]}
+	}
+	applied, err := newCaptures(ctx, tx, as, events)
+	if err != nil {
+		return nil, err
+	}
+	for i, ev := range events {
+		first := 0
+		if applied[i] {
+			first = 1
+		}
+		if err := as[i].apply(ctx, ev.Facts[first:], first); err != nil {
+			return nil, fmt.Errorf("event %d of %d: %w", i+1, len(events), err)
+		}
+	}
+	return outs, nil
+}
+
+// capture is a Captured ApplyMany applies with others, of the event at
+// index i.
+type capture struct {
+	i   int
+	pay Payment
+	id  int64 // the payment's row, once inserted
+}
+
+// newCaptures applies, on PostgreSQL, the Captured facts that begin the
+// events that are a capture alone (isCapture) and whose payment is not
+// stored yet, as applier.captured would, together; it reports which
+// events' first fact it applied. A capture whose payment or order an
+// event before it names (a second capture of one payment, too) is left to
+// be applied in its turn, alone: the result is that of the events applied
+// one by one in their order.
+func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts) ([]bool, error) {
+	applied := make([]bool, len(events))
+	if tx.db.Engine != store.Postgres {
+		return applied, nil
+	}
+	var cs []capture
+	// What the events before, applied after, name: a capture of one of
+	// these payments or orders waits for its turn, so that the batch
+	// comes to what applying its events in their order does.
+	named := map[name]bool{}
+	for i, ev := range events {
+		pay, ok := isCapture(ev.Facts)
+		if ok && !named[name{ev.Source, "payment", pay.Ref}] && !named[name{ev.Source, "order", pay.OrderID}] {
+			cs = append(cs, capture{i: i, pay: pay})
+		}
+		for _, f := range ev.Facts {
+			for _, n := range names(ev.Source, f) {
+				if n.ref != "" {
+					named[n] = true
+				}
+			}
+		}
+	}
+	if len(cs) < 2 {
+		return applied, nil
+	}
+	cs, err := insertPayments(ctx, tx, as, cs)
+	if err != nil || len(cs) == 0 {
+		return applied, err
+	}
+	for _, c := range cs {
+		a := as[c.i]
+		a.locked = map[string]bool{c.pay.Ref: true}
+		applied[c.i] = true
+	}
+	if err := postCaptures(ctx, tx, as, cs); err != nil {
+		return nil, err
+	}
+	claimed, err := claimOrders(ctx, tx, as, cs)
+	if err != nil {
+		return nil, err
+	}
+	// The facts in the order captured writes them: the payment's, then
+	// its order's.
+	var facts []outbox.Fact
+	var outs []*Outcome
+	for j, c := range cs {
+		p := c.pay
+		f, err := tx.fact(outbox.PaymentSucceeded, as[c.i].source, p.Ref, p.Ref, p.CapturedAt,
+			paymentData{Payment: p.Ref, OrderID: p.OrderID, Amount: p.Amount, Currency: p.Currency, At: p.CapturedAt})
+		if err != nil {
+			return nil, err
+		}
+		facts, outs = append(facts, f), append(outs, as[c.i].out)
+		if claimed[j] {
+			f, err := tx.fact(outbox.OrderPaid, as[c.i].source, p.OrderID, p.OrderID, tx.now,
+				orderPaidData{OrderID: p.OrderID, PaidBy: p.Ref, Kind: "fiat"})
+			if err != nil {
+				return nil, err
+			}
+			facts, outs = append(facts, f), append(outs, as[c.i].out)
+		}
+	}
+	emitted, err := outbox.EmitMany(ctx, tx.db, tx.Tx, tx.box, facts, tx.now)
+	if err != nil {
+		return nil, err
+	}
+	for k, e := range emitted {
+		tx.record(outs[k], facts[k], e)
+	}
+	// An order another event of the batch claimed, or not pending: as
+	// captured pays it, alone (and raises what it raises).
+	for j, c := range cs {
+		if c.pay.OrderID != "" && !claimed[j] {
+			if err := as[c.i].payOrder(ctx, c.pay.OrderID, c.pay.Ref, true); err != nil {
+				return nil, fmt.Errorf("apply fact 0 (billing.Captured) of source %s: %w", as[c.i].source, err)
+			}
+		}
+	}
+	return applied, nil
+}
+
+// name is a payment or order of a source.
+type name struct{ source, kind, ref string }
+
+// names returns the payments and orders f is about (a dispute's payment is
+// stored before its chargeback: f names it).
+func names(source string, f Fact) []name {
+	pay := func(p *Payment) []name {
+		if p == nil {
+			return nil
+		}
+		return []name{{source, "payment", p.Ref}, {source, "order", p.OrderID}}
+	}
+	switch f := value(f).(type) {
+	case Captured:
+		return pay(&f.Payment)
+	case Refunded:
+		return append(pay(f.Payment), name{source, "payment", f.PaymentRef})
+	case ChargedBack:
+		return append(pay(f.Payment), name{source, "payment", f.PaymentRef})
+	case RefundFailed:
+		return []name{{source, "payment", f.PaymentRef}}
+	case ChargebackWon:
+		return []name{{source, "payment", f.PaymentRef}}
+	case OrderPaid:
+		return []name{{source, "payment", f.PaymentRef}, {source, "order", f.OrderID}}
+	case Settled:
+		return []name{{source, "payment", f.InvoiceRef}, {source, "order", f.OrderID}}
+	}
+	return nil
+}
+
+// isCapture returns the payment of facts when they are what a mapping
+// makes of a payment that succeeded: its Captured, then the OrderPaid of
+// its order if it has one; each passes Check.
+func isCapture(facts []Fact) (Payment, bool) {
+	if len(facts) == 0 || len(facts) > 2 {
+		return Payment{}, false
+	}
+	c, ok := value(facts[0]).(Captured)
+	if !ok || Check(c) != nil {
+		return Payment{}, false
+	}
+	p := c.Payment
+	if len(facts) == 1 {
+		return p, true
+	}
+	o, ok := value(facts[1]).(OrderPaid)
+	return p, ok && p.OrderID != "" && o.OrderID == p.OrderID && o.PaymentRef == p.Ref && Check(o) == nil
+}
+
+// insertPayments inserts the payments of cs that are not stored yet, as
+// captured does, and returns those it inserted, with their ids.
+func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]capture, error) {
+	var sources, refs, orders, currencies []string
+	var amounts []int64
+	var at []*time.Time
+	for _, c := range cs {
+		sources = append(sources, as[c.i].source)
+		refs = append(refs, c.pay.Ref)
+		orders = append(orders, c.pay.OrderID)
+		amounts = append(amounts, c.pay.Amount)
+		currencies = append(currencies, c.pay.Currency)
+		at = append(at, timestamp(c.pay.CapturedAt))
+	}
+	rows, err := tx.QueryContext(ctx, `INSERT INTO payhook_payments
+			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
+		SELECT u.source, u.ref, 'fiat', u.order_id, u.amount, u.currency, 'succeeded', 0, u.captured_at, $7, $7
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[])
+			WITH ORDINALITY AS u(source, ref, order_id, amount, currency, captured_at, n)
+		ORDER BY u.n
+		ON CONFLICT (source, ref) DO NOTHING
+		RETURNING source, ref, id`, sources, refs, orders, amounts, currencies, at, timestamp(tx.now))
+	if err != nil {
+		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
+	}
+	defer rows.Close()
+	ids := map[[2]string]int64{}
+	for rows.Next() {
+		var source, ref string
+		var id int64
+		if err := rows.Scan(&source, &ref, &id); err != nil {
+			return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
+		}
+		ids[[2]string{source, ref}] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
+	}
+	inserted := cs[:0]
+	for _, c := range cs {
+		if id, ok := ids[[2]string{as[c.i].source, c.pay.Ref}]; ok {
+			c.id = id
+			inserted = append(inserted, c)
+		}
+	}
+	return inserted, nil
+}
+
+// postCaptures posts the capture of each payment of cs just inserted, with
+// its entries, as captured does (nothing for an amount of zero).
+func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) error {
+	var sources, refs, currencies []string
+	var amounts []int64
+	for _, c := range cs {
+		if c.pay.Amount > 0 {
+			sources = append(sources, as[c.i].source)
+			refs = append(refs, c.pay.Ref)
+			amounts = append(amounts, c.pay.Amount)
+			currencies = append(currencies, c.pay.Currency)
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	var posted int
+	err := tx.QueryRowContext(ctx, `WITH p AS (INSERT INTO payhook_ledger_postings
+			(source, fact_key, kind, payment_ref, reverses_id, amount, requested_amount, currency, posted_at)
+			SELECT u.source, 'capture:' || u.ref, 'capture', u.ref, NULL, u.amount, u.amount, u.currency, $5
+			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS u(source, ref, amount, currency, n)
+			ORDER BY u.n
+			ON CONFLICT (source, fact_key) DO NOTHING
+			RETURNING id, amount, currency),
+		e AS (INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
+			SELECT p.id, v.account, p.currency, v.sign * p.amount
+			FROM p CROSS JOIN (VALUES (1, $6::text, 1), (2, $7::text, -1)) AS v(n, account, sign)
+			ORDER BY p.id, v.n)
+		SELECT count(*) FROM p`, sources, refs, amounts, currencies, timestamp(tx.now),
+		AccountReceivable, AccountRevenue).Scan(&posted)
+	if err != nil {
+		return fmt.Errorf("post %d captures: %w", len(refs), err)
+	}
+	if posted != len(refs) {
+		// A capture posted for a payment that was not stored: applied one
+		// by one, the events say which.
+		return fmt.Errorf("post %d captures: %d were posted already, before their payments", len(refs), len(refs)-posted)
+	}
+	for _, c := range cs {
+		if c.pay.Amount > 0 {
+			as[c.i].out.Posted = append(as[c.i].out.Posted, "capture:"+c.pay.Ref)
+		}
+	}
+	return nil
+}
+
+// claimOrders marks paid by its payment the order of each capture of cs
+// that has one, if pending or unknown, as claimOrder does for a capture
+// that just recorded it, and reports which it marked. Of two captures of
+// one order, only the first tries; payOrder tries the others after.
+func claimOrders(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]bool, error) {
+	var sources, orders, refs []string
+	seen := map[[2]string]bool{}
+	for _, c := range cs {
+		k := [2]string{as[c.i].source, c.pay.OrderID}
+		if c.pay.OrderID == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		sources = append(sources, k[0])
+		orders = append(orders, k[1])
+		refs = append(refs, c.pay.Ref)
+	}
+	claimed := make([]bool, len(cs))
+	if len(orders) == 0 {
+		return claimed, nil
+	}
+	rows, err := tx.QueryContext(ctx, `INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
+		SELECT u.source, u.order_id, 'paid', u.paid_by, $4, $4
+		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(source, order_id, paid_by, n)
+		ORDER BY u.n
+		ON CONFLICT (source, order_id) DO UPDATE SET status = 'paid', paid_by = excluded.paid_by, paid_at = excluded.paid_at
+			WHERE payhook_orders.status = 'pending'
+		RETURNING source, order_id, paid_by`, sources, orders, refs, timestamp(tx.now))
+	if err != nil {
+		return nil, fmt.Errorf("mark %d orders paid: %w", len(orders), err)
+	}
+	defer rows.Close()
+	paid := map[[3]string]bool{}
+	for rows.Next() {
+		var k [3]string
+		if err := rows.Scan(&k[0], &k[1], &k[2]); err != nil {
+			return nil, fmt.Errorf("mark %d orders paid: %w", len(orders), err)
+		}
+		paid[k] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("mark %d orders paid: %w", len(orders), err)
+	}
+	for j, c := range cs {
+		a := as[c.i]
+		if !paid[[3]string{a.source, c.pay.OrderID, c.pay.Ref}] {
+			continue
+		}
+		claimed[j] = true
+		a.out.OrdersPaid = append(a.out.OrdersPaid, c.pay.OrderID)
+		a.claimed = map[string]string{c.pay.OrderID: c.pay.Ref}
+	}
+	return claimed, nil
+}
+
+// timestamp is t for a timestamptz column on PostgreSQL (in an array too):
+// nil for the zero time, as store.DB.TimeValue.
+func timestamp(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+	return &t
+}
