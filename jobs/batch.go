@@ -112,7 +112,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
-	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(behind), q.alone)
+	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(guarded, behind), q.alone)
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
@@ -285,11 +285,19 @@ func (q *Queue) batchOver(start time.Time, behind bool) bool {
 	return q.stopping.Load() || time.Since(start) >= q.batchTime(behind)
 }
 
-// batchRoom is how many jobs besides its own a batch takes: Batch-1, or
-// as many as the last batch's time per event says fit in batchTime, so
-// that a batch cut short puts back few.
-func (q *Queue) batchRoom(behind bool) int {
+// guardedBatch bounds the events of a batch with a savepoint each (see
+// Config.Batch), and of a batch of deliveries.
+const guardedBatch = 32
+
+// batchRoom is how many jobs besides its own a batch takes: Batch-1
+// (guardedBatch-1 at most if guarded), or as many as the last batch's
+// time per event says fit in batchTime, so that a batch cut short puts
+// back few.
+func (q *Queue) batchRoom(guarded, behind bool) int {
 	n := q.cfg.Batch - 1
+	if guarded {
+		n = min(n, guardedBatch-1)
+	}
 	if c := q.eventCost.Load(); c > 0 {
 		n = min(n, int(int64(q.batchTime(behind))/c))
 	}

@@ -204,7 +204,7 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 		return false, nil
 	}
 	defer tx.Rollback()
-	taken, err := q.takeJobsTx(ctx, tx, kind, q.cfg.Batch-1, q.aloneDeliveries)
+	taken, err := q.takeJobsTx(ctx, tx, kind, min(q.cfg.Batch, guardedBatch)-1, q.aloneDeliveries)
 	if err != nil || len(taken) == 0 {
 		return false, nil
 	}

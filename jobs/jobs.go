@@ -67,11 +67,13 @@ type Config struct {
 	// it completes in the same transaction. A batch commits only if every
 	// event in it succeeds; otherwise it rolls back and each event is tried
 	// on its own, as with a Batch of 1. Retries, and every event while
-	// Fetch is set, are processed one by one. The first attempts of
-	// after-commit deliveries go in batches of as many (DeliverMany).
-	// Default 32 (each event of a batch is a PostgreSQL subtransaction,
-	// which past 64 in one transaction slow every snapshot); 1 turns
-	// batching off.
+	// Fetch is set, are processed one by one. A batch after one that
+	// failed applies each event under a savepoint, a PostgreSQL
+	// subtransaction (past 64 in one transaction they slow every
+	// snapshot): it takes 32 events at most, as do the batches of the
+	// first attempts of after-commit deliveries (DeliverMany).
+	// Default 128 (a payhook.BatchHandler, billing's processing, costs a
+	// statement per table for the whole batch); 1 turns batching off.
 	Batch int
 	// BatchTime bounds how long a batch goes on taking its events: past
 	// it, the events not applied yet are left out and their jobs put back
@@ -239,7 +241,7 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		c.BusyWorkers = 1
 	}
 	if c.Batch <= 0 {
-		c.Batch = 32
+		c.Batch = 128
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = DefaultJobTimeout
