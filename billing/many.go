@@ -1,9 +1,11 @@
 package billing
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
-	"time"
+	"slices"
 
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
@@ -75,9 +77,6 @@ type capture struct {
 // one by one in their order.
 func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts) ([]bool, error) {
 	applied := make([]bool, len(events))
-	if tx.db.Engine != store.Postgres {
-		return applied, nil
-	}
 	var cs []capture
 	// What the events before, applied after, name: a capture of one of
 	// these payments or orders waits for its turn, so that the batch
@@ -85,7 +84,7 @@ func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts) ([]
 	named := map[name]bool{}
 	for i, ev := range events {
 		pay, ok := isCapture(ev.Facts)
-		if ok && !named[name{ev.Source, "payment", pay.Ref}] && !named[name{ev.Source, "order", pay.OrderID}] {
+		if ok && !named[name{ev.Source, "payment", pay.Ref}] && !named[orderName(pay.OrderID)] {
 			cs = append(cs, capture{i: i, pay: pay})
 		}
 		for _, f := range ev.Facts {
@@ -155,8 +154,14 @@ func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts) ([]
 	return applied, nil
 }
 
-// name is a payment or order of a source.
+// name is a payment of a source, or an order.
 type name struct{ source, kind, ref string }
+
+// orderName is the name of an order of any source: the alerts of orders
+// (AlertOrderPaidTwice, counted, its message the last raise's) are about
+// the order id alone, so that a capture raising one must not pass an
+// event of another source raising it too.
+func orderName(id string) name { return name{"", "order", id} }
 
 // names returns the payments and orders f is about (a dispute's payment is
 // stored before its chargeback: f names it).
@@ -165,7 +170,7 @@ func names(source string, f Fact) []name {
 		if p == nil {
 			return nil
 		}
-		return []name{{source, "payment", p.Ref}, {source, "order", p.OrderID}}
+		return []name{{source, "payment", p.Ref}, orderName(p.OrderID)}
 	}
 	switch f := value(f).(type) {
 	case Captured:
@@ -179,9 +184,9 @@ func names(source string, f Fact) []name {
 	case ChargebackWon:
 		return []name{{source, "payment", f.PaymentRef}}
 	case OrderPaid:
-		return []name{{source, "payment", f.PaymentRef}, {source, "order", f.OrderID}}
+		return []name{{source, "payment", f.PaymentRef}, orderName(f.OrderID)}
 	case Settled:
-		return []name{{source, "payment", f.InvoiceRef}, {source, "order", f.OrderID}}
+		return []name{{source, "payment", f.InvoiceRef}, orderName(f.OrderID)}
 	}
 	return nil
 }
@@ -208,39 +213,29 @@ func isCapture(facts []Fact) (Payment, bool) {
 // insertPayments inserts the payments of cs that are not stored yet, as
 // captured does, and returns those it inserted, with their ids.
 func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]capture, error) {
-	var sources, refs, orders, currencies []string
-	var amounts []int64
-	var at []*time.Time
-	for _, c := range cs {
-		sources = append(sources, as[c.i].source)
-		refs = append(refs, c.pay.Ref)
-		orders = append(orders, c.pay.OrderID)
-		amounts = append(amounts, c.pay.Amount)
-		currencies = append(currencies, c.pay.Currency)
-		at = append(at, timestamp(c.pay.CapturedAt))
+	rows := make([][]any, len(cs))
+	for k, c := range cs {
+		p := c.pay
+		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, tx.timeValue(p.CapturedAt)}
 	}
-	rows, err := tx.QueryContext(ctx, `INSERT INTO payhook_payments
-			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
-		SELECT u.source, u.ref, 'fiat', u.order_id, u.amount, u.currency, 'succeeded', 0, u.captured_at, $7, $7
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[])
-			WITH ORDINALITY AS u(source, ref, order_id, amount, currency, captured_at, n)
-		ORDER BY u.n
-		ON CONFLICT (source, ref) DO NOTHING
-		RETURNING source, ref, id`, sources, refs, orders, amounts, currencies, at, timestamp(tx.now))
-	if err != nil {
-		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
-	}
-	defer rows.Close()
+	db := tx.db
 	ids := map[[2]string]int64{}
-	for rows.Next() {
-		var source, ref string
+	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_payments
+			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
+		SELECT j.value->>0, j.value->>1, 'fiat', j.value->>2, CAST(j.value->>3 AS BIGINT), j.value->>4, 'succeeded', 0,
+			`+db.TimeColumn("j.value->>5")+`, $2, $2
+		FROM `+db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
+		ON CONFLICT (source, ref) DO NOTHING
+		RETURNING source, ref, id`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
+		var k [2]string
 		var id int64
-		if err := rows.Scan(&source, &ref, &id); err != nil {
-			return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
-		}
-		ids[[2]string{source, ref}] = id
-	}
-	if err := rows.Err(); err != nil {
+		err := r.Scan(&k[0], &k[1], &id)
+		ids[k] = id
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
 	}
 	inserted := cs[:0]
@@ -253,43 +248,70 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 	return inserted, nil
 }
 
+// queryRows runs the statement of rows (store.DB.JSONRows, parameter $1; args
+// are $2 on), and calls scan for each row it returns.
+func queryRows(ctx context.Context, tx *Tx, rows [][]any, statement string, args []any, scan func(*sql.Rows) error) error {
+	param, err := store.Rows(rows)
+	if err != nil {
+		return err
+	}
+	r, err := tx.QueryContext(ctx, statement, append([]any{param}, args...)...)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for r.Next() {
+		if err := scan(r); err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}
+
 // postCaptures posts the capture of each payment of cs just inserted, with
 // its entries, as captured does (nothing for an amount of zero).
 func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) error {
-	var sources, refs, currencies []string
-	var amounts []int64
+	var rows [][]any
 	for _, c := range cs {
 		if c.pay.Amount > 0 {
-			sources = append(sources, as[c.i].source)
-			refs = append(refs, c.pay.Ref)
-			amounts = append(amounts, c.pay.Amount)
-			currencies = append(currencies, c.pay.Currency)
+			rows = append(rows, []any{as[c.i].source, c.pay.Ref, c.pay.Amount, c.pay.Currency})
 		}
 	}
-	if len(refs) == 0 {
+	if len(rows) == 0 {
 		return nil
 	}
-	var posted int
-	err := tx.QueryRowContext(ctx, `WITH p AS (INSERT INTO payhook_ledger_postings
+	var entries [][]any
+	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_ledger_postings
 			(source, fact_key, kind, payment_ref, reverses_id, amount, requested_amount, currency, posted_at)
-			SELECT u.source, 'capture:' || u.ref, 'capture', u.ref, NULL, u.amount, u.amount, u.currency, $5
-			FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY AS u(source, ref, amount, currency, n)
-			ORDER BY u.n
-			ON CONFLICT (source, fact_key) DO NOTHING
-			RETURNING id, amount, currency),
-		e AS (INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
-			SELECT p.id, v.account, p.currency, v.sign * p.amount
-			FROM p CROSS JOIN (VALUES (1, $6::text, 1), (2, $7::text, -1)) AS v(n, account, sign)
-			ORDER BY p.id, v.n)
-		SELECT count(*) FROM p`, sources, refs, amounts, currencies, timestamp(tx.now),
-		AccountReceivable, AccountRevenue).Scan(&posted)
+		SELECT j.value->>0, 'capture:' || (j.value->>1), 'capture', j.value->>1, NULL,
+			CAST(j.value->>2 AS BIGINT), CAST(j.value->>2 AS BIGINT), j.value->>3, $2
+		FROM `+tx.db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
+		ON CONFLICT (source, fact_key) DO NOTHING
+		RETURNING id, amount, currency`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
+		var id, amount int64
+		var currency string
+		err := r.Scan(&id, &amount, &currency)
+		entries = append(entries, []any{id, AccountReceivable, currency, amount}, []any{id, AccountRevenue, currency, -amount})
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("post %d captures: %w", len(refs), err)
+		return fmt.Errorf("post %d captures: %w", len(rows), err)
 	}
-	if posted != len(refs) {
+	if len(entries) != 2*len(rows) {
 		// A capture posted for a payment that was not stored: applied one
 		// by one, the events say which.
-		return fmt.Errorf("post %d captures: %d were posted already, before their payments", len(refs), len(refs)-posted)
+		return fmt.Errorf("post %d captures: %d were posted already, before their payments", len(rows), len(rows)-len(entries)/2)
+	}
+	// In the order entries writes them: by posting, debit first.
+	slices.SortStableFunc(entries, func(a, b []any) int { return cmp.Compare(a[0].(int64), b[0].(int64)) })
+	err = queryRows(ctx, tx, entries, `INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
+		SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, j.value->>2, CAST(j.value->>3 AS BIGINT)
+		FROM `+tx.db.JSONRows()+`
+		ORDER BY j.n`, nil, nil)
+	if err != nil {
+		return fmt.Errorf("write the entries of %d captures: %w", len(rows), err)
 	}
 	for _, c := range cs {
 		if c.pay.Amount > 0 {
@@ -304,7 +326,7 @@ func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) erro
 // that just recorded it, and reports which it marked. Of two captures of
 // one order, only the first tries; payOrder tries the others after.
 func claimOrders(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]bool, error) {
-	var sources, orders, refs []string
+	var rows [][]any
 	seen := map[[2]string]bool{}
 	for _, c := range cs {
 		k := [2]string{as[c.i].source, c.pay.OrderID}
@@ -312,35 +334,28 @@ func claimOrders(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]bo
 			continue
 		}
 		seen[k] = true
-		sources = append(sources, k[0])
-		orders = append(orders, k[1])
-		refs = append(refs, c.pay.Ref)
+		rows = append(rows, []any{k[0], k[1], c.pay.Ref})
 	}
 	claimed := make([]bool, len(cs))
-	if len(orders) == 0 {
+	if len(rows) == 0 {
 		return claimed, nil
 	}
-	rows, err := tx.QueryContext(ctx, `INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
-		SELECT u.source, u.order_id, 'paid', u.paid_by, $4, $4
-		FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(source, order_id, paid_by, n)
-		ORDER BY u.n
+	paid := map[[3]string]bool{}
+	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
+		SELECT j.value->>0, j.value->>1, 'paid', j.value->>2, $2, $2
+		FROM `+tx.db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
 		ON CONFLICT (source, order_id) DO UPDATE SET status = 'paid', paid_by = excluded.paid_by, paid_at = excluded.paid_at
 			WHERE payhook_orders.status = 'pending'
-		RETURNING source, order_id, paid_by`, sources, orders, refs, timestamp(tx.now))
-	if err != nil {
-		return nil, fmt.Errorf("mark %d orders paid: %w", len(orders), err)
-	}
-	defer rows.Close()
-	paid := map[[3]string]bool{}
-	for rows.Next() {
+		RETURNING source, order_id, paid_by`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
 		var k [3]string
-		if err := rows.Scan(&k[0], &k[1], &k[2]); err != nil {
-			return nil, fmt.Errorf("mark %d orders paid: %w", len(orders), err)
-		}
+		err := r.Scan(&k[0], &k[1], &k[2])
 		paid[k] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("mark %d orders paid: %w", len(orders), err)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mark %d orders paid: %w", len(rows), err)
 	}
 	for j, c := range cs {
 		a := as[c.i]
@@ -352,14 +367,4 @@ func claimOrders(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]bo
 		a.claimed = map[string]string{c.pay.OrderID: c.pay.Ref}
 	}
 	return claimed, nil
-}
-
-// timestamp is t for a timestamptz column on PostgreSQL (in an array too):
-// nil for the zero time, as store.DB.TimeValue.
-func timestamp(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC().Truncate(time.Microsecond)
-	return &t
 }

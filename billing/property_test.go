@@ -182,14 +182,20 @@ func snapshot(t *testing.T, db *store.DB) state {
 	for i := range s.Payments {
 		s.Payments[i].CreatedAt, s.Payments[i].UpdatedAt = time.Time{}, time.Time{}
 	}
-	sort.Slice(s.Payments, func(i, j int) bool { return s.Payments[i].Ref < s.Payments[j].Ref })
+	sort.Slice(s.Payments, func(i, j int) bool {
+		a, b := s.Payments[i], s.Payments[j]
+		return a.Ref < b.Ref || (a.Ref == b.Ref && a.Source < b.Source)
+	})
 	if s.Orders, err = billing.ListOrders(ctx, db, billing.OrderFilter{Limit: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range s.Orders {
 		s.Orders[i].CreatedAt, s.Orders[i].PaidAt = time.Time{}, time.Time{}
 	}
-	sort.Slice(s.Orders, func(i, j int) bool { return s.Orders[i].OrderID < s.Orders[j].OrderID })
+	sort.Slice(s.Orders, func(i, j int) bool {
+		a, b := s.Orders[i], s.Orders[j]
+		return a.OrderID < b.OrderID || (a.OrderID == b.OrderID && a.Source < b.Source)
+	})
 	if s.Subscriptions, err = billing.ListSubscriptions(ctx, db, billing.SubscriptionFilter{Limit: 1000}); err != nil {
 		t.Fatal(err)
 	}

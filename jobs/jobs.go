@@ -80,7 +80,10 @@ type Config struct {
 	// untried for the next batch. It bounds how long a processing
 	// transaction holds its locks (on SQLite the one connection an ack's
 	// commit waits for) and how long Stop waits for a running batch; once
-	// Stop is called, a batch applies no more than the event it is on.
+	// Stop is called, a batch applies no more than the event it is on. A
+	// batch a payhook.BatchHandler takes at once is applied whole: it is
+	// bounded by the events it takes, as many as the last batch's time
+	// per event says fit in BatchTime.
 	// Default 100ms.
 	BatchTime time.Duration
 	// BusyBatchTime is BatchTime while the Queue is storing deliveries

@@ -140,13 +140,13 @@ func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now 
 }
 
 // EmitMany is Emit of each of facts, in their order, with what each wrote.
-// On PostgreSQL the facts routed to Unrecorded sinks only are written
-// together, in one statement, before the others: a batch of events pays
-// one round trip for their facts, not one per fact.
+// The facts routed to Unrecorded sinks only are written together, before
+// the others: a batch of events pays two statements for their facts, not
+// one or two per fact.
 func EmitMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, facts []Fact, now time.Time) ([]Emitted, error) {
 	out := make([]Emitted, len(facts))
 	var untold []int
-	if db.Engine == store.Postgres && o != nil && !dstBug("outbox-outside-tx") {
+	if o != nil && !dstBug("outbox-outside-tx") {
 		for i, f := range facts {
 			if sinks := o.sinksFor(f.Type); len(sinks) > 0 && o.allUnrecorded(sinks) {
 				untold = append(untold, i)

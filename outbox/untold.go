@@ -83,41 +83,49 @@ func untoldEmitted(f Fact, id int64, body string) (Emitted, error) {
 	return Emitted{Written: true, Untold: &Untold{row: id, fact: stored}}, nil
 }
 
-// emitUntoldMany is EmitMany of facts routed to Unrecorded sinks only, on
-// PostgreSQL: the facts, in their order, and their payhook_untold rows in
-// one statement. Of two facts with one id, the first is written.
+// emitUntoldMany is EmitMany of facts routed to Unrecorded sinks only: the
+// facts, in their order, then their payhook_untold rows, a statement each
+// for them all. Of two facts with one id, the first is written.
 func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, bodies []string, now time.Time) ([]Emitted, error) {
-	cols := [4][]string{}
-	for _, f := range facts {
-		cols[0] = append(cols[0], f.ID)
-		cols[1] = append(cols[1], f.Type)
-		cols[2] = append(cols[2], f.Source)
-		cols[3] = append(cols[3], payhook.Storable(f.Subject))
+	rows := make([][]any, len(facts))
+	for i, f := range facts {
+		rows[i] = []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]}
 	}
-	rows, err := tx.QueryContext(ctx, `WITH f AS (INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
-			SELECT u.fact_id, u.type, u.source, u.subject, u.body, TRUE, $6
-			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
-				WITH ORDINALITY AS u(fact_id, type, source, subject, body, n)
-			ORDER BY u.n
-			ON CONFLICT (fact_id) DO NOTHING
-			RETURNING id, fact_id),
-		u AS (INSERT INTO payhook_untold (fact, created_at) SELECT id, $6 FROM f)
-		SELECT id, fact_id FROM f`, cols[0], cols[1], cols[2], cols[3], bodies, db.TimeValue(now))
+	param, err := store.Rows(rows)
+	if err != nil {
+		return nil, err
+	}
+	r, err := tx.QueryContext(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, TRUE, $2
+		FROM `+db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
+		ON CONFLICT (fact_id) DO NOTHING
+		RETURNING id, fact_id`, param, db.TimeValue(now))
 	if err != nil {
 		return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
 	}
-	defer rows.Close()
+	defer r.Close()
 	written := make(map[string]int64, len(facts))
-	for rows.Next() {
+	var untold [][]any
+	for r.Next() {
 		var id int64
 		var factID string
-		if err := rows.Scan(&id, &factID); err != nil {
+		if err := r.Scan(&id, &factID); err != nil {
 			return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
 		}
 		written[factID] = id
+		untold = append(untold, []any{id})
 	}
-	if err := rows.Err(); err != nil {
+	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+	}
+	if param, err = store.Rows(untold); err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_untold (fact, created_at)
+		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), param, db.TimeValue(now)); err != nil {
+		return nil, fmt.Errorf("emit %d facts: untold: %w", len(facts), err)
 	}
 	out := make([]Emitted, len(facts))
 	for i, f := range facts {

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -283,6 +284,37 @@ func (db *DB) TimeValue(t time.Time) any {
 		return t.Format(tsLayout)
 	}
 	return t
+}
+
+// JSONRows returns a FROM item, j, of the rows of a JSON array of arrays
+// given as parameter $1 (see Rows): one row per element, whose values are
+// j.value->>0, j.value->>1..., in the element's order j.n. A batch of
+// rows is then one statement on either engine: CAST the numbers, and the
+// times with TimeColumn.
+func (db *DB) JSONRows() string {
+	if db.Engine == SQLite {
+		return `(SELECT value, key AS n FROM json_each($1)) AS j`
+	}
+	return `jsonb_array_elements(CAST($1 AS JSONB)) WITH ORDINALITY AS j(value, n)`
+}
+
+// Rows encodes rows, each the values of one row (strings, numbers,
+// TimeValue's values), as the parameter JSONRows reads.
+func Rows(rows [][]any) (string, error) {
+	b, err := json.Marshal(rows)
+	if err != nil {
+		return "", fmt.Errorf("encode %d rows: %w", len(rows), err)
+	}
+	return string(b), nil
+}
+
+// TimeColumn returns expr, a text of JSONRows holding a TimeValue, as the
+// value of a timestamp column.
+func (db *DB) TimeColumn(expr string) string {
+	if db.Engine == SQLite {
+		return expr
+	}
+	return "CAST(" + expr + " AS TIMESTAMPTZ)"
 }
 
 // SkipLocked returns the clause that ends a row-picking SELECT on

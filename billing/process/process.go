@@ -133,7 +133,9 @@ func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) e
 
 // HandleBatch is Handle of several events in tx, with billing.ApplyMany:
 // it returns, per event, the error Handle would (an event that carries no
-// fact is ignored), or the error after which tx is to roll back.
+// fact is ignored), or the error after which tx is to roll back. The
+// batch has one time (billing.Tx.Now), and the alerts of a drifted API
+// version are raised before any event is applied.
 func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]error, error) {
 	errs := make([]error, len(evs))
 	var applied []*payhook.Event
