@@ -2,7 +2,6 @@ package billing_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -223,40 +222,18 @@ func snapshot(t *testing.T, db *store.DB) state {
 	return s
 }
 
-// deliver applies events in order, each in its own transaction, moving an
-// event that fails with ErrNotSeenYet to the end of the queue as the job
-// queue retries it later. It counts the downstream facts Outcome reports.
+// deliver applies events of src in order, each in its own transaction,
+// moving an event that fails with ErrNotSeenYet to the end of the queue as
+// the job queue retries it later (oneByOne). It counts what Outcome
+// reports.
 func deliver(t *testing.T, db *store.DB, events [][]billing.Fact) map[string]int {
 	t.Helper()
-	ctx := context.Background()
-	once := map[string]int{}
-	queue := append([][]billing.Fact(nil), events...)
-	stuck := 0
-	for len(queue) > 0 {
-		ev := queue[0]
-		queue = queue[1:]
-		out, err := applyTx(ctx, db, ev...)
-		switch {
-		case errors.Is(err, billing.ErrNotSeenYet):
-			queue = append(queue, ev)
-			if stuck++; stuck > len(queue) {
-				t.Fatalf("no progress: %d events wait for something never seen, e.g. %#v", len(queue), ev)
-			}
-			continue
-		case err != nil:
-			t.Fatalf("apply %#v: %v", ev, err)
-		}
-		stuck = 0
-		for _, k := range out.Posted {
-			once["posted "+k]++
-		}
-		for _, k := range out.OrdersPaid {
-			once["paid "+k]++
-		}
-		for _, k := range out.EndedClaimed {
-			once["ended "+k]++
-		}
+	evs := make([]billing.Facts, len(events))
+	for i, ev := range events {
+		evs[i] = billing.Facts{Source: src, Facts: ev}
 	}
+	once := outcomes{}
+	oneByOne(t, db, nil, evs, once)
 	return once
 }
 
