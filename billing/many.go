@@ -18,19 +18,21 @@ type Facts struct {
 }
 
 // ApplyMany applies the facts of several events in tx, each event's as
-// ApplyOutcome applies them, and returns their outcomes in their order.
-// On any error nothing of it is to be committed: the caller rolls tx back
-// (and may apply the events one by one to tell which one failed).
+// ApplyOutcome applies them, and returns their outcomes in their order:
+// the batch ends exactly as its events applied one by one in their order
+// would leave it. On any error nothing of it is to be committed: the
+// caller rolls tx back (and may apply the events one by one to tell which
+// one failed).
 //
-// Only the order between events may differ from ApplyOutcome called for
-// each in turn, and the rules of ApplyOutcome make the final state the
-// same in any order. On PostgreSQL the captures of fiat payments not
-// stored yet come first, together: an event whose facts are a Captured,
-// with the OrderPaid of its payment's order when it has one (what
-// mappings make of a payment that succeeded), is applied with one
-// statement for all such events per table (payments, postings with their
-// entries, orders, facts) instead of five or so of its own, each a round
-// trip. The rest, and every capture of a payment stored already, are
+// The captures of fiat payments not stored yet come first, together: an
+// event whose facts are a Captured, with the OrderPaid of its payment's
+// order when it has one (what mappings make of a payment that
+// succeeded), costs no statement of its own, but a row in one statement
+// per table for all such events (payments, postings, entries, orders,
+// facts, untold facts) instead of five to eight; on PostgreSQL each of
+// those is a round trip. A capture whose payment or order an earlier event
+// of the batch names waits for its turn, so that coming first changes
+// nothing. The rest, and every capture of a payment stored already, are
 // applied one event after the other.
 func ApplyMany(ctx context.Context, tx *Tx, events []Facts) ([]Outcome, error) {
 	if err := tx.check(); err != nil {
@@ -65,16 +67,15 @@ func ApplyMany(ctx context.Context, tx *Tx, events []Facts) ([]Outcome, error) {
 type capture struct {
 	i   int
 	pay Payment
-	id  int64 // the payment's row, once inserted
 }
 
-// newCaptures applies, on PostgreSQL, the Captured facts that begin the
-// events that are a capture alone (isCapture) and whose payment is not
-// stored yet, as applier.captured would, together; it reports which
-// events' first fact it applied. A capture whose payment or order an
-// event before it names (a second capture of one payment, too) is left to
-// be applied in its turn, alone: the result is that of the events applied
-// one by one in their order.
+// newCaptures applies the Captured facts that begin the events that are a
+// capture alone (isCapture) and whose payment is not stored yet, as
+// applier.captured would, together; it reports which events' first fact
+// it applied. A capture whose payment or order an event before it names
+// (a second capture of one payment or order, too) is left to be applied
+// in its turn, alone: the result is that of the events applied one by one
+// in their order.
 func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts) ([]bool, error) {
 	applied := make([]bool, len(events))
 	var cs []capture
@@ -142,8 +143,8 @@ func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts) ([]
 	for k, e := range emitted {
 		tx.record(outs[k], facts[k], e)
 	}
-	// An order another event of the batch claimed, or not pending: as
-	// captured pays it, alone (and raises what it raises).
+	// An order paid already: as captured pays it, alone (and raises what
+	// it raises).
 	for j, c := range cs {
 		if c.pay.OrderID != "" && !claimed[j] {
 			if err := as[c.i].payOrder(ctx, c.pay.OrderID, c.pay.Ref, true); err != nil {
@@ -211,7 +212,7 @@ func isCapture(facts []Fact) (Payment, bool) {
 }
 
 // insertPayments inserts the payments of cs that are not stored yet, as
-// captured does, and returns those it inserted, with their ids.
+// captured does, and returns those it inserted.
 func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]capture, error) {
 	rows := make([][]any, len(cs))
 	for k, c := range cs {
@@ -219,7 +220,7 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, tx.timeValue(p.CapturedAt)}
 	}
 	db := tx.db
-	ids := map[[2]string]int64{}
+	inserted := map[[2]string]bool{}
 	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_payments
 			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
 		SELECT j.value->>0, j.value->>1, 'fiat', j.value->>2, CAST(j.value->>3 AS BIGINT), j.value->>4, 'succeeded', 0,
@@ -228,24 +229,16 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 		WHERE TRUE
 		ORDER BY j.n
 		ON CONFLICT (source, ref) DO NOTHING
-		RETURNING source, ref, id`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
+		RETURNING source, ref`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
 		var k [2]string
-		var id int64
-		err := r.Scan(&k[0], &k[1], &id)
-		ids[k] = id
+		err := r.Scan(&k[0], &k[1])
+		inserted[k] = true
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
 	}
-	inserted := cs[:0]
-	for _, c := range cs {
-		if id, ok := ids[[2]string{as[c.i].source, c.pay.Ref}]; ok {
-			c.id = id
-			inserted = append(inserted, c)
-		}
-	}
-	return inserted, nil
+	return slices.DeleteFunc(cs, func(c capture) bool { return !inserted[[2]string{as[c.i].source, c.pay.Ref}] }), nil
 }
 
 // queryRows runs the statement of rows (store.DB.JSONRows, parameter $1; args
@@ -323,18 +316,14 @@ func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) erro
 
 // claimOrders marks paid by its payment the order of each capture of cs
 // that has one, if pending or unknown, as claimOrder does for a capture
-// that just recorded it, and reports which it marked. Of two captures of
-// one order, only the first tries; payOrder tries the others after.
+// that just recorded it, and reports which it marked. No two captures of
+// cs name one order (newCaptures).
 func claimOrders(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]bool, error) {
 	var rows [][]any
-	seen := map[[2]string]bool{}
 	for _, c := range cs {
-		k := [2]string{as[c.i].source, c.pay.OrderID}
-		if c.pay.OrderID == "" || seen[k] {
-			continue
+		if c.pay.OrderID != "" {
+			rows = append(rows, []any{as[c.i].source, c.pay.OrderID, c.pay.Ref})
 		}
-		seen[k] = true
-		rows = append(rows, []any{k[0], k[1], c.pay.Ref})
 	}
 	claimed := make([]bool, len(cs))
 	if len(rows) == 0 {

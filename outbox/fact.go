@@ -145,41 +145,22 @@ func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now 
 // one or two per fact.
 func EmitMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, facts []Fact, now time.Time) ([]Emitted, error) {
 	out := make([]Emitted, len(facts))
-	var untold []int
+	// The facts for Unrecorded sinks only, written together if several.
+	together, n := make([]bool, len(facts)), 0
 	if o != nil && !dstBug("outbox-outside-tx") {
 		for i, f := range facts {
 			if sinks := o.sinksFor(f.Type); len(sinks) > 0 && o.allUnrecorded(sinks) {
-				untold = append(untold, i)
+				together[i], n = true, n+1
 			}
 		}
 	}
-	if len(untold) > 1 {
-		many := make([]Fact, len(untold))
-		bodies := make([]string, len(untold))
-		for j, i := range untold {
-			f := facts[i]
-			if f.ID == "" || f.Type == "" {
-				return nil, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
-			}
-			body, err := json.Marshal(f)
-			if err != nil {
-				return nil, fmt.Errorf("emit fact %s: %w", f.ID, err)
-			}
-			many[j], bodies[j] = f, string(body)
-		}
-		emitted, err := emitUntoldMany(ctx, db, tx, many, bodies, now)
-		if err != nil {
+	if n > 1 {
+		if err := emitUntoldMany(ctx, db, tx, facts, together, out, now); err != nil {
 			return nil, err
 		}
-		for j, i := range untold {
-			out[i] = emitted[j]
-		}
-	} else {
-		untold = nil
 	}
 	for i, f := range facts {
-		if len(untold) > 0 && untold[0] == i {
-			untold = untold[1:]
+		if n > 1 && together[i] {
 			continue
 		}
 		e, err := Emit(ctx, db, tx, o, f, now)

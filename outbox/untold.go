@@ -83,17 +83,30 @@ func untoldEmitted(f Fact, id int64, body string) (Emitted, error) {
 	return Emitted{Written: true, Untold: &Untold{row: id, fact: stored}}, nil
 }
 
-// emitUntoldMany is EmitMany of facts routed to Unrecorded sinks only: the
-// facts, in their order, then their payhook_untold rows, a statement each
-// for them all. Of two facts with one id, the first is written.
-func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, bodies []string, now time.Time) ([]Emitted, error) {
-	rows := make([][]any, len(facts))
+// emitUntoldMany is EmitMany of the facts routed to Unrecorded sinks only
+// (those marked together): the facts, in their order, then their
+// payhook_untold rows, a statement each for them all; it sets what each
+// wrote in out. Of two facts with one id, the first is written.
+func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, together []bool, out []Emitted, now time.Time) error {
+	var rows [][]any
+	bodies := make([]string, len(facts))
 	for i, f := range facts {
-		rows[i] = []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]}
+		if !together[i] {
+			continue
+		}
+		if f.ID == "" || f.Type == "" {
+			return errors.New("emit fact: no id or type (make it with outbox.NewFact)")
+		}
+		body, err := json.Marshal(f)
+		if err != nil {
+			return fmt.Errorf("emit fact %s: %w", f.ID, err)
+		}
+		bodies[i] = string(body)
+		rows = append(rows, []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]})
 	}
 	param, err := store.Rows(rows)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r, err := tx.QueryContext(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
 		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, TRUE, $2
@@ -103,42 +116,41 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 		ON CONFLICT (fact_id) DO NOTHING
 		RETURNING id, fact_id`, param, db.TimeValue(now))
 	if err != nil {
-		return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+		return fmt.Errorf("emit %d facts: %w", len(rows), err)
 	}
 	defer r.Close()
-	written := make(map[string]int64, len(facts))
+	written := make(map[string]int64, len(rows))
 	var untold [][]any
 	for r.Next() {
 		var id int64
 		var factID string
 		if err := r.Scan(&id, &factID); err != nil {
-			return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+			return fmt.Errorf("emit %d facts: %w", len(rows), err)
 		}
 		written[factID] = id
 		untold = append(untold, []any{id})
 	}
 	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("emit %d facts: %w", len(facts), err)
+		return fmt.Errorf("emit %d facts: %w", len(rows), err)
 	}
 	if param, err = store.Rows(untold); err != nil {
-		return nil, err
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_untold (fact, created_at)
 		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), param, db.TimeValue(now)); err != nil {
-		return nil, fmt.Errorf("emit %d facts: untold: %w", len(facts), err)
+		return fmt.Errorf("emit %d facts: untold: %w", len(rows), err)
 	}
-	out := make([]Emitted, len(facts))
 	for i, f := range facts {
 		id, ok := written[f.ID]
-		if !ok {
+		if !together[i] || !ok {
 			continue
 		}
 		delete(written, f.ID) // a second fact of this id was not written
 		if out[i], err = untoldEmitted(f, id, bodies[i]); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their
