@@ -27,9 +27,10 @@ type BatchHandler interface {
 	Handler
 	// HandleBatch applies evs in tx as Handle would apply each of them,
 	// in any order, and returns per event the error Handle would have
-	// returned (nil, or one wrapping ErrIgnored); or an error after which
-	// tx is rolled back (the caller may then handle each event alone, to
-	// tell which one failed).
+	// returned: nil, one wrapping ErrIgnored, or a failure, of an event
+	// of which it left nothing in tx (it rolled it back to a savepoint);
+	// or an error after which tx is rolled back (the caller may then
+	// handle each event alone, to tell which one failed).
 	HandleBatch(ctx context.Context, tx *sql.Tx, evs []*Event) ([]error, error)
 }
 

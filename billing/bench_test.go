@@ -53,7 +53,7 @@ func BenchmarkApplyMany(b *testing.B) {
 						}
 						tx.WithOutbox(box)
 						if way == "together" {
-							_, err = billing.ApplyMany(ctx, tx, events)
+							_, _, err = billing.ApplyMany(ctx, tx, events)
 						} else {
 							for _, ev := range events {
 								if _, err = billing.ApplyOutcome(ctx, tx, ev.Source, ev.Facts); err != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -20,9 +21,11 @@ type Facts struct {
 // ApplyMany applies the facts of several events in tx, each event's as
 // ApplyOutcome applies them, and returns their outcomes in their order:
 // the batch ends exactly as its events applied one by one in their order
-// would leave it. On any error nothing of it is to be committed: the
-// caller rolls tx back (and may apply the events one by one to tell which
-// one failed).
+// would leave it, those that failed left out. failed[i] is the error of
+// event i when it failed and nothing of it was kept (rolled back to a
+// savepoint, as when applied alone and rolled back); the others may be
+// committed. On an error nothing of tx is to be committed: the caller
+// rolls it back (and may apply the events one by one).
 //
 // The captures of fiat payments not stored yet come first, together: an
 // event whose facts are a Captured, with the OrderPaid of its payment's
@@ -33,33 +36,83 @@ type Facts struct {
 // those is a round trip. A capture whose payment or order an earlier event
 // of the batch names waits for its turn, so that coming first changes
 // nothing. The rest, and every capture of a payment stored already, are
-// applied one event after the other.
-func ApplyMany(ctx context.Context, tx *Tx, events []Facts) ([]Outcome, error) {
+// applied one event after the other, each under a savepoint when there
+// are 32 of them at most (a PostgreSQL subtransaction each: past 64 in one
+// transaction they slow every snapshot); when there are more, the first
+// of them to fail is the error of the whole batch.
+func ApplyMany(ctx context.Context, tx *Tx, events []Facts) (outs []Outcome, failed []error, err error) {
 	if err := tx.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	outs := make([]Outcome, len(events))
+	outs = make([]Outcome, len(events))
 	as := make([]*applier, len(events))
 	for i, ev := range events {
 		if ev.Source == "" {
-			return nil, errNoSource
+			return nil, nil, errNoSource
 		}
 		as[i] = &applier{tx: tx, source: ev.Source, out: &outs[i]}
 	}
 	applied, err := newCaptures(ctx, tx, as, events)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	alone := 0
+	for i := range events {
+		if !applied[i] {
+			alone++
+		}
+	}
+	failed = make([]error, len(events))
 	for i, ev := range events {
 		first := 0
 		if applied[i] {
 			first = 1
 		}
-		if err := as[i].apply(ctx, ev.Facts[first:], first); err != nil {
-			return nil, fmt.Errorf("event %d of %d: %w", i+1, len(events), err)
+		saved := first == 0 && alone <= isolated
+		err := tx.saved(ctx, saved, func() error { return as[i].apply(ctx, ev.Facts[first:], first) })
+		if !saved || errors.Is(err, errSavepoint) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("event %d of %d: %w", i+1, len(events), err)
+			}
+			continue
+		}
+		if err != nil {
+			outs[i], failed[i] = Outcome{}, err
 		}
 	}
-	return outs, nil
+	return outs, failed, nil
+}
+
+// isolated is how many events ApplyMany applies under a savepoint each, at
+// most.
+const isolated = 32
+
+// errSavepoint wraps the error of a savepoint's own statement.
+var errSavepoint = errors.New("savepoint")
+
+// saved runs f, under a savepoint if save: when f fails, tx is rolled
+// back to it, what tx keeps for the caller (its deliveries and untold
+// facts) too, and f's error returned. An error of the savepoint's own
+// statements wraps errSavepoint: tx is then to be rolled back.
+func (tx *Tx) saved(ctx context.Context, save bool, f func() error) error {
+	if !save {
+		return f()
+	}
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT payhook_apply`); err != nil {
+		return fmt.Errorf("%w: %w", errSavepoint, err)
+	}
+	deliveries, untold := len(tx.deliveries), len(tx.untold)
+	ferr := f()
+	if ferr != nil {
+		if _, err := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT payhook_apply`); err != nil {
+			return fmt.Errorf("%w: roll back: %w (after %w)", errSavepoint, err, ferr)
+		}
+		tx.deliveries, tx.untold = tx.deliveries[:deliveries], tx.untold[:untold]
+	}
+	if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT payhook_apply`); err != nil {
+		return fmt.Errorf("%w: release: %w", errSavepoint, err)
+	}
+	return ferr
 }
 
 // capture is a Captured ApplyMany applies with others, of the event at

@@ -148,14 +148,24 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	done = make([]finished, 0, len(evs))
 	othersFailed := false
 	if !guarded && len(evs) > 1 {
-		// One handler for them all that takes a batch at once.
-		all, ok, err := q.handleBatch(ctx, tx, evs)
+		// One handler for them all that takes a batch at once; the events
+		// it failed (and left out) are those failed under their savepoint
+		// below.
+		all, failed, ok, err := q.handleBatch(ctx, tx, evs)
 		if err != nil {
 			return nil, batchCommitted{}, nil, fmt.Errorf("processing a batch: %w: %w", errHandlerFailed, err)
 		}
 		if ok {
 			done, evs = all, nil
 			deliveries.all, committed.items = deliveries.event, deliveries.eventItems
+			for _, f := range failed {
+				if f.ev.ID == id {
+					own = f.err
+				} else if job, ok := jobOf[f.ev.ID]; ok {
+					back = append(back, job)
+					q.keepAlone(q.alone, f.ev.ID)
+				}
+			}
 		}
 	}
 	for i, ev := range evs {
@@ -239,11 +249,11 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 }
 
 // handleBatch applies evs together when their handler is one
-// payhook.BatchHandler (payhook.Mux.DispatchBatch), and returns them
-// finished, each with its attempt counted; an error when a handler failed
-// or panicked. It reports false, applying nothing, when they have other
-// handlers.
-func (q *Queue) handleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (done []finished, ok bool, err error) {
+// payhook.BatchHandler (payhook.Mux.DispatchBatch), and returns those it
+// finished, each with its attempt counted, and those that failed, of which
+// the handler left nothing; an error when it failed or panicked. It
+// reports false, applying nothing, when they have other handlers.
+func (q *Queue) handleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (done []finished, failed []failedEvent, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("processing a batch of %d events panicked: %v", len(evs), r)
@@ -251,18 +261,25 @@ func (q *Queue) handleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Even
 	}()
 	errs, ok, err := q.cfg.Handlers.DispatchBatch(ctx, tx, evs)
 	if err != nil || !ok {
-		return nil, ok, err
+		return nil, nil, ok, err
 	}
 	done = make([]finished, 0, len(evs))
 	for i, ev := range evs {
 		ev.Attempts++ // as ClaimEventTx counts it; FinishEventsTx stores it
 		status, note, err := handled(errs[i])
 		if err != nil {
-			return nil, true, fmt.Errorf("event %d: %w", ev.ID, err)
+			failed = append(failed, failedEvent{ev, err})
+			continue
 		}
 		done = append(done, finished{ev, status, note})
 	}
-	return done, true, nil
+	return done, failed, true, nil
+}
+
+// failedEvent is an event whose handler failed in a batch, and its error.
+type failedEvent struct {
+	ev  *payhook.Event
+	err error
 }
 
 // errHandlerFailed is the error of an unguarded batch whose handler

@@ -13,11 +13,12 @@ import (
 	"github.com/payhook/payhook/jobs"
 )
 
-// batchHandler is a payhook.BatchHandler over effect: HandleBatch fails
-// when its batch holds the event fail names, and ignores the event
-// ignore names, as Handle does.
+// batchHandler is a payhook.BatchHandler over effect: the event fail
+// names fails (HandleBatch leaves it out, or fails whole if whole), and
+// the event ignore names is ignored, as Handle does.
 type batchHandler struct {
 	fail, ignore string
+	whole        bool
 	mu           sync.Mutex
 	batches      int // HandleBatch calls that applied their batch
 	alone        int // Handle calls
@@ -43,8 +44,9 @@ func (h *batchHandler) apply(ctx context.Context, tx *sql.Tx, ev *payhook.Event)
 func (h *batchHandler) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]error, error) {
 	errs := make([]error, len(evs))
 	for i, ev := range evs {
+		// A failing event writes nothing: left out, it leaves nothing.
 		err := h.apply(ctx, tx, ev)
-		if err != nil && !errors.Is(err, payhook.ErrIgnored) {
+		if err != nil && !errors.Is(err, payhook.ErrIgnored) && h.whole {
 			return nil, err
 		}
 		errs[i] = err
@@ -57,16 +59,18 @@ func (h *batchHandler) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payho
 
 // TestBatchHandler: a queue hands its batches to a payhook.BatchHandler
 // at once, each event then processed (or ignored) after one attempt with
-// one effect; a batch that fails rolls back and its events are applied
-// alone, the failing one failing on its own.
+// one effect. An event the handler fails and leaves out goes back, and
+// fails alone; a batch that fails whole rolls back and its events are
+// applied alone, the failing one failing on its own.
 func TestBatchHandler(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		fail string
-	}{{"all succeed", ""}, {"one fails", "evt_3"}} {
+		name  string
+		fail  string
+		whole bool
+	}{{"all succeed", "", false}, {"one fails", "evt_3", false}, {"one fails the batch", "evt_3", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
-				h := &batchHandler{fail: tc.fail, ignore: "evt_5"}
+				h := &batchHandler{fail: tc.fail, ignore: "evt_5", whole: tc.whole}
 				mux := &payhook.Mux{}
 				mux.Handle("*", h)
 				db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, MaxAttempts: 1})
@@ -94,11 +98,11 @@ func TestBatchHandler(t *testing.T) {
 				}
 				h.mu.Lock()
 				defer h.mu.Unlock()
-				if tc.fail == "" && (h.batches == 0 || h.alone > 1) {
-					t.Errorf("%d batches handled at once, %d events alone; want the events in batches", h.batches, h.alone)
-				}
-				if tc.fail != "" && h.alone == 0 {
-					t.Errorf("no event handled alone after the batch failed")
+				switch {
+				case !tc.whole && (h.batches == 0 || h.alone > 1):
+					t.Errorf("%d batches handled at once, %d events alone; want the events in batches, the failing one alone", h.batches, h.alone)
+				case tc.whole && h.alone < len(evs)-1:
+					t.Errorf("%d events handled alone after the batch failed; want them all but the first", h.alone)
 				}
 			})
 		})

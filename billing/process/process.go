@@ -133,12 +133,12 @@ func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) e
 
 // HandleBatch is Handle of several events in tx, with billing.ApplyMany:
 // it returns, per event, the error Handle would (an event that carries no
-// fact is ignored), or the error after which tx is to roll back. The
-// batch has one time (billing.Tx.Now), and the alerts of a drifted API
-// version are raised before any event is applied.
+// fact is ignored; one that failed, such as a refund of a payment not
+// seen yet, left nothing in tx), or the error after which tx is to roll
+// back. The batch has one time (billing.Tx.Now), and the alerts of a
+// drifted API version are raised before any event is applied.
 func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]error, error) {
 	errs := make([]error, len(evs))
-	var applied []*payhook.Event
 	var facts []billing.Facts
 	for i, ev := range evs {
 		f, err := p.read(ctx, tx, ev)
@@ -149,19 +149,25 @@ func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.
 		case err != nil:
 			return nil, fmt.Errorf("event %d: %w", ev.ID, err)
 		}
-		applied = append(applied, ev)
 		facts = append(facts, billing.Facts{Source: ev.Source, Facts: f})
 	}
 	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
-	outs, err := billing.ApplyMany(ctx, btx, facts)
+	outs, failed, err := billing.ApplyMany(ctx, btx, facts)
 	if err != nil {
 		return nil, err
 	}
 	if err := p.afterCommit(ctx, tx, btx); err != nil {
 		return nil, err
 	}
-	for i, out := range outs {
-		p.ended(applied[i], out)
+	k := 0
+	for i, ev := range evs {
+		if errs[i] != nil { // ignored
+			continue
+		}
+		if errs[i] = failed[k]; errs[i] == nil {
+			p.ended(ev, outs[k])
+		}
+		k++
 	}
 	return errs, nil
 }
