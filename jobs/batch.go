@@ -34,7 +34,8 @@ const maxAlone = 10000
 // event's handler fails: that batch rolls back and runs again with a
 // savepoint per event, as do the next ones until one where no other event
 // failed. An event whose handler fails under its savepoint is rolled back
-// to it and the batch goes on without it. The failure of event id is then recorded
+// to it and the batch goes on without it; so is one a payhook.BatchHandler
+// fails and leaves out (under a savepoint of its own). The failure of event id is then recorded
 // after the commit, as its attempt's failure, into *errp; another
 // event's job is put back untried, and its event is kept out of later
 // batches, so that its own job runs it alone: that handler call, rolled

@@ -65,8 +65,10 @@ type Config struct {
 	// Batch is how many events one worker may apply in one transaction:
 	// the event of its job and others waiting their first try, whose jobs
 	// it completes in the same transaction. A batch commits only if every
-	// event in it succeeds; otherwise it rolls back and each event is tried
-	// on its own, as with a Batch of 1. Retries, and every event while
+	// event in it succeeds, or failed under a savepoint (a
+	// payhook.BatchHandler's own, or one per event after a batch that
+	// failed) and was left out; otherwise it rolls back and each event is
+	// tried on its own, as with a Batch of 1. Retries, and every event while
 	// Fetch is set, are processed one by one. A batch after one that
 	// failed applies each event under a savepoint, a PostgreSQL
 	// subtransaction (past 64 in one transaction they slow every
