@@ -456,15 +456,19 @@ func (d *Dispatcher) run(s *series) {
 		N:          dl.n,
 		Fault:      s.fault,
 	}
+	// The attempt's time is read once, where the first attempt sets the
+	// start: the first attempt is at 0 whatever the machine's speed (an
+	// outage from 0 always fails it).
+	now := d.cfg.Clock.Now()
 	if d.start.IsZero() {
-		d.start = d.cfg.Clock.Now()
+		d.start = now
 	}
-	start := d.start
+	since := now.Sub(d.start)
 	d.mu.Unlock()
 	attemptID := fmt.Sprintf("%s_%d", dl.id, a.N)
 
 	a.At = d.cfg.Now()
-	if d.inOutage(d.cfg.Clock.Now().Sub(start)) {
+	if d.inOutage(since) {
 		a.Error = OutageError
 	} else if !d.post(it.target, it.ev, attemptID, &a) {
 		return // closed while in flight: abandoned, not logged
