@@ -274,7 +274,7 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 	}
 	db := tx.db
 	inserted := map[[2]string]bool{}
-	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_payments
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_payments
 			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
 		SELECT j.value->>0, j.value->>1, 'fiat', j.value->>2, CAST(j.value->>3 AS BIGINT), j.value->>4, 'succeeded', 0,
 			`+db.TimeColumn("j.value->>5")+`, $2, $2
@@ -294,26 +294,6 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 	return slices.DeleteFunc(cs, func(c capture) bool { return !inserted[[2]string{as[c.i].source, c.pay.Ref}] }), nil
 }
 
-// queryRows runs the statement of rows (store.DB.JSONRows, parameter $1; args
-// are $2 on), and calls scan for each row it returns.
-func queryRows(ctx context.Context, tx *Tx, rows [][]any, statement string, args []any, scan func(*sql.Rows) error) error {
-	param, err := store.Rows(rows)
-	if err != nil {
-		return err
-	}
-	r, err := tx.QueryContext(ctx, statement, append([]any{param}, args...)...)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	for r.Next() {
-		if err := scan(r); err != nil {
-			return err
-		}
-	}
-	return r.Err()
-}
-
 // postCaptures posts the capture of each payment of cs just inserted, with
 // its entries, as captured does (nothing for an amount of zero).
 func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) error {
@@ -327,7 +307,7 @@ func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) erro
 		return nil
 	}
 	var entries [][]any
-	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_ledger_postings
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_ledger_postings
 			(source, fact_key, kind, payment_ref, reverses_id, amount, requested_amount, currency, posted_at)
 		SELECT j.value->>0, 'capture:' || (j.value->>1), 'capture', j.value->>1, NULL,
 			CAST(j.value->>2 AS BIGINT), CAST(j.value->>2 AS BIGINT), j.value->>3, $2
@@ -352,7 +332,7 @@ func postCaptures(ctx context.Context, tx *Tx, as []*applier, cs []capture) erro
 	}
 	// In the order entries writes them: by posting, debit first.
 	slices.SortStableFunc(entries, func(a, b []any) int { return cmp.Compare(a[0].(int64), b[0].(int64)) })
-	err = queryRows(ctx, tx, entries, `INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
+	err = store.QueryRows(ctx, tx, entries, `INSERT INTO payhook_ledger_entries (posting_id, account, currency, amount)
 		SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, j.value->>2, CAST(j.value->>3 AS BIGINT)
 		FROM `+tx.db.JSONRows()+`
 		ORDER BY j.n`, nil, nil)
@@ -383,7 +363,7 @@ func claimOrders(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]bo
 		return claimed, nil
 	}
 	paid := map[[3]string]bool{}
-	err := queryRows(ctx, tx, rows, `INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_orders (source, order_id, status, paid_by, paid_at, created_at)
 		SELECT j.value->>0, j.value->>1, 'paid', j.value->>2, $2, $2
 		FROM `+tx.db.JSONRows()+`
 		WHERE TRUE

@@ -174,8 +174,9 @@ func (o *Outbox) sinksFor(typ string) []string {
 // routes up to limit facts written without routing (by a transaction
 // that had no Outbox) and as many left untold since before (see Tell),
 // and returns up to limit pending deliveries last enqueued before before
-// (or never), marked enqueued now, for the caller to enqueue in tx. A delivery whose job is still live is skipped by the
-// job's uniqueness, so sweeping one twice is harmless.
+// (or never), marked enqueued now, for the caller to enqueue in tx. A
+// delivery whose job is still live is skipped by the job's uniqueness, so
+// sweeping one twice is harmless.
 func (o *Outbox) Sweep(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error) {
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`SELECT id, type FROM payhook_facts WHERE NOT routed ORDER BY id LIMIT %d`, limit))
 	if err != nil {

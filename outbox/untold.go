@@ -104,40 +104,28 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 		bodies[i] = string(body)
 		rows = append(rows, []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]})
 	}
-	param, err := store.Rows(rows)
-	if err != nil {
-		return err
-	}
-	r, err := tx.QueryContext(ctx, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+	written := make(map[string]int64, len(rows))
+	var untold [][]any
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
 		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, TRUE, $2
 		FROM `+db.JSONRows()+`
 		WHERE TRUE
 		ORDER BY j.n
 		ON CONFLICT (fact_id) DO NOTHING
-		RETURNING id, fact_id`, param, db.TimeValue(now))
+		RETURNING id, fact_id`, []any{db.TimeValue(now)}, func(r *sql.Rows) error {
+		var id int64
+		var factID string
+		err := r.Scan(&id, &factID)
+		written[factID] = id
+		untold = append(untold, []any{id})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("emit %d facts: %w", len(rows), err)
 	}
-	defer r.Close()
-	written := make(map[string]int64, len(rows))
-	var untold [][]any
-	for r.Next() {
-		var id int64
-		var factID string
-		if err := r.Scan(&id, &factID); err != nil {
-			return fmt.Errorf("emit %d facts: %w", len(rows), err)
-		}
-		written[factID] = id
-		untold = append(untold, []any{id})
-	}
-	if err := r.Err(); err != nil {
-		return fmt.Errorf("emit %d facts: %w", len(rows), err)
-	}
-	if param, err = store.Rows(untold); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_untold (fact, created_at)
-		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), param, db.TimeValue(now)); err != nil {
+	err = store.QueryRows(ctx, tx, untold, `INSERT INTO payhook_untold (fact, created_at)
+		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), []any{db.TimeValue(now)}, nil)
+	if err != nil {
 		return fmt.Errorf("emit %d facts: untold: %w", len(rows), err)
 	}
 	for i, f := range facts {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
-// TestJSONRows: rows given as one JSON parameter come back as they were,
+// TestJSONRows: rows given to QueryRows as one JSON parameter come back as they were,
 // in their order, on both engines: text (quotes, backslashes, non-ASCII),
 // the largest amounts, times to the microsecond, NULL.
 func TestJSONRows(t *testing.T) {
@@ -30,29 +31,22 @@ func TestJSONRows(t *testing.T) {
 		for _, w := range want {
 			rows = append(rows, []any{w.text, w.amount, db.TimeValue(w.at)})
 		}
-		param, err := store.Rows(rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := db.SQL.QueryContext(context.Background(), `SELECT j.value->>0, CAST(j.value->>1 AS BIGINT), `+
-			db.TimeColumn("j.value->>2")+` FROM `+db.JSONRows()+` ORDER BY j.n`, param)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
 		i := 0
-		for ; r.Next(); i++ {
+		err := store.QueryRows(context.Background(), db.SQL, rows, `SELECT j.value->>0, CAST(j.value->>1 AS BIGINT), `+
+			db.TimeColumn("j.value->>2")+` FROM `+db.JSONRows()+` ORDER BY j.n`, nil, func(r *sql.Rows) error {
 			var text string
 			var amount int64
 			var got time.Time
 			if err := r.Scan(&text, &amount, store.ScanTime(&got)); err != nil {
-				t.Fatal(err)
+				return err
 			}
 			if w := want[i]; text != w.text || amount != w.amount || !got.Equal(w.at) {
 				t.Errorf("row %d = %q %d %v; want %q %d %v", i, text, amount, got, w.text, w.amount, w.at)
 			}
-		}
-		if err := r.Err(); err != nil || i != len(want) {
+			i++
+			return nil
+		})
+		if err != nil || i != len(want) {
 			t.Fatalf("%d rows, %v; want %d", i, err, len(want))
 		}
 	})

@@ -287,10 +287,10 @@ func (db *DB) TimeValue(t time.Time) any {
 }
 
 // JSONRows returns a FROM item, j, of the rows of a JSON array of arrays
-// given as parameter $1 (see Rows): one row per element, whose values are
-// j.value->>0, j.value->>1..., in the element's order j.n. A batch of
-// rows is then one statement on either engine: CAST the numbers, and the
-// times with TimeColumn.
+// given as parameter $1 (see QueryRows): one row per element, whose
+// values are j.value->>0, j.value->>1..., in the element's order j.n. A
+// batch of rows is then one statement on either engine: CAST the
+// numbers, and the times with TimeColumn.
 func (db *DB) JSONRows() string {
 	if db.Engine == SQLite {
 		return `(SELECT value, key AS n FROM json_each($1)) AS j`
@@ -298,14 +298,33 @@ func (db *DB) JSONRows() string {
 	return `jsonb_array_elements(CAST($1 AS JSONB)) WITH ORDINALITY AS j(value, n)`
 }
 
-// Rows encodes rows, each the values of one row (strings, numbers,
-// TimeValue's values), as the parameter JSONRows reads.
-func Rows(rows [][]any) (string, error) {
-	b, err := json.Marshal(rows)
+// Querier runs a query: a *sql.DB, a *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// QueryRows runs statement, which reads rows (each the values of one
+// row: strings, numbers, TimeValue's values) from parameter $1 (JSONRows;
+// args are $2 on), and calls scan, if not nil, for each row it returns.
+func QueryRows(ctx context.Context, q Querier, rows [][]any, statement string, args []any, scan func(*sql.Rows) error) error {
+	param, err := json.Marshal(rows)
 	if err != nil {
-		return "", fmt.Errorf("encode %d rows: %w", len(rows), err)
+		return fmt.Errorf("encode %d rows: %w", len(rows), err)
 	}
-	return string(b), nil
+	r, err := q.QueryContext(ctx, statement, append([]any{string(param)}, args...)...)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for r.Next() {
+		if scan == nil {
+			continue
+		}
+		if err := scan(r); err != nil {
+			return err
+		}
+	}
+	return r.Err()
 }
 
 // TimeColumn returns expr, a text of JSONRows holding a TimeValue, as the
