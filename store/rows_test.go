@@ -24,6 +24,7 @@ func TestJSONRows(t *testing.T) {
 		{`pi_"quoted"\back`, payhook.MaxAmount, at},
 		{"ørder ✓ 𝄞", -payhook.MaxAmount, time.Time{}},
 		{"", 0, at.Add(time.Microsecond)},
+		{"<a &b>\n\t\u2028\x01", 1, at}, // json.Marshal writes \u003c, \u0026, \u2028 and \u0001
 	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
