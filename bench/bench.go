@@ -394,11 +394,18 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // and counts the waiting events only once a second, for the stall check
 // (a COUNT(*) every 20 ms cost the server a sixth of a drain), less
 // often as the drain goes on (see drainLoop).
+//
+// Both look only at ids from the oldest one waiting at the last probe:
+// every delivery has been answered, so no event below it can wait again
+// (but for a replay, which a bench does not make). On PostgreSQL an index
+// keeps the entries of the events processed since its last vacuum, and a
+// probe from the first id walked them all: 9.5 ms each, 5% of the
+// server's time in a drain of 20,000 events.
 func drain(ctx context.Context, db *sql.DB, source string, start time.Time, stall time.Duration) (time.Duration, error) {
+	var from int64 // no event below it waits
 	waiting := func(ctx context.Context) (bool, error) {
-		var one int
-		err := db.QueryRowContext(ctx, `SELECT 1 FROM payhook_events WHERE source = $1 AND status = 'received' LIMIT 1`,
-			source).Scan(&one)
+		err := db.QueryRowContext(ctx, `SELECT id FROM payhook_events
+			WHERE source = $1 AND status = 'received' AND id >= $2 ORDER BY id LIMIT 1`, source, from).Scan(&from)
 		if errors.Is(err, sql.ErrNoRows) {
 			return false, nil
 		}
@@ -409,8 +416,8 @@ func drain(ctx context.Context, db *sql.DB, source string, start time.Time, stal
 	}
 	count := func(ctx context.Context) (int64, error) {
 		var n int64
-		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_events WHERE source = $1 AND status = 'received'`,
-			source).Scan(&n)
+		err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_events WHERE source = $1 AND status = 'received' AND id >= $2`,
+			source, from).Scan(&n)
 		if err != nil {
 			return 0, fmt.Errorf("bench: count waiting events: %w", err)
 		}
