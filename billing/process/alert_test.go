@@ -52,3 +52,72 @@ func TestFailedAlertInTheFailureTransaction(t *testing.T) {
 		}
 	})
 }
+
+// In a batch (HandleBatch), an event's API-version drift alert is kept
+// only if the event is: one that fails, such as a refund of a payment not
+// seen yet, leaves no alert and no alert.raised fact, as it would alone;
+// one applied or ignored raises it.
+func TestBatchDriftAlertOnlyForEventsKept(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	event := func(id, typ, version, object string) *payhook.Event {
+		return &payhook.Event{Source: "stripe", EventID: id, Type: typ, ReceivedAt: now, OccurredAt: now,
+			Payload: []byte(`{"id":"` + id + `","type":"` + typ + `","api_version":"` + version +
+				`","created":1772366400,"data":{"object":` + object + `}}`)}
+	}
+	refund := `{"id":"re_1","payment_intent":"pi_unseen","amount":100,"currency":"usd","status":"succeeded"}`
+	payment := `{"id":"pi_1","amount":1000,"currency":"usd"}`
+	for _, c := range []struct {
+		name   string
+		evs    []*payhook.Event
+		failed []bool // per event: failed (ErrNotSeenYet) or not
+		alerts int
+	}{
+		{"a failed event raises none", []*payhook.Event{
+			event("evt_refund", "refund.created", "2099-01-01", refund),
+			event("evt_pay", "payment_intent.succeeded", "2024-06-20", payment)}, []bool{true, false}, 0},
+		{"an applied event raises it", []*payhook.Event{
+			event("evt_refund", "refund.created", "2024-06-20", refund),
+			event("evt_pay", "payment_intent.succeeded", "2099-01-01", payment)}, []bool{true, false}, 1},
+		{"an ignored event raises it", []*payhook.Event{
+			event("evt_invoice", "invoice.paid", "2099-01-01", `{"id":"in_1"}`),
+			event("evt_pay", "payment_intent.succeeded", "2024-06-20", payment)}, []bool{false, false}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				db := open(t, dbURL)
+				cfg := config(t, db, []payhook.Source{{Name: "stripe", Provider: "stripe", APIVersion: "2024-06-20"}}, now)
+				for i, ev := range c.evs {
+					ev.ID = int64(i + 1)
+				}
+				tx, err := db.SQL.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				errs, ok, err := cfg.Handlers.DispatchBatch(ctx, tx, c.evs)
+				if err != nil || !ok {
+					t.Fatalf("DispatchBatch = %v, %v", ok, err)
+				}
+				for i, failed := range c.failed {
+					if got := errors.Is(errs[i], billing.ErrNotSeenYet); got != failed {
+						t.Errorf("event %d: %v; want failed %v", i, errs[i], failed)
+					}
+				}
+				if err := tx.Commit(); err != nil { // as the queue does, the failed event left out
+					t.Fatal(err)
+				}
+				alerts, err := billing.ListAlerts(ctx, db, billing.AlertFilter{Kind: billing.AlertAPIVersionDrift})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var facts int
+				if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_facts WHERE type = 'alert.raised'`).Scan(&facts); err != nil {
+					t.Fatal(err)
+				}
+				if len(alerts) != c.alerts || facts != c.alerts {
+					t.Errorf("%d drift alerts, %d alert.raised facts; want %d, %d", len(alerts), facts, c.alerts, c.alerts)
+				}
+			})
+		})
+	}
+}

@@ -115,7 +115,10 @@ type processor struct {
 
 // Handle turns ev into billing facts and applies them in tx.
 func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-	facts, err := p.read(ctx, tx, ev)
+	if err := p.drift(ctx, tx, ev); err != nil {
+		return err
+	}
+	facts, err := p.read(ev)
 	if err != nil {
 		return err
 	}
@@ -136,12 +139,14 @@ func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) e
 // fact is ignored; one that failed, such as a refund of a payment not
 // seen yet, left nothing in tx), or the error after which tx is to roll
 // back. The batch has one time (billing.Tx.Now), and the alerts of a
-// drifted API version are raised before any event is applied.
+// drifted API version are raised after the events are applied, for those
+// applied or ignored: like the rest of it, a failed event's alert is not
+// kept.
 func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]error, error) {
 	errs := make([]error, len(evs))
 	var facts []billing.Facts
 	for i, ev := range evs {
-		f, err := p.read(ctx, tx, ev)
+		f, err := p.read(ev)
 		switch {
 		case errors.Is(err, payhook.ErrIgnored):
 			errs[i] = err
@@ -156,30 +161,29 @@ func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.
 	if err != nil {
 		return nil, err
 	}
-	if err := p.afterCommit(ctx, tx, btx); err != nil {
-		return nil, err
-	}
 	k := 0
 	for i, ev := range evs {
-		if errs[i] != nil { // ignored
-			continue
+		if errs[i] == nil { // not ignored
+			errs[i], k = failed[k], k+1
+			if errs[i] != nil {
+				continue
+			}
+			p.ended(ev, outs[k-1])
 		}
-		if errs[i] = failed[k]; errs[i] == nil {
-			p.ended(ev, outs[k])
+		if err := p.drift(ctx, tx, ev); err != nil {
+			return nil, err
 		}
-		k++
+	}
+	if err := p.afterCommit(ctx, tx, btx); err != nil {
+		return nil, err
 	}
 	return errs, nil
 }
 
 // read returns the billing facts ev carries, an error wrapping
-// payhook.ErrIgnored when it carries none; it raises the alert of a
-// drifted API version in tx (drift).
-func (p *processor) read(ctx context.Context, tx *sql.Tx, ev *payhook.Event) ([]billing.Fact, error) {
+// payhook.ErrIgnored when it carries none.
+func (p *processor) read(ev *payhook.Event) ([]billing.Fact, error) {
 	src := p.bySource[ev.Source]
-	if err := p.drift(ctx, tx, src, ev); err != nil {
-		return nil, err
-	}
 	read, err := mapping.Read(src.Provider, current(src.Provider, ev))
 	if err != nil {
 		return nil, err
@@ -201,7 +205,8 @@ func (p *processor) ended(ev *payhook.Event, out billing.Outcome) {
 // source pins an API version and ev's payload says another in its
 // top-level api_version (Stripe's and billete's events do). The event is
 // processed all the same.
-func (p *processor) drift(ctx context.Context, tx *sql.Tx, src payhook.Source, ev *payhook.Event) error {
+func (p *processor) drift(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+	src := p.bySource[ev.Source]
 	if src.APIVersion == "" {
 		return nil
 	}
