@@ -161,14 +161,15 @@ func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.
 	if err != nil {
 		return nil, err
 	}
-	k := 0
+	k := 0 // the place in facts, outs and failed of the next event not ignored
 	for i, ev := range evs {
 		if errs[i] == nil { // not ignored
-			errs[i], k = failed[k], k+1
-			if errs[i] != nil {
-				continue
+			out, err := outs[k], failed[k]
+			k++
+			if errs[i] = err; err != nil {
+				continue // it left nothing, its drift alert included
 			}
-			p.ended(ev, outs[k-1])
+			p.ended(ev, out)
 		}
 		if err := p.drift(ctx, tx, ev); err != nil {
 			return nil, err

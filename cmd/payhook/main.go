@@ -30,9 +30,9 @@ import (
 // has grown by as much as is live; payhook's live heap is a few MiB and
 // every delivery allocates its request, body and rows, so at thousands of
 // deliveries a second it collected many times a second. At 400, payhook
-// serve took 15% less CPU per event, acknowledged and processed, on both
-// engines (docs/benchmarks.md), for a heap up to five times the live one
-// instead of twice: tens of MiB.
+// serve took 7–21% less CPU per event, acknowledged and processed, on
+// both engines (docs/benchmarks.md), for a heap up to five times the live
+// one instead of twice: tens of MiB.
 const gcPercent = 400
 
 func main() {
