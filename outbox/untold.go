@@ -25,8 +25,8 @@ import (
 // Untold is a fact Emit wrote for Unrecorded sinks only, to be told after
 // its transaction commits (Outbox.Tell).
 type Untold struct {
-	row  int64 // the fact's row id
-	fact Fact
+	row  int64  // the fact's row id
+	body string // the fact as stored, told as a delivery the sweep makes of it would be
 }
 
 // allUnrecorded reports whether every one of the sinks named is
@@ -69,18 +69,13 @@ func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body stri
 			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): untold: %w", f.ID, f.Type, f.Subject, err)
 		}
 	}
-	return untoldEmitted(f, id, body)
+	return untoldEmitted(id, body), nil
 }
 
-// untoldEmitted is what Emit wrote for the untold fact f, stored with body
-// as row id: told as stored, as a delivery the sweep makes of it would be
-// (the JSON of a subject that is not valid UTF-8 is not the subject).
-func untoldEmitted(f Fact, id int64, body string) (Emitted, error) {
-	var stored Fact
-	if err := json.Unmarshal([]byte(body), &stored); err != nil {
-		return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
-	}
-	return Emitted{Written: true, Untold: &Untold{row: id, fact: stored}}, nil
+// untoldEmitted is what Emit wrote for an untold fact stored with body as
+// row id.
+func untoldEmitted(id int64, body string) Emitted {
+	return Emitted{Written: true, Untold: &Untold{row: id, body: body}}
 }
 
 // emitUntoldMany is EmitMany of the facts routed to Unrecorded sinks only
@@ -134,9 +129,7 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 			continue
 		}
 		delete(written, f.ID) // a second fact of this id was not written
-		if out[i], err = untoldEmitted(f, id, bodies[i]); err != nil {
-			return err
-		}
+		out[i] = untoldEmitted(id, bodies[i])
 	}
 	return nil
 }
@@ -163,8 +156,16 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 	down := map[string]bool{}
 	told := make([]int64, 0, len(facts))
 	for _, u := range facts {
+		// Told as stored (the JSON of a subject that is not valid UTF-8 is
+		// not the subject), parsed here rather than in the transaction
+		// that wrote it: on SQLite that one holds the only connection.
+		var fact Fact
+		if err := json.Unmarshal([]byte(u.body), &fact); err != nil {
+			o.cfg.Logger.Warn("fact not told: its stored body does not parse; the sweep sends it", "row", u.row, "err", err)
+			continue
+		}
 		ok := true
-		for _, name := range o.sinksFor(u.fact.Type) {
+		for _, name := range o.sinksFor(fact.Type) {
 			o.mu.RLock()
 			r := o.routes[name]
 			o.mu.RUnlock()
@@ -173,14 +174,14 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 				continue
 			}
 			actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
-			_, err := send(actx, r.sink, u.fact)
+			_, err := send(actx, r.sink, fact)
 			cancel()
 			if err != nil {
 				// The bug "told-despite-failure" drops the fact as told.
 				down[name], ok = true, dstBug("told-despite-failure")
 				r.counts.errors.Add(1)
-				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", name, "fact", u.fact.ID,
-					"type", u.fact.Type, "err", err)
+				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", name, "fact", fact.ID,
+					"type", fact.Type, "err", err)
 				continue
 			}
 			r.counts.delivered.Add(1)
