@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -197,15 +198,35 @@ func (p *processor) readAll(evs []*payhook.Event) ([][]billing.Fact, []error) {
 	if p.db.Engine == store.SQLite {
 		readers = max(1, min(runtime.GOMAXPROCS(0), len(evs)/readersMin))
 	}
+	readEach := func(r int) {
+		for i := r; i < len(evs); i += readers {
+			facts[i], errs[i] = p.read(evs[i])
+		}
+	}
+	if readers == 1 {
+		readEach(0)
+		return facts, errs
+	}
+	// A panic in a goroutine of its own would end the process: the
+	// worker's, which River recovers as the attempt's error, gets it.
+	panics := make(chan any, readers)
 	var wg sync.WaitGroup
 	for r := range readers {
 		wg.Go(func() {
-			for i := r; i < len(evs); i += readers {
-				facts[i], errs[i] = p.read(evs[i])
-			}
+			defer func() {
+				if v := recover(); v != nil {
+					panics <- fmt.Sprintf("%v\n%s", v, debug.Stack())
+				}
+			}()
+			readEach(r)
 		})
 	}
 	wg.Wait()
+	select {
+	case v := <-panics:
+		panic(v)
+	default:
+	}
 	return facts, errs
 }
 
