@@ -25,8 +25,8 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// gcPercent is the garbage collector's target (GOGC) unless the
-// environment sets GOGC. Go's default, 100, collects each time the heap
+// gcPercent is the garbage collector's target (GOGC) unless GOGC is
+// set in the environment, to any value. Go's default, 100, collects each time the heap
 // has grown by as much as is live; payhook's live heap is a few MiB and
 // every delivery allocates its request, body and rows, so at thousands of
 // deliveries a second it collected many times a second. At 400, payhook
@@ -36,7 +36,7 @@ import (
 const gcPercent = 400
 
 func main() {
-	if os.Getenv("GOGC") == "" {
+	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(gcPercent)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
