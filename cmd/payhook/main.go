@@ -25,14 +25,14 @@ import (
 	"github.com/agnivade/levenshtein"
 )
 
-// gcPercent is the garbage collector's target (GOGC) unless GOGC is
-// set in the environment, to any value. Go's default, 100, collects each time the heap
-// has grown by as much as is live; payhook's live heap is a few MiB and
-// every delivery allocates its request, body and rows, so at thousands of
-// deliveries a second it collected many times a second. At 400, payhook
-// serve took 7–21% less CPU per event, acknowledged and processed, on
-// both engines (docs/benchmarks.md), for a heap up to five times the live
-// one instead of twice: tens of MiB.
+// gcPercent is the garbage collector's target (GOGC) unless GOGC is set
+// in the environment, to any value. Go's default, 100, collects each time
+// the heap has grown by as much as is live; payhook's live heap is a few
+// MiB and every delivery allocates its request, body and rows, so at
+// thousands of deliveries a second it collected many times a second. At
+// 400, payhook serve took 7–21% less CPU per event, acknowledged and
+// processed, on both engines (docs/benchmarks.md), for a heap up to five
+// times the live one instead of twice: tens of MiB.
 const gcPercent = 400
 
 func main() {
