@@ -3,13 +3,17 @@ package process_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
 )
 
 // The event_failed alert is written in the transaction that marks the event
@@ -121,3 +125,80 @@ func TestBatchDriftAlertOnlyForEventsKept(t *testing.T) {
 		})
 	}
 }
+
+// An API-version drift alert's fact goes out as the event's own facts do:
+// routed in the transaction that raises it and told once that commits,
+// never left to the outbox's sweep (an hour away here). Both of the
+// queue's paths, one event at a time (a source with a Fetch) and in
+// batches (without), and both an event applied and one ignored.
+func TestDriftAlertToldAfterCommit(t *testing.T) {
+	for _, oneByOne := range []bool{true, false} {
+		t.Run(map[bool]string{true: "one by one", false: "batch"}[oneByOne], func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				db := open(t, dbURL)
+				box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sink := &untoldSink{got: make(chan outbox.Fact, 16)}
+				if err := box.Add("alerts", []string{outbox.AlertRaised}, sink); err != nil {
+					t.Fatal(err)
+				}
+				src := payhook.Source{Name: "stripe", Provider: "stripe", APIVersion: "2024-06-20"}
+				if oneByOne {
+					src.Fetch = func(context.Context, *payhook.Event) ([]byte, error) { return nil, nil } // the payload as it is
+				}
+				cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{src}, Outbox: box,
+					Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg.SweepInterval, cfg.PollInterval = time.Hour, 10*time.Millisecond
+				q, err := jobs.New(db, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { q.Stop(context.Background()) })
+				now := time.Now()
+				event := func(id, typ, version, object string) *payhook.Event {
+					return &payhook.Event{Source: "stripe", EventID: id, Type: typ, ReceivedAt: now, OccurredAt: now,
+						Payload: []byte(`{"id":"` + id + `","type":"` + typ + `","api_version":"` + version +
+							`","created":1772366400,"data":{"object":` + object + `}}`)}
+				}
+				if _, err := q.Ingest(ctx, []*payhook.Event{
+					event("evt_invoice", "invoice.paid", "2099-01-01", `{"id":"in_1"}`),
+					event("evt_pay", "payment_intent.succeeded", "2099-02-02", `{"id":"pi_1","amount":1000,"currency":"usd"}`),
+				}); err != nil {
+					t.Fatal(err)
+				}
+				// One alert (kind, subject "stripe"), raised once per version.
+				for told := map[string]bool{}; len(told) < 2; {
+					select {
+					case f := <-sink.got:
+						told[f.ID] = true
+					case <-time.After(stall):
+						t.Fatalf("%d of 2 alert.raised facts told in %v", len(told), stall)
+					}
+				}
+			})
+		})
+	}
+}
+
+// stall is how long a wait may see nothing arrive before it fails: long
+// enough for a loaded machine, never a deadline for the whole test.
+const stall = 2 * time.Minute
+
+// untoldSink is an Unrecorded sink that hands each fact it is sent to got.
+type untoldSink struct{ got chan outbox.Fact }
+
+func (s *untoldSink) Send(_ context.Context, f outbox.Fact) (outbox.Receipt, error) {
+	s.got <- f
+	return outbox.Receipt{}, nil
+}
+
+func (*untoldSink) Unrecorded() {}

@@ -116,22 +116,27 @@ type processor struct {
 	bySource map[string]payhook.Source
 }
 
-// Handle turns ev into billing facts and applies them in tx.
+// Handle turns ev into billing facts and applies them in tx. An event
+// that carries none is ignored; its drift alert, if any, commits all the
+// same, told after the commit as an applied event's facts are.
 func (p *processor) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-	if err := p.drift(ctx, tx, ev); err != nil {
-		return err
-	}
-	facts, err := p.read(ev)
-	if err != nil {
-		return err
-	}
 	btx := billing.Wrap(p.db, tx, p.now()).WithOutbox(p.box)
-	out, err := billing.ApplyOutcome(ctx, btx, ev.Source, facts)
-	if err != nil {
+	if err := p.drift(ctx, btx, ev); err != nil {
+		return err
+	}
+	var out billing.Outcome
+	facts, err := p.read(ev)
+	if err == nil {
+		out, err = billing.ApplyOutcome(ctx, btx, ev.Source, facts)
+	}
+	if err != nil && !errors.Is(err, payhook.ErrIgnored) {
 		return err
 	}
 	if err := p.afterCommit(ctx, tx, btx); err != nil {
 		return err
+	}
+	if err != nil {
+		return err // ignored
 	}
 	p.ended(ev, out)
 	return nil
@@ -172,7 +177,7 @@ func (p *processor) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payhook.
 			}
 			p.ended(ev, out)
 		}
-		if err := p.drift(ctx, tx, ev); err != nil {
+		if err := p.drift(ctx, btx, ev); err != nil {
 			return nil, err
 		}
 	}
@@ -254,8 +259,9 @@ func (p *processor) ended(ev *payhook.Event, out billing.Outcome) {
 // drift raises billing.AlertAPIVersionDrift, once per version, when the
 // source pins an API version and ev's payload says another in its
 // top-level api_version (Stripe's and billete's events do). The event is
-// processed all the same.
-func (p *processor) drift(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+// processed all the same. The alert's fact goes through btx's outbox, so
+// that afterCommit hands it on with the event's own.
+func (p *processor) drift(ctx context.Context, btx *billing.Tx, ev *payhook.Event) error {
 	src := p.bySource[ev.Source]
 	if src.APIVersion == "" {
 		return nil
@@ -266,7 +272,7 @@ func (p *processor) drift(ctx context.Context, tx *sql.Tx, ev *payhook.Event) er
 	if json.Unmarshal(ev.Payload, &v) != nil || v.APIVersion == "" || v.APIVersion == src.APIVersion {
 		return nil
 	}
-	_, err := billing.RaiseVersionDrift(ctx, billing.Wrap(p.db, tx, p.now()), src.Name, src.APIVersion,
+	_, err := billing.RaiseVersionDrift(ctx, btx, src.Name, src.APIVersion,
 		payhook.Storable(v.APIVersion), "event "+ev.EventID)
 	return err
 }
