@@ -138,12 +138,9 @@ func (q *Queue) ingestTx(ctx context.Context, evs []*payhook.Event, lockWait tim
 			}
 		}
 		if err := q.insertProcessJobsTx(ctx, tx, ids); err != nil {
-			err = fmt.Errorf("%w: %w", payhook.ErrUnavailable, err)
-			if store.IsLockTimeout(err) {
-				// A job's unique key held elsewhere: about some events.
-				return nil, err
-			}
-			return nil, whole(ctx, err)
+			// No row of another transaction stands in a job's way (they
+			// have no unique key): the store's failure.
+			return nil, whole(ctx, fmt.Errorf("%w: %w", payhook.ErrUnavailable, err))
 		}
 	}
 	if err := tx.Commit(); err != nil {

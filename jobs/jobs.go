@@ -417,13 +417,13 @@ func Migrate(ctx context.Context, db *store.DB) error {
 		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 			return fmt.Errorf("migrate river tables: %w", err)
 		}
-		return firstTriesIndex(ctx, db)
+		return riverIndexes(ctx, db)
 	}
 	for {
 		before := riverVersions(ctx, db)
 		_, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 		if err == nil {
-			return firstTriesIndex(ctx, db)
+			return riverIndexes(ctx, db)
 		}
 		// Each new try needs more versions applied than the last: bounded
 		// by the number of versions, and a real error is returned at once.
@@ -433,14 +433,21 @@ func Migrate(ctx context.Context, db *store.DB) error {
 	}
 }
 
-// firstTriesIndex indexes the jobs a batch takes (takeJobsTx): those of
+// riverIndexes makes payhook_river_job_first_tries, of the jobs a batch takes (takeJobsTx): those of
 // one kind waiting their first try, in the order River fetches. Without
 // it a take of deliveries walks every event job waiting before them, a
-// cost that grows with the backlog.
-func firstTriesIndex(ctx context.Context, db *store.DB) error {
+// cost that grows with the backlog. It also makes payhook_river_job_unkeyed,
+// by which the sweep finds the job Ingest wrote for an event, without
+// River's unique key (keyLiveJobsTx): event ids grow, so each job's entry
+// lands where the last one did.
+func riverIndexes(ctx context.Context, db *store.DB) error {
 	if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS payhook_river_job_first_tries
 		ON river_job (kind, queue, priority, scheduled_at, id) WHERE state = 'available' AND attempt = 0`); err != nil {
 		return fmt.Errorf("migrate river tables: index of first tries: %w", err)
+	}
+	if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS payhook_river_job_unkeyed
+		ON river_job (`+jobEventID(db.Engine)+`) WHERE kind = '`+processArgs{}.Kind()+`' AND unique_key IS NULL`); err != nil {
+		return fmt.Errorf("migrate river tables: index of jobs without a unique key: %w", err)
 	}
 	return nil
 }
@@ -894,6 +901,10 @@ func (q *Queue) sweepRound(ctx context.Context) (n int, full bool, err error) {
 		return 0, false, err
 	}
 	full = len(ids) >= q.cfg.SweepBatch || deliveries >= q.cfg.SweepBatch
+	// River's insert below is to find the jobs Ingest wrote live.
+	if err := q.keyLiveJobsTx(ctx, tx, ids); err != nil {
+		return 0, false, fmt.Errorf("sweep: %w", err)
+	}
 	params := make([]river.InsertManyParams, len(ids))
 	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: processArgs{EventID: id}}

@@ -33,9 +33,15 @@ import (
 // A row is what River's InsertManyTx writes for processArgs{EventID: id}
 // with processArgs' InsertOpts: kind, args, queue default, priority 2,
 // state available, MaxAttempts, metadata {} and tags [], created and
-// scheduled now (the database's clock, or Now with StampWithNow), and the
-// unique key and states River computes (its dbunique package), so that
-// River's own inserts of the same job (the sweep's) still find it live.
+// scheduled now (the database's clock, or Now with StampWithNow), but
+// without River's unique key and states. The key is a SHA-256, so each
+// job's entry in River's unique index lands on a random page: on SQLite
+// at the ack path's usual 10–20 events a commit, half of the pages each
+// commit wrote were that index's. An event's job needs its key only when
+// River is asked to insert the same job again, which is the sweep's
+// business: keyLiveJobsTx gives the live jobs of the events the sweep
+// looks at the key and states River computes (its dbunique package), just
+// before River's own insert, which then finds them live as before.
 // TestIngestedJobsAreRiversJobs compares the rows with River's.
 // jobs/batch.go's takeJobsTx also reads and writes this table directly.
 
@@ -65,17 +71,13 @@ func (q *Queue) processJobsWith() store.With {
 		SQL: func(f int) string {
 			at := fmt.Sprintf("coalesce($%d::timestamptz, now())", f)
 			return `INSERT INTO river_job
-				(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
+				(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)
 			SELECT jsonb_build_object('event_id', id), ` + at + `, '` + processArgs{}.Kind() + `', $` + strconv.Itoa(f+1) + `::smallint,
-				'{}'::jsonb, ` + strconv.Itoa(workPriority) + `, '` + river.QueueDefault + `', ` + at + `, 'available', '{}',
-				sha256(convert_to('` + processUniquePrefix + `' || id || '}', 'UTF8')), $` + strconv.Itoa(f+2) + `::integer::bit(8)
+				'{}'::jsonb, ` + strconv.Itoa(workPriority) + `, '` + river.QueueDefault + `', ` + at + `, 'available', '{}'
 			FROM inserted WHERE status = 'received'
-			ORDER BY id
-			ON CONFLICT (unique_key)
-				WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
-				DO NOTHING`
+			ORDER BY id`
 		},
-		Args: []any{now, q.cfg.MaxAttempts, liveStatesMask},
+		Args: []any{now, q.cfg.MaxAttempts},
 	}
 }
 
@@ -93,73 +95,97 @@ func (q *Queue) insertProcessJobsTx(ctx context.Context, tx *sql.Tx, ids []int64
 }
 
 // maxJobRows bounds the rows of one insert of jobs: SQLite allows 32,766
-// arguments, and each row takes six.
+// arguments, and each row takes four.
 const maxJobRows = 1000
 
 func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	var now any
-	args := make([]any, 0, 6*len(ids))
+	args := make([]any, 0, 4*len(ids))
 	var b strings.Builder
+	b.WriteString(`INSERT INTO river_job
+		(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags)
+		VALUES `)
 	if q.db.Engine == store.SQLite {
 		if q.cfg.StampWithNow {
 			now = q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
 		}
 		// Anonymous parameters, each given its argument (see
 		// store.DB.Row).
-		b.WriteString(`INSERT INTO river_job
-			(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
-			VALUES `)
 		row := fmt.Sprintf(`(jsonb(?), coalesce(CAST(? AS TEXT), datetime('now', 'subsec')), '%s', ?, jsonb('{}'), %d, '%s',
-				coalesce(CAST(? AS TEXT), datetime('now', 'subsec')), 'available', jsonb('[]'), ?, ?)`,
+				coalesce(CAST(? AS TEXT), datetime('now', 'subsec')), 'available', jsonb('[]'))`,
 			processArgs{}.Kind(), workPriority, river.QueueDefault)
 		for i, id := range ids {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString(row)
-			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, now, q.cfg.MaxAttempts, now,
-				processUniqueKey(id), liveStatesMask)
+			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, now, q.cfg.MaxAttempts, now)
 		}
-		b.WriteString(`
-			ON CONFLICT (unique_key)
-				WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL
-					AND CASE state
-						WHEN 'available' THEN unique_states & (1 << 0)
-						WHEN 'cancelled' THEN unique_states & (1 << 1)
-						WHEN 'completed' THEN unique_states & (1 << 2)
-						WHEN 'discarded' THEN unique_states & (1 << 3)
-						WHEN 'pending'   THEN unique_states & (1 << 4)
-						WHEN 'retryable' THEN unique_states & (1 << 5)
-						WHEN 'running'   THEN unique_states & (1 << 6)
-						WHEN 'scheduled' THEN unique_states & (1 << 7)
-						ELSE 0
-					END >= 1
-				DO NOTHING`)
 	} else {
 		if q.cfg.StampWithNow {
 			now = q.cfg.Now().UTC()
 		}
-		args = append(args, now, q.cfg.MaxAttempts, liveStatesMask)
-		b.WriteString(`INSERT INTO river_job
-			(args, created_at, kind, max_attempts, metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
-			VALUES `)
+		args = append(args, now, q.cfg.MaxAttempts)
 		for i, id := range ids {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			n := 4 + 2*i
 			fmt.Fprintf(&b, `($%d::jsonb, coalesce($1::timestamptz, now()), '%s', $2::smallint, '{}'::jsonb, %d, '%s',
-				coalesce($1::timestamptz, now()), 'available', '{}', $%d::bytea, $3::integer::bit(8))`,
-				n, processArgs{}.Kind(), workPriority, river.QueueDefault, n+1)
-			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`, processUniqueKey(id))
+				coalesce($1::timestamptz, now()), 'available', '{}')`,
+				3+i, processArgs{}.Kind(), workPriority, river.QueueDefault)
+			args = append(args, `{"event_id":`+strconv.FormatInt(id, 10)+`}`)
 		}
-		b.WriteString(`
-			ON CONFLICT (unique_key)
-				WHERE unique_key IS NOT NULL AND unique_states IS NOT NULL AND river_job_state_in_bitmask(unique_states, state)
-				DO NOTHING`)
 	}
 	if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
 		return err
+	}
+	return nil
+}
+
+// jobEventID is the event id of a processing job's args, as the index
+// payhook_river_job_unkeyed (Migrate) has it.
+func jobEventID(engine store.Engine) string {
+	if engine == store.SQLite {
+		return `CAST(args->>'event_id' AS INTEGER)`
+	}
+	return `((args->>'event_id')::bigint)`
+}
+
+// keyLiveJobsTx gives, in tx, the live job without a unique key of each
+// of the events with row ids ids (the one Ingest wrote, at most one an
+// event) River's unique key and states, so that River's insert of the
+// same job finds it live. A job whose key another live job holds already
+// is left as it is: River finds that one.
+func (q *Queue) keyLiveJobsTx(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	states := make([]string, len(liveStates))
+	for i, st := range liveStates {
+		states[i] = "'" + string(st) + "'"
+	}
+	// A job whose key another live job holds: SQLite's OR IGNORE leaves
+	// it, and on PostgreSQL NOT EXISTS does, through River's unique index
+	// (whose predicate it repeats).
+	update, mask, taken := "UPDATE OR IGNORE", "$2", ""
+	if q.db.Engine == store.Postgres {
+		update, mask = "UPDATE", "$2::integer::bit(8)"
+		taken = ` AND NOT EXISTS (SELECT 1 FROM river_job o WHERE o.unique_key = $1 AND o.unique_states IS NOT NULL
+				AND river_job_state_in_bitmask(o.unique_states, o.state))`
+	}
+	stmt, err := tx.PrepareContext(ctx, update+` river_job SET unique_key = $1, unique_states = `+mask+`
+		WHERE id = (SELECT id FROM river_job
+			WHERE kind = '`+processArgs{}.Kind()+`' AND unique_key IS NULL AND `+jobEventID(q.db.Engine)+` = $3
+				AND state IN (`+strings.Join(states, ", ")+`)
+			ORDER BY id LIMIT 1)`+taken)
+	if err != nil {
+		return fmt.Errorf("key the live jobs of %d events: %w", len(ids), err)
+	}
+	defer stmt.Close()
+	for _, id := range ids {
+		if _, err := stmt.ExecContext(ctx, processUniqueKey(id), liveStatesMask, id); err != nil {
+			return fmt.Errorf("key the live job of event %d: %w", id, err)
+		}
 	}
 	return nil
 }

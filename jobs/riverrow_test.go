@@ -19,10 +19,11 @@ import (
 // TestIngestedJobsAreRiversJobs: the jobs Ingest writes into River's
 // table itself (riverrow.go), in a batch, alone, one at a time, and
 // through IngestBounded (PostgreSQL: store.StoreEvents), are
-// the rows River's InsertManyTx writes for the same args: River's own
-// insert of the same job finds each one live (its unique key and states),
-// and the other columns equal those of a job River inserted. An event
-// stored as ignored gets no job.
+// the rows River's InsertManyTx writes for the same args, but without a
+// unique key; once the sweep's keyLiveJobsTx has given them theirs, River's
+// own insert of the same job finds each one live (its unique key and
+// states), and the other columns equal those of a job River inserted. An
+// event stored as ignored gets no job.
 func TestIngestedJobsAreRiversJobs(t *testing.T) {
 	for _, stamp := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stamp=%v", stamp), func(t *testing.T) {
@@ -88,9 +89,21 @@ func TestIngestedJobsAreRiversJobs(t *testing.T) {
 				if _, err := db.InsertEventsTx(ctx, tx, []*payhook.Event{ref}); err != nil {
 					t.Fatal(err)
 				}
+				var unkeyed int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE unique_key IS NULL AND unique_states IS NULL`).Scan(&unkeyed); err != nil {
+					t.Fatal(err)
+				}
+				if unkeyed != len(ours) {
+					t.Errorf("%d jobs without a unique key, want %d: Ingest writes none", unkeyed, len(ours))
+				}
 				params := []river.InsertManyParams{{Args: processArgs{EventID: ref.ID}}}
+				var ids []int64
 				for _, e := range ours {
 					params = append(params, river.InsertManyParams{Args: processArgs{EventID: e.ID}})
+					ids = append(ids, e.ID)
+				}
+				if err := q.keyLiveJobsTx(ctx, tx, append(ids, ref.ID)); err != nil { // ref's: no job yet, nothing to key
+					t.Fatal(err)
 				}
 				res, err := q.client.InsertManyTx(ctx, tx, params)
 				if err != nil {
@@ -164,4 +177,55 @@ func compareJobs(t *testing.T, ev *payhook.Event, got, want *rivertype.JobRow, s
 		(stamp && (!got.CreatedAt.Equal(want.CreatedAt) || !got.ScheduledAt.Equal(want.ScheduledAt))) {
 		t.Errorf("%s: created %v, scheduled %v; River's %v, %v", ev.EventID, got.CreatedAt, got.ScheduledAt, want.CreatedAt, want.ScheduledAt)
 	}
+}
+
+// keyLiveJobsTx leaves a job whose key another live job holds, as when
+// an instance of a version that keyed its jobs at ingest inserted one for
+// the same event beside ours: the sweep goes on, and River finds the
+// keyed one live.
+func TestKeyLiveJobsLeavesAKeyTaken(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := Migrate(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		q, err := New(db, Config{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &payhook.Event{Source: "src", EventID: "evt_twice", Type: "t", ReceivedAt: time.Now(), Payload: []byte(`{}`)}
+		if _, err := q.Ingest(ctx, []*payhook.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		params := []river.InsertManyParams{{Args: processArgs{EventID: ev.ID}}}
+		if res, err := q.client.InsertManyTx(ctx, tx, params); err != nil || res[0].UniqueSkippedAsDuplicate {
+			t.Fatalf("River's insert beside the unkeyed job: %v (skipped: %v); want a second, keyed job", err, err == nil && res[0].UniqueSkippedAsDuplicate)
+		}
+		if err := q.keyLiveJobsTx(ctx, tx, []int64{ev.ID}); err != nil {
+			t.Fatalf("keyLiveJobsTx with the key taken: %v", err)
+		}
+		var unkeyed int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM river_job WHERE unique_key IS NULL`).Scan(&unkeyed); err != nil {
+			t.Fatal(err)
+		}
+		if unkeyed != 1 {
+			t.Errorf("%d jobs without a key, want 1 (ours, its key taken)", unkeyed)
+		}
+		if res, err := q.client.InsertManyTx(ctx, tx, params); err != nil || !res[0].UniqueSkippedAsDuplicate {
+			t.Errorf("River's insert again: %v; want it skipped, the keyed job live", err)
+		}
+	})
 }
