@@ -155,7 +155,10 @@ func jobEventID(engine store.Engine) string {
 // of the events with row ids ids (the one Ingest wrote, at most one an
 // event) River's unique key and states, so that River's insert of the
 // same job finds it live. A job whose key another live job holds already
-// is left as it is: River finds that one.
+// is left as it is: River finds that one. On PostgreSQL it is one
+// statement for all the ids (a round trip each took five times River's
+// insert of them); on SQLite, in the process, one prepared statement run
+// for each.
 func (q *Queue) keyLiveJobsTx(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -164,20 +167,29 @@ func (q *Queue) keyLiveJobsTx(ctx context.Context, tx *sql.Tx, ids []int64) erro
 	for i, st := range liveStates {
 		states[i] = "'" + string(st) + "'"
 	}
-	// A job whose key another live job holds: SQLite's OR IGNORE leaves
-	// it, and on PostgreSQL NOT EXISTS does, through River's unique index
-	// (whose predicate it repeats).
-	update, mask, taken := "UPDATE OR IGNORE", "$2", ""
+	unkeyed := `kind = '` + processArgs{}.Kind() + `' AND unique_key IS NULL AND state IN (` + strings.Join(states, ", ") + `)`
+	event := jobEventID(q.db.Engine)
 	if q.db.Engine == store.Postgres {
-		update, mask = "UPDATE", "$2::integer::bit(8)"
-		taken = ` AND NOT EXISTS (SELECT 1 FROM river_job o WHERE o.unique_key = $1 AND o.unique_states IS NOT NULL
-				AND river_job_state_in_bitmask(o.unique_states, o.state))`
+		// The key as processUniqueKey computes it. A key another live
+		// job holds is left by the subquery, one probe of River's unique
+		// index (whose predicate it repeats) a job: as NOT EXISTS, the
+		// planner hashed every live key instead (212 ms for 1,000 ids
+		// beside 250,000 live jobs, against 51).
+		_, err := tx.ExecContext(ctx, `UPDATE river_job SET unique_key = k.key, unique_states = $1::integer::bit(8)
+			FROM (SELECT DISTINCT ON (e) id, sha256(convert_to('`+processUniquePrefix+`' || e || '}', 'UTF8')) AS key
+				FROM (SELECT id, `+event+` AS e FROM river_job WHERE `+unkeyed+` AND `+event+` = ANY($2::bigint[])) AS u
+				ORDER BY e, id) AS k
+			WHERE river_job.id = k.id
+				AND (SELECT 1 FROM river_job o WHERE o.unique_key = k.key AND o.unique_states IS NOT NULL
+					AND river_job_state_in_bitmask(o.unique_states, o.state) LIMIT 1) IS NULL`, liveStatesMask, ids)
+		if err != nil {
+			return fmt.Errorf("key the live jobs of %d events: %w", len(ids), err)
+		}
+		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, update+` river_job SET unique_key = $1, unique_states = `+mask+`
-		WHERE id = (SELECT id FROM river_job
-			WHERE kind = '`+processArgs{}.Kind()+`' AND unique_key IS NULL AND `+jobEventID(q.db.Engine)+` = $3
-				AND state IN (`+strings.Join(states, ", ")+`)
-			ORDER BY id LIMIT 1)`+taken)
+	// A key another live job holds: OR IGNORE leaves that job.
+	stmt, err := tx.PrepareContext(ctx, `UPDATE OR IGNORE river_job SET unique_key = $1, unique_states = $2
+		WHERE id = (SELECT id FROM river_job WHERE `+unkeyed+` AND `+event+` = $3 ORDER BY id LIMIT 1)`)
 	if err != nil {
 		return fmt.Errorf("key the live jobs of %d events: %w", len(ids), err)
 	}
