@@ -29,17 +29,7 @@ func TestIngestedJobsAreRiversJobs(t *testing.T) {
 		t.Run(fmt.Sprintf("stamp=%v", stamp), func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
-				db, err := store.Open(ctx, dbURL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer db.Close()
-				if _, err := db.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if err := Migrate(ctx, db); err != nil {
-					t.Fatal(err)
-				}
+				db := migrated(t, dbURL)
 				now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 				cfg := Config{Logger: slog.New(slog.DiscardHandler), MaxAttempts: 7}
 				if stamp {
@@ -186,17 +176,7 @@ func compareJobs(t *testing.T, ev *payhook.Event, got, want *rivertype.JobRow, s
 func TestKeyLiveJobsLeavesAKeyTaken(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
+		db := migrated(t, dbURL)
 		q, err := New(db, Config{Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
@@ -228,4 +208,23 @@ func TestKeyLiveJobsLeavesAKeyTaken(t *testing.T) {
 			t.Errorf("River's insert again: %v; want it skipped, the keyed job live", err)
 		}
 	})
+}
+
+// migrated opens the database at dbURL with payhook's and River's tables,
+// closed when the test ends.
+func migrated(t *testing.T, dbURL string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
