@@ -244,7 +244,8 @@ func applyBatches(t *testing.T, db *store.DB, box *outbox.Outbox, rng *rand.Rand
 // are routed, and whether they wait to be told.
 func factRows(t *testing.T, db *store.DB) []string {
 	t.Helper()
-	rows, err := db.SQL.Query(`SELECT f.type, f.fact_id, f.body, f.routed, u.fact IS NOT NULL
+	rows, err := db.SQL.Query(`SELECT f.type, f.fact_id, f.body, f.routed, u.fact IS NOT NULL,
+			(SELECT count(*) FROM payhook_deliveries d WHERE d.fact = f.id AND d.status = 'pending')
 		FROM payhook_facts f LEFT JOIN payhook_untold u ON u.fact = f.id`)
 	if err != nil {
 		t.Fatal(err)
@@ -254,10 +255,11 @@ func factRows(t *testing.T, db *store.DB) []string {
 	for rows.Next() {
 		var typ, id, body string
 		var routed, untold bool
-		if err := rows.Scan(&typ, &id, &body, &routed, &untold); err != nil {
+		var deliveries int
+		if err := rows.Scan(&typ, &id, &body, &routed, &untold, &deliveries); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("%s %s %s routed=%v untold=%v", typ, id, body, routed, untold))
+		out = append(out, fmt.Sprintf("%s %s %s routed=%v untold=%v deliveries=%d", typ, id, body, routed, untold, deliveries))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -272,15 +274,30 @@ func factRows(t *testing.T, db *store.DB) []string {
 // captures of new payments before the other events of their batch (on
 // PostgreSQL).
 func TestApplyManyAsOneByOne(t *testing.T) {
+	// EmitMany writes together the facts for Unrecorded sinks alone (the
+	// log sink) with their untold rows, and the others with a delivery per
+	// sink.
+	for _, recorded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "log sink", true: "log and recorded sinks"}[recorded], func(t *testing.T) {
+			applyManyAsOneByOne(t, recorded)
+		})
+	}
+}
+
+func applyManyAsOneByOne(t *testing.T, recorded bool) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
-		// Facts for a log sink alone: EmitMany writes them together.
 		box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 			t.Fatal(err)
+		}
+		if recorded {
+			if err := box.AddFunc("hook", []string{"payment.*", "order.*"}, func(context.Context, outbox.Fact) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
 		}
 		for seed := range uint64(20) { // seed 9 meets two sources' alerts of one order
 			events := manyStory(rand.New(rand.NewPCG(seed, 7)))

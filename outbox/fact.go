@@ -140,27 +140,38 @@ func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now 
 }
 
 // EmitMany is Emit of each of facts, in their order, with what each wrote.
-// The facts routed to Unrecorded sinks only are written together, before
-// the others: a batch of events pays two statements for their facts, not
-// one or two per fact.
+// The facts routed to sinks are written together, before the others:
+// those for Unrecorded sinks only with their untold rows, the others with
+// their deliveries, so that a batch of events pays two statements for
+// each kind of its facts, not one or two per fact.
 func EmitMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, facts []Fact, now time.Time) ([]Emitted, error) {
 	out := make([]Emitted, len(facts))
-	// The facts for Unrecorded sinks only, written together if several.
-	together, n := make([]bool, len(facts)), 0
+	untold, routed := make([]bool, len(facts)), make([]bool, len(facts))
+	var nu, nr int
 	if o != nil && !dstBug("outbox-outside-tx") {
 		for i, f := range facts {
-			if sinks := o.sinksFor(f.Type); len(sinks) > 0 && o.allUnrecorded(sinks) {
-				together[i], n = true, n+1
+			switch sinks := o.sinksFor(f.Type); {
+			case len(sinks) == 0:
+			case o.allUnrecorded(sinks):
+				untold[i], nu = true, nu+1
+			default:
+				routed[i], nr = true, nr+1
 			}
 		}
 	}
-	if n > 1 {
-		if err := emitUntoldMany(ctx, db, tx, facts, together, out, now); err != nil {
+	// One fact of a kind goes as Emit writes it.
+	if nu > 1 {
+		if err := emitUntoldMany(ctx, db, tx, facts, untold, out, now); err != nil {
+			return nil, err
+		}
+	}
+	if nr > 1 {
+		if err := emitRoutedMany(ctx, db, tx, o, facts, routed, out, now); err != nil {
 			return nil, err
 		}
 	}
 	for i, f := range facts {
-		if n > 1 && together[i] {
+		if (nu > 1 && untold[i]) || (nr > 1 && routed[i]) {
 			continue
 		}
 		e, err := Emit(ctx, db, tx, o, f, now)
@@ -170,6 +181,48 @@ func EmitMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, facts []
 		out[i] = e
 	}
 	return out, nil
+}
+
+// emitRoutedMany is EmitMany of the facts routed to sinks not all
+// Unrecorded (those marked together): the facts, in their order, then a
+// pending delivery per fact written and sink, a statement each for them
+// all, as route writes them; it sets what each wrote in out. Of two facts
+// with one id, the first is written.
+func emitRoutedMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, facts []Fact, together []bool, out []Emitted, now time.Time) error {
+	written, _, err := insertFacts(ctx, db, tx, facts, together, now)
+	if err != nil {
+		return err
+	}
+	var rows [][]any
+	for i, f := range facts {
+		if id, ok := written[i]; ok {
+			for _, sink := range o.sinksFor(f.Type) {
+				rows = append(rows, []any{id, sink})
+			}
+		}
+	}
+	deliveries := make(map[int64][]int64, len(written))
+	err = store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_deliveries (fact, sink, status, created_at, updated_at, enqueued_at)
+		SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, 'pending', $2, $2, $2
+		FROM `+db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
+		ON CONFLICT (fact, sink) DO NOTHING
+		RETURNING id, fact`, []any{db.TimeValue(now)}, func(r *sql.Rows) error {
+		var id, fact int64
+		err := r.Scan(&id, &fact)
+		deliveries[fact] = append(deliveries[fact], id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("emit %d facts: deliveries: %w", len(written), err)
+	}
+	for i, id := range written {
+		ids := deliveries[id]
+		slices.Sort(ids)
+		out[i] = Emitted{Written: true, Deliveries: ids}
+	}
+	return nil
 }
 
 // insertFact inserts f with its body and routed flag, and returns its row

@@ -83,6 +83,32 @@ func untoldEmitted(id int64, body string) Emitted {
 // payhook_untold rows, a statement each for them all; it sets what each
 // wrote in out. Of two facts with one id, the first is written.
 func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, together []bool, out []Emitted, now time.Time) error {
+	written, bodies, err := insertFacts(ctx, db, tx, facts, together, now)
+	if err != nil {
+		return err
+	}
+	untold := make([][]any, 0, len(written))
+	for i := range facts {
+		if id, ok := written[i]; ok {
+			untold = append(untold, []any{id})
+		}
+	}
+	err = store.QueryRows(ctx, tx, untold, `INSERT INTO payhook_untold (fact, created_at)
+		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), []any{db.TimeValue(now)}, nil)
+	if err != nil {
+		return fmt.Errorf("emit %d facts: untold: %w", len(written), err)
+	}
+	for i, id := range written {
+		out[i] = untoldEmitted(id, bodies[i])
+	}
+	return nil
+}
+
+// insertFacts inserts, in one statement, the facts marked together, in
+// their order and routed, and returns the row id of each written, by its
+// place in facts (of two facts with one id, the first is written), and
+// every fact's body.
+func insertFacts(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, together []bool, now time.Time) (map[int]int64, []string, error) {
 	var rows [][]any
 	bodies := make([]string, len(facts))
 	for i, f := range facts {
@@ -90,17 +116,16 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 			continue
 		}
 		if f.ID == "" || f.Type == "" {
-			return errors.New("emit fact: no id or type (make it with outbox.NewFact)")
+			return nil, nil, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
 		}
 		body, err := json.Marshal(f)
 		if err != nil {
-			return fmt.Errorf("emit fact %s: %w", f.ID, err)
+			return nil, nil, fmt.Errorf("emit fact %s: %w", f.ID, err)
 		}
 		bodies[i] = string(body)
 		rows = append(rows, []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]})
 	}
-	written := make(map[string]int64, len(rows))
-	var untold [][]any
+	byID := make(map[string]int64, len(rows))
 	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
 		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, TRUE, $2
 		FROM `+db.JSONRows()+`
@@ -111,27 +136,20 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 		var id int64
 		var factID string
 		err := r.Scan(&id, &factID)
-		written[factID] = id
-		untold = append(untold, []any{id})
+		byID[factID] = id
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("emit %d facts: %w", len(rows), err)
+		return nil, nil, fmt.Errorf("emit %d facts: %w", len(rows), err)
 	}
-	err = store.QueryRows(ctx, tx, untold, `INSERT INTO payhook_untold (fact, created_at)
-		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), []any{db.TimeValue(now)}, nil)
-	if err != nil {
-		return fmt.Errorf("emit %d facts: untold: %w", len(rows), err)
-	}
+	written := make(map[int]int64, len(byID))
 	for i, f := range facts {
-		id, ok := written[f.ID]
-		if !together[i] || !ok {
-			continue
+		if id, ok := byID[f.ID]; together[i] && ok {
+			written[i] = id
+			delete(byID, f.ID) // a second fact of this id was not written
 		}
-		delete(written, f.ID) // a second fact of this id was not written
-		out[i] = untoldEmitted(id, bodies[i])
 	}
-	return nil
+	return written, bodies, nil
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their

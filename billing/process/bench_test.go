@@ -18,9 +18,11 @@ import (
 // b.N stored Stripe checkout.session.completed events, each its own
 // payment and order, processed by a started queue with the billing
 // handlers (payment, capture posting and its entries, the order paid) and
-// serve's default outbox (a log sink, discarded here: two facts per
-// event, each written with an untold row deleted once told), until no
-// event is left waiting and no fact untold.
+// an outbox, until no event is left waiting and no fact untold or
+// undelivered. Two facts per event go to one sink: log, serve's default
+// (discarded here: each fact written with an untold row deleted once
+// told), or hook, a recorded sink (an application's function: each fact
+// written with a delivery row, sent by the batch and marked delivered).
 // events/s counts the events; drained/s the same until the facts are
 // told too. Run it against a durable cluster to count the flush:
 //
@@ -28,71 +30,80 @@ import (
 //	    -bench ProcessBilling -benchtime 5000x ./billing/process/
 func BenchmarkProcessBilling(b *testing.B) {
 	for _, engine := range dbtest.Engines {
-		b.Run(engine, func(b *testing.B) {
-			ctx := context.Background()
-			db := open(b, dbtest.URL(b, engine))
-			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-			box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler),
-				Now: func() time.Time { return now }})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-				b.Fatal(err)
-			}
-			cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
-				Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler), Outbox: box})
-			if err != nil {
-				b.Fatal(err)
-			}
-			q, err := jobs.New(db, cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for i := 0; i < b.N; i += 100 {
-				var batch []*payhook.Event
-				for j := i; j < min(i+100, b.N); j++ {
-					batch = append(batch, checkout(j, now))
-				}
-				if _, err := q.Ingest(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			if err := q.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
-			wait := func(query string) {
-				for {
-					var waiting bool
-					if err := db.SQL.QueryRow(query).Scan(&waiting); err != nil {
-						b.Fatal(err)
-					}
-					if !waiting {
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-			wait(`SELECT EXISTS (SELECT 1 FROM payhook_events WHERE status = 'received')`)
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-			wait(`SELECT EXISTS (SELECT 1 FROM payhook_untold) OR EXISTS (SELECT 1 FROM payhook_deliveries WHERE status = 'pending')`)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "drained/s")
-			// The log sink is Unrecorded: its facts get no delivery row.
-			var processed, left int
-			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'processed'`).Scan(&processed); err != nil {
-				b.Fatal(err)
-			}
-			if err := db.SQL.QueryRow(`SELECT (SELECT COUNT(*) FROM payhook_deliveries) + (SELECT COUNT(*) FROM payhook_untold)`).Scan(&left); err != nil {
-				b.Fatal(err)
-			}
-			if processed != b.N || left != 0 {
-				b.Fatalf("%d of %d events processed, %d deliveries or untold facts left", processed, b.N, left)
-			}
-			q.Stop(ctx)
-		})
+		for _, sink := range []string{"log", "hook"} {
+			b.Run(engine+"/"+sink, func(b *testing.B) { benchProcessBilling(b, engine, sink) })
+		}
 	}
+}
+
+func benchProcessBilling(b *testing.B, engine, sink string) {
+	ctx := context.Background()
+	db := open(b, dbtest.URL(b, engine))
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sink == "log" {
+		err = box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)})
+	} else {
+		err = box.AddFunc("hook", nil, func(context.Context, outbox.Fact) error { return nil })
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
+		Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler), Outbox: box})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q, err := jobs.New(db, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i += 100 {
+		var batch []*payhook.Event
+		for j := i; j < min(i+100, b.N); j++ {
+			batch = append(batch, checkout(j, now))
+		}
+		if _, err := q.Ingest(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	if err := q.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	wait := func(query string) {
+		for {
+			var waiting bool
+			if err := db.SQL.QueryRow(query).Scan(&waiting); err != nil {
+				b.Fatal(err)
+			}
+			if !waiting {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait(`SELECT EXISTS (SELECT 1 FROM payhook_events WHERE status = 'received')`)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	wait(`SELECT EXISTS (SELECT 1 FROM payhook_untold) OR EXISTS (SELECT 1 FROM payhook_deliveries WHERE status = 'pending')`)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "drained/s")
+	// The log sink's facts get no delivery row; the hook's are delivered.
+	var processed, left int
+	if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'processed'`).Scan(&processed); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.SQL.QueryRow(`SELECT (SELECT COUNT(*) FROM payhook_deliveries WHERE status = 'pending') + (SELECT COUNT(*) FROM payhook_untold)`).Scan(&left); err != nil {
+		b.Fatal(err)
+	}
+	if processed != b.N || left != 0 {
+		b.Fatalf("%d of %d events processed, %d deliveries pending or untold facts left", processed, b.N, left)
+	}
+	q.Stop(ctx)
 }
 
 // checkout returns event n: a completed Stripe checkout paying its own
