@@ -147,10 +147,20 @@ func (o outcomes) add(out billing.Outcome) {
 	}
 }
 
-// untold counts the facts tx left to tell, if any.
-func (o outcomes) untold(tx *billing.Tx) {
+// handedOn counts what committed tx hands on after its commit: the facts
+// it left to tell, if any, and each of its deliveries, by fact and sink.
+func (o outcomes) handedOn(t *testing.T, db *store.DB, tx *billing.Tx) {
+	t.Helper()
 	if n := len(tx.Untold()); n > 0 {
 		o["untold"] += n
+	}
+	for _, id := range tx.Deliveries() {
+		var fact, sink string
+		if err := db.SQL.QueryRow(`SELECT f.fact_id, d.sink FROM payhook_deliveries d JOIN payhook_facts f ON f.id = d.fact
+			WHERE d.id = $1`, id).Scan(&fact, &sink); err != nil {
+			t.Fatalf("delivery %d: %v", id, err)
+		}
+		o["delivery "+fact+" "+sink]++
 	}
 }
 
@@ -191,7 +201,7 @@ func oneByOne(t *testing.T, db *store.DB, box *outbox.Outbox, events []billing.F
 		}
 		stuck = 0
 		once.add(out)
-		once.untold(tx)
+		once.handedOn(t, db, tx)
 	}
 }
 
@@ -218,7 +228,7 @@ func applyBatches(t *testing.T, db *store.DB, box *outbox.Outbox, rng *rand.Rand
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		once.untold(tx)
+		once.handedOn(t, db, tx)
 		progress := false
 		for i, out := range outs {
 			switch {

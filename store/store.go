@@ -311,6 +311,9 @@ type Querier interface {
 // row: strings, numbers, TimeValue's values) from parameter $1 (JSONRows;
 // args are $2 on), and calls scan, if not nil, for each row it returns.
 func QueryRows(ctx context.Context, q Querier, rows [][]any, statement string, args []any, scan func(*sql.Rows) error) error {
+	if rows == nil {
+		rows = [][]any{} // no rows is [], not null (a scalar to jsonb_array_elements, a row of NULLs to jsonb_each)
+	}
 	param, err := json.Marshal(rows)
 	if err != nil {
 		return fmt.Errorf("encode %d rows: %w", len(rows), err)
