@@ -433,13 +433,14 @@ func Migrate(ctx context.Context, db *store.DB) error {
 	}
 }
 
-// riverIndexes makes payhook_river_job_first_tries, of the jobs a batch takes (takeJobsTx): those of
-// one kind waiting their first try, in the order River fetches. Without
-// it a take of deliveries walks every event job waiting before them, a
-// cost that grows with the backlog. It also makes payhook_river_job_unkeyed,
-// by which the sweep finds the job Ingest wrote for an event, without
-// River's unique key (keyLiveJobsTx): event ids grow, so each job's entry
-// lands where the last one did.
+// riverIndexes makes payhook's indexes on River's table:
+//   - payhook_river_job_first_tries, of the jobs a batch takes
+//     (takeJobsTx): those of one kind waiting their first try, in the
+//     order River fetches. Without it a take of deliveries walks every
+//     event job waiting before them, a cost that grows with the backlog.
+//   - payhook_river_job_unkeyed, by which the sweep finds the job Ingest
+//     wrote for an event, without River's unique key (keyLiveJobsTx):
+//     event ids grow, so each job's entry lands where the last one did.
 func riverIndexes(ctx context.Context, db *store.DB) error {
 	if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS payhook_river_job_first_tries
 		ON river_job (kind, queue, priority, scheduled_at, id) WHERE state = 'available' AND attempt = 0`); err != nil {

@@ -60,6 +60,15 @@ var processUniquePrefix = `&kind=` + processArgs{}.Kind() + `&args={"event_id":`
 // liveStatesMask is River's bitmask of liveStates (unique_states).
 var liveStatesMask = int(uniquestates.UniqueStatesToBitmask(liveStates))
 
+// liveStatesList is liveStates as an SQL list: 'available', 'pending', ...
+var liveStatesList = func() string {
+	quoted := make([]string, len(liveStates))
+	for i, st := range liveStates {
+		quoted[i] = "'" + string(st) + "'"
+	}
+	return strings.Join(quoted, ", ")
+}()
+
 // processJobsWith returns the statement that inserts, with the insert of
 // events on PostgreSQL, the job of each event inserted as received.
 func (q *Queue) processJobsWith() store.With {
@@ -163,11 +172,7 @@ func (q *Queue) keyLiveJobsTx(ctx context.Context, tx *sql.Tx, ids []int64) erro
 	if len(ids) == 0 {
 		return nil
 	}
-	states := make([]string, len(liveStates))
-	for i, st := range liveStates {
-		states[i] = "'" + string(st) + "'"
-	}
-	unkeyed := `kind = '` + processArgs{}.Kind() + `' AND unique_key IS NULL AND state IN (` + strings.Join(states, ", ") + `)`
+	unkeyed := `kind = '` + processArgs{}.Kind() + `' AND unique_key IS NULL AND state IN (` + liveStatesList + `)`
 	event := jobEventID(q.db.Engine)
 	if q.db.Engine == store.Postgres {
 		// The key as processUniqueKey computes it. A key another live

@@ -194,14 +194,14 @@ func emitRoutedMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, fa
 		return err
 	}
 	var rows [][]any
-	for i, f := range facts {
-		if id, ok := written[i]; ok {
-			for _, sink := range o.sinksFor(f.Type) {
+	for i, id := range written {
+		if id != 0 {
+			for _, sink := range o.sinksFor(facts[i].Type) {
 				rows = append(rows, []any{id, sink})
 			}
 		}
 	}
-	deliveries := make(map[int64][]int64, len(written))
+	deliveries := make(map[int64][]int64, len(rows))
 	err = store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_deliveries (fact, sink, status, created_at, updated_at, enqueued_at)
 		SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, 'pending', $2, $2, $2
 		FROM `+db.JSONRows()+`
@@ -215,14 +215,64 @@ func emitRoutedMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, fa
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("emit %d facts: deliveries: %w", len(written), err)
+		return fmt.Errorf("emit facts: %d deliveries: %w", len(rows), err)
 	}
 	for i, id := range written {
-		ids := deliveries[id]
-		slices.Sort(ids)
-		out[i] = Emitted{Written: true, Deliveries: ids}
+		if id != 0 {
+			ids := deliveries[id]
+			slices.Sort(ids)
+			out[i] = Emitted{Written: true, Deliveries: ids}
+		}
 	}
 	return nil
+}
+
+// insertFacts inserts, in one statement, the facts marked together, in
+// their order and routed, and returns, by place in facts, the row id of
+// each written (0 for the others; of two facts with one id, the first is
+// written) and its body.
+func insertFacts(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, together []bool, now time.Time) ([]int64, []string, error) {
+	var rows [][]any
+	bodies := make([]string, len(facts))
+	for i, f := range facts {
+		if !together[i] {
+			continue
+		}
+		if f.ID == "" || f.Type == "" {
+			return nil, nil, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
+		}
+		body, err := json.Marshal(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("emit fact %s: %w", f.ID, err)
+		}
+		bodies[i] = string(body)
+		rows = append(rows, []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]})
+	}
+	byID := make(map[string]int64, len(rows))
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, TRUE, $2
+		FROM `+db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
+		ON CONFLICT (fact_id) DO NOTHING
+		RETURNING id, fact_id`, []any{db.TimeValue(now)}, func(r *sql.Rows) error {
+		var id int64
+		var factID string
+		err := r.Scan(&id, &factID)
+		byID[factID] = id
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("emit %d facts: %w", len(rows), err)
+	}
+	written := make([]int64, len(facts))
+	for i, f := range facts {
+		if id, ok := byID[f.ID]; together[i] && ok {
+			written[i] = id
+			delete(byID, f.ID) // a second fact of this id was not written
+		}
+	}
+	return written, bodies, nil
 }
 
 // insertFact inserts f with its body and routed flag, and returns its row

@@ -87,69 +87,23 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 	if err != nil {
 		return err
 	}
-	untold := make([][]any, 0, len(written))
-	for i := range facts {
-		if id, ok := written[i]; ok {
+	var untold [][]any
+	for _, id := range written {
+		if id != 0 {
 			untold = append(untold, []any{id})
 		}
 	}
 	err = store.QueryRows(ctx, tx, untold, `INSERT INTO payhook_untold (fact, created_at)
 		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), []any{db.TimeValue(now)}, nil)
 	if err != nil {
-		return fmt.Errorf("emit %d facts: untold: %w", len(written), err)
+		return fmt.Errorf("emit %d facts: untold: %w", len(untold), err)
 	}
 	for i, id := range written {
-		out[i] = untoldEmitted(id, bodies[i])
+		if id != 0 {
+			out[i] = untoldEmitted(id, bodies[i])
+		}
 	}
 	return nil
-}
-
-// insertFacts inserts, in one statement, the facts marked together, in
-// their order and routed, and returns the row id of each written, by its
-// place in facts (of two facts with one id, the first is written), and
-// every fact's body.
-func insertFacts(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, together []bool, now time.Time) (map[int]int64, []string, error) {
-	var rows [][]any
-	bodies := make([]string, len(facts))
-	for i, f := range facts {
-		if !together[i] {
-			continue
-		}
-		if f.ID == "" || f.Type == "" {
-			return nil, nil, errors.New("emit fact: no id or type (make it with outbox.NewFact)")
-		}
-		body, err := json.Marshal(f)
-		if err != nil {
-			return nil, nil, fmt.Errorf("emit fact %s: %w", f.ID, err)
-		}
-		bodies[i] = string(body)
-		rows = append(rows, []any{f.ID, f.Type, f.Source, payhook.Storable(f.Subject), bodies[i]})
-	}
-	byID := make(map[string]int64, len(rows))
-	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
-		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, TRUE, $2
-		FROM `+db.JSONRows()+`
-		WHERE TRUE
-		ORDER BY j.n
-		ON CONFLICT (fact_id) DO NOTHING
-		RETURNING id, fact_id`, []any{db.TimeValue(now)}, func(r *sql.Rows) error {
-		var id int64
-		var factID string
-		err := r.Scan(&id, &factID)
-		byID[factID] = id
-		return err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("emit %d facts: %w", len(rows), err)
-	}
-	written := make(map[int]int64, len(byID))
-	for i, f := range facts {
-		if id, ok := byID[f.ID]; together[i] && ok {
-			written[i] = id
-			delete(byID, f.ID) // a second fact of this id was not written
-		}
-	}
-	return written, bodies, nil
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their
