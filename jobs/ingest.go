@@ -32,7 +32,7 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 // All events go into one statement; if it fails, the batch is tried again
 // one event at a time, which names the event that fails it.
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
-	q.ingestStarted()
+	q.ingestStarted(len(evs))
 	defer q.ingestDone()
 	if dstBug("check-then-insert") {
 		return q.checkThenInsert(ctx, evs)

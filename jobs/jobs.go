@@ -44,16 +44,17 @@ type Config struct {
 	// in one transaction: more workers only take CPU from the ack path.
 	Workers int
 	// PauseLag, BusyWorkers and BusyMaxLag say how processing gives way
-	// to the acks while the Queue is storing deliveries (a burst being
-	// acknowledged), by how long an attempt's job has waited since it
-	// was due (see yield.go): less than PauseLag, it waits; less than
-	// BusyMaxLag, it is one of at most BusyWorkers attempts at once, each
-	// batching for BusyBatchTime; longer, it runs as when no delivery is
-	// being stored. A burst is acknowledged first; a sustained load the
+	// to the acks while the Queue is storing deliveries, by how long an
+	// attempt's job has waited since it was due (see yield.go): less than
+	// PauseLag, during a burst (deliveries queue for the group commit), it
+	// waits; less than BusyMaxLag, it is one of at most BusyWorkers
+	// attempts at once, each batching for BusyBatchTime; longer, it runs
+	// as when no delivery is being stored. A burst is acknowledged first;
+	// a steady load is processed as it comes; a sustained load the
 	// machine can process is processed about BusyMaxLag behind at most,
 	// not ever further behind. The wait counts against the attempt's
 	// JobTimeout: BusyMaxLag may be half of it at most. Defaults:
-	// PauseLag 1s (or BusyMaxLag if less): on SQLite a batch holds the
+	// PauseLag 3s (or BusyMaxLag if less): on SQLite a batch holds the
 	// one connection the acks' commits wait for, and on PostgreSQL the
 	// acks take the CPU a batch would (docs/benchmarks.md); BusyWorkers
 	// 1; BusyMaxLag 10s, or a quarter of JobTimeout if less.
@@ -257,7 +258,7 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		c.BusyMaxLag = min(10*time.Second, c.JobTimeout/4)
 	}
 	if c.PauseLag == 0 {
-		c.PauseLag = min(time.Second, c.BusyMaxLag)
+		c.PauseLag = min(3*time.Second, c.BusyMaxLag)
 	}
 	if c.BatchTime <= 0 {
 		c.BatchTime = 100 * time.Millisecond
@@ -316,10 +317,12 @@ type Queue struct {
 	retry    river.ClientRetryPolicy
 
 	// ingesting counts the ingests under way, lastIngest is when the
-	// last one ended (UnixNano), busy holds the BusyWorkers slots (see
+	// last one ended (UnixNano), ingestSize is the recent ingests' events
+	// on average (see ingestSizeShift), busy holds the BusyWorkers slots (see
 	// yield.go).
 	ingesting  atomic.Int32
 	lastIngest atomic.Int64
+	ingestSize atomic.Int64
 	busy       chan struct{}
 	// stopping is set by Stop: batches end at the event they are on.
 	// eventCost is the time per event of the last batch (ns), for

@@ -8,8 +8,9 @@ import (
 	"github.com/payhook/payhook/store"
 )
 
-// TestYield: while acknowledging, an attempt whose job waited less than
-// PauseLag (1s by default) waits, one that waited less than
+// TestYield: while acknowledging a burst, an attempt whose job waited less
+// than PauseLag (3s by default) waits; while acknowledging, one that
+// waited less than
 // BusyMaxLag takes one of the BusyWorkers slots and batches for
 // BusyBatchTime, and one that waited longer runs at once with BatchTime;
 // without acks, or once the Queue stops, every attempt runs at once.
@@ -20,6 +21,7 @@ func TestYield(t *testing.T) {
 		pauseLag  time.Duration
 		waited    time.Duration
 		acking    bool
+		steady    bool // acking, one event a commit: no burst
 		stopping  bool
 		slotTaken bool // by another attempt
 		want      string
@@ -28,15 +30,17 @@ func TestYield(t *testing.T) {
 		{name: "no acks, slot taken", waited: 0, slotTaken: true, want: "runs"},
 		{name: "no acks, behind", waited: time.Hour, want: "runs behind"},
 		{name: "fresh", waited: 0, acking: true, want: "waits"},
-		{name: "just under the pause", waited: time.Second - time.Millisecond, acking: true, want: "waits"},
-		{name: "paused no more", waited: time.Second, acking: true, want: "takes a slot"},
+		{name: "just under the pause", waited: 3*time.Second - time.Millisecond, acking: true, want: "waits"},
+		{name: "paused no more", waited: 3 * time.Second, acking: true, want: "takes a slot"},
+		{name: "steady, fresh", waited: 0, acking: true, steady: true, want: "takes a slot"},
+		{name: "steady, slot taken", waited: 0, acking: true, steady: true, slotTaken: true, want: "waits"},
 		{name: "slot taken", waited: 5 * time.Second, acking: true, slotTaken: true, want: "waits"},
 		{name: "at the max lag", waited: 10 * time.Second, acking: true, want: "takes a slot"},
 		{name: "behind", waited: 10*time.Second + time.Millisecond, acking: true, slotTaken: true, want: "runs behind"},
 		{name: "stopping", waited: 0, acking: true, stopping: true, slotTaken: true, want: "runs"},
 		{name: "never paused", pauseLag: -1, waited: 0, acking: true, want: "takes a slot"},
 		{name: "PostgreSQL pauses too", engine: store.Postgres, waited: 0, acking: true, want: "waits"},
-		{name: "PostgreSQL paused no more", engine: store.Postgres, waited: time.Second, acking: true, want: "takes a slot"},
+		{name: "PostgreSQL paused no more", engine: store.Postgres, waited: 3 * time.Second, acking: true, want: "takes a slot"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.engine == "" {
@@ -51,7 +55,15 @@ func TestYield(t *testing.T) {
 				q.busy <- struct{}{}
 			}
 			if tc.acking {
-				q.ingestStarted()
+				size := 2 * burstSize
+				if tc.steady {
+					size = 1
+				}
+				for range 50 { // the moving average forgets the ingests before
+					q.ingestStarted(size)
+					q.ingestDone()
+				}
+				q.ingestStarted(size)
 				defer q.ingestDone()
 			}
 			q.stopping.Store(tc.stopping)
@@ -101,9 +113,9 @@ func TestLagDefaults(t *testing.T) {
 		jobTimeout, busyMaxLag, pauseLag time.Duration
 		busyBatchTime                    time.Duration
 	}{
-		{store.SQLite, 0, 10 * time.Second, time.Second, 2 * time.Millisecond},
+		{store.SQLite, 0, 10 * time.Second, 3 * time.Second, 2 * time.Millisecond},
 		{store.SQLite, time.Second, 250 * time.Millisecond, 250 * time.Millisecond, 2 * time.Millisecond},
-		{store.Postgres, 0, 10 * time.Second, time.Second, 20 * time.Millisecond},
+		{store.Postgres, 0, 10 * time.Second, 3 * time.Second, 20 * time.Millisecond},
 	} {
 		cfg := Config{JobTimeout: tc.jobTimeout}.withDefaults(tc.engine)
 		if cfg.BusyMaxLag != tc.busyMaxLag || cfg.PauseLag != tc.pauseLag || cfg.BusyBatchTime != tc.busyBatchTime {
@@ -133,7 +145,7 @@ func TestIngestGoesFirst(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := &Queue{db: &store.DB{Engine: tc.engine}}
 			if tc.ingesting {
-				q.ingestStarted()
+				q.ingestStarted(1)
 			}
 			q.stopping.Store(tc.stopped)
 			if got := q.ingestGoesFirst(tc.behind); got != tc.want {
@@ -141,5 +153,46 @@ func TestIngestGoesFirst(t *testing.T) {
 			}
 			q.ingestFirst(tc.behind) // returns, at the latest after ingestFirstMax
 		})
+	}
+}
+
+// TestBursting: acknowledging is a burst once the recent ingests hold
+// burstSize events or more on average, and no longer once they hold
+// fewer; an ingest of a different size moves the average, not past it.
+func TestBursting(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sizes []int // ingests, oldest first, each repeated 100 times
+		want  bool
+	}{
+		{"one event a commit", []int{1}, false},
+		{"just under", []int{burstSize - 1}, false},
+		{"at the size", []int{burstSize}, true},
+		{"a c=64 burst", []int{13}, true},
+		{"a burst that ended in a steady load", []int{13, 1}, false},
+		{"a steady load that turned into a burst", []int{1, 13}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &Queue{}
+			for _, n := range tc.sizes {
+				for range 100 {
+					q.ingestStarted(n)
+					q.ingestDone()
+				}
+			}
+			if got := q.bursting(); got != tc.want {
+				t.Errorf("bursting = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	q := &Queue{}
+	for range 100 {
+		q.ingestStarted(1)
+		q.ingestDone()
+	}
+	q.ingestStarted(13) // under way
+	defer q.ingestDone()
+	if q.bursting() {
+		t.Error("one large commit in a steady load counts as a burst")
 	}
 }

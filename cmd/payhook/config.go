@@ -39,8 +39,8 @@ type processingConfig struct {
 	RetryBase string `yaml:"retry_base"`
 	// RetryMax is the longest delay between two attempts (default 1h).
 	RetryMax string `yaml:"retry_max"`
-	// PauseLag: while deliveries are being stored, an event less than
-	// this behind waits (jobs.Config.PauseLag; default 1s); "off" never
+	// PauseLag: while a burst of deliveries is being stored, an event less
+	// than this behind waits (jobs.Config.PauseLag; default 3s); "off" never
 	// pauses.
 	PauseLag string `yaml:"pause_lag"`
 	// MaxLag: past this behind, processing runs at full speed even while
