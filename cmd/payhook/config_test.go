@@ -478,7 +478,7 @@ func TestREADMEProcessing(t *testing.T) {
 		t.Fatalf("the README's processing block: %v", err)
 	}
 	pause, most, err := cfg.Processing.lags()
-	if _, berr := cfg.Processing.backoff(); err != nil || berr != nil || pause != time.Second || most != 10*time.Second ||
+	if _, berr := cfg.Processing.backoff(); err != nil || berr != nil || pause != 3*time.Second || most != 10*time.Second ||
 		cfg.Processing.Workers != 8 || cfg.Processing.MaxAttempts != 25 {
 		t.Errorf("the README's processing block reads %+v (lags %v, %v, %v)", cfg.Processing, pause, most, err)
 	}
