@@ -9,8 +9,8 @@ import (
 )
 
 // TestYield: while acknowledging a burst, an attempt whose job waited less
-// than PauseLag (3s by default) waits; while acknowledging, one that
-// waited less than
+// than PauseLag (3s by default) waits, under a steady load one that waited
+// less than steadyPause; while acknowledging, one that waited less than
 // BusyMaxLag takes one of the BusyWorkers slots and batches for
 // BusyBatchTime, and one that waited longer runs at once with BatchTime;
 // without acks, or once the Queue stops, every attempt runs at once.
@@ -32,8 +32,9 @@ func TestYield(t *testing.T) {
 		{name: "fresh", waited: 0, acking: true, want: "waits"},
 		{name: "just under the pause", waited: 3*time.Second - time.Millisecond, acking: true, want: "waits"},
 		{name: "paused no more", waited: 3 * time.Second, acking: true, want: "takes a slot"},
-		{name: "steady, fresh", waited: 0, acking: true, steady: true, want: "takes a slot"},
-		{name: "steady, slot taken", waited: 0, acking: true, steady: true, slotTaken: true, want: "waits"},
+		{name: "steady, fresh", waited: 0, acking: true, steady: true, want: "waits"},
+		{name: "steady, paused no more", waited: steadyPause, acking: true, steady: true, want: "takes a slot"},
+		{name: "steady, slot taken", waited: steadyPause, acking: true, steady: true, slotTaken: true, want: "waits"},
 		{name: "slot taken", waited: 5 * time.Second, acking: true, slotTaken: true, want: "waits"},
 		{name: "at the max lag", waited: 10 * time.Second, acking: true, want: "takes a slot"},
 		{name: "behind", waited: 10*time.Second + time.Millisecond, acking: true, slotTaken: true, want: "runs behind"},
