@@ -33,7 +33,7 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 // one event at a time, which names the event that fails it.
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
 	q.ingestStarted(len(evs))
-	defer q.ingestDone()
+	defer q.ingestDone(len(evs))
 	if dstBug("check-then-insert") {
 		return q.checkThenInsert(ctx, evs)
 	}

@@ -316,14 +316,16 @@ type Queue struct {
 	periodic river.Worker[periodicArgs]
 	retry    river.ClientRetryPolicy
 
-	// ingesting counts the ingests under way, lastIngest is when the
-	// last one ended (UnixNano), ingestSize is the recent ingests' events
-	// on average (see ingestSizeShift), busy holds the BusyWorkers slots (see
+	// ingesting counts the ingests under way and ingestingEvents their
+	// events, lastIngest is when the last one ended (UnixNano),
+	// ingestSize is the events under way when an ingest began, on average
+	// (see ingestSizeShift), busy holds the BusyWorkers slots (see
 	// yield.go).
-	ingesting  atomic.Int32
-	lastIngest atomic.Int64
-	ingestSize atomic.Int64
-	busy       chan struct{}
+	ingesting       atomic.Int32
+	ingestingEvents atomic.Int64
+	lastIngest      atomic.Int64
+	ingestSize      atomic.Int64
+	busy            chan struct{}
 	// stopping is set by Stop: batches end at the event they are on.
 	// eventCost is the time per event of the last batch (ns), for
 	// batchRoom.

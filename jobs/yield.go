@@ -38,11 +38,14 @@ import (
 // them.
 const ackLinger = 50 * time.Millisecond
 
-// burstSize is the events per ingest, on average over the recent ones,
-// from which acknowledging is a burst: deliveries arrive faster than one
-// commit at a time stores them, so they queue for the group commit. At a
-// steady 1,000 deliveries/s on SQLite (2 cores) the commits held 2.0
-// events on average, 91% of them 4 or fewer; during a c=64 burst, 12-14.
+// burstSize is how many deliveries the commits under way hold when an
+// ingest begins, on average over the recent ones, from which
+// acknowledging is a burst: deliveries arrive faster than the commits
+// store them one at a time, so they queue and are committed together.
+// At a steady 1,000 deliveries/s on SQLite (2 cores) its one committer's
+// commits held 2.0 events on average, 91% of them 4 or fewer; during a
+// c=64 burst, 12-14. PostgreSQL's three committers share a burst
+// between them, so their commits under way are counted together.
 const burstSize = 4
 
 // steadyPause is how long an attempt waits while the acks are no burst
@@ -71,7 +74,7 @@ func (q *Queue) acking() bool {
 }
 
 // bursting reports whether the Queue is acknowledging a burst: acking,
-// with ingests of burstSize events or more on average.
+// with burstSize deliveries or more in the commits under way on average.
 func (q *Queue) bursting() bool {
 	return q.acking() && q.ingestSize.Load()>>ingestSizeShift >= burstSize<<8
 }
@@ -81,12 +84,14 @@ func (q *Queue) bursting() bool {
 // it at once may lose one's update, which only makes it less recent.
 func (q *Queue) ingestStarted(n int) {
 	q.ingesting.Add(1)
+	under := q.ingestingEvents.Add(int64(n))
 	sum := q.ingestSize.Load()
-	q.ingestSize.Store(sum - sum>>ingestSizeShift + int64(n)<<8)
+	q.ingestSize.Store(sum - sum>>ingestSizeShift + under<<8)
 }
 
-func (q *Queue) ingestDone() {
+func (q *Queue) ingestDone(n int) {
 	q.lastIngest.Store(time.Now().UnixNano())
+	q.ingestingEvents.Add(-int64(n))
 	q.ingesting.Add(-1)
 }
 

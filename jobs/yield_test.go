@@ -62,10 +62,10 @@ func TestYield(t *testing.T) {
 				}
 				for range 50 { // the moving average forgets the ingests before
 					q.ingestStarted(size)
-					q.ingestDone()
+					q.ingestDone(size)
 				}
 				q.ingestStarted(size)
-				defer q.ingestDone()
+				defer q.ingestDone(size)
 			}
 			q.stopping.Store(tc.stopping)
 			// One that would wait fails once ctx has ended: at once
@@ -178,7 +178,7 @@ func TestBursting(t *testing.T) {
 			for _, n := range tc.sizes {
 				for range 100 {
 					q.ingestStarted(n)
-					q.ingestDone()
+					q.ingestDone(n)
 				}
 			}
 			if got := q.bursting(); got != tc.want {
@@ -186,13 +186,31 @@ func TestBursting(t *testing.T) {
 			}
 		})
 	}
+	// PostgreSQL's committers: three commits of 3 under way at once are a
+	// burst, one commit of 3 at a time is not.
+	for _, together := range []int{1, 3} {
+		q := &Queue{}
+		for range 100 {
+			for range together {
+				q.ingestStarted(3)
+			}
+			for range together {
+				q.ingestDone(3)
+			}
+		}
+		q.ingestStarted(3)
+		if got := q.bursting(); got != (together == 3) {
+			t.Errorf("%d commits of 3 at once: bursting = %v", together, got)
+		}
+		q.ingestDone(3)
+	}
 	q := &Queue{}
 	for range 100 {
 		q.ingestStarted(1)
-		q.ingestDone()
+		q.ingestDone(1)
 	}
 	q.ingestStarted(13) // under way
-	defer q.ingestDone()
+	defer q.ingestDone(13)
 	if q.bursting() {
 		t.Error("one large commit in a steady load counts as a burst")
 	}
