@@ -59,8 +59,8 @@ const steadyPause = 200 * time.Millisecond
 
 // ingestSizeShift gives the weight of the newest ingest in ingestSize's
 // moving average: one in eight. ingestSize holds that average in 256ths
-// of an event, times eight, so that it settles on the ingests' size
-// exactly.
+// of an event, times eight, so that under a load that does not change it
+// settles on that load's events under way exactly.
 const ingestSizeShift = 3
 
 // acking reports whether an ingest is under way or ended less than
