@@ -46,16 +46,16 @@ type Config struct {
 	// PauseLag, BusyWorkers and BusyMaxLag say how processing gives way
 	// to the acks while the Queue is storing deliveries, by how long an
 	// attempt's job has waited since it was due (see yield.go): less than
-	// PauseLag during a burst (deliveries queue for the group commits), or
-	// 200ms under a steady load, it waits; less than BusyMaxLag, it is one
-	// of at most BusyWorkers attempts at once, each batching for
-	// BusyBatchTime; longer, it runs as when no delivery is being stored.
-	// A burst is acknowledged first; a steady load is batched over 200ms;
-	// a sustained load the machine can process is processed about
-	// BusyMaxLag behind at most, not ever further behind. The wait counts
-	// against the attempt's JobTimeout: BusyMaxLag may be half of it at
-	// most. Defaults:
-	// PauseLag 3s (or BusyMaxLag if less): on SQLite a batch holds the
+	// PauseLag during a burst (deliveries stored faster than one at a
+	// time), or 200ms (PauseLag if less) under a steady load, it waits;
+	// less than BusyMaxLag, it is one of at most BusyWorkers attempts at
+	// once, each batching for BusyBatchTime; longer, it runs as when no
+	// delivery is being stored. A burst is acknowledged first; a steady
+	// load is batched over 200ms; a sustained load the machine can
+	// process is processed about BusyMaxLag behind at most, not ever
+	// further behind. The wait counts against the attempt's JobTimeout:
+	// BusyMaxLag may be half of it at most. Defaults: PauseLag 3s (or
+	// BusyMaxLag if less): on SQLite a batch holds the
 	// one connection the acks' commits wait for, and on PostgreSQL the
 	// acks take the CPU a batch would (docs/benchmarks.md); BusyWorkers
 	// 1; BusyMaxLag 10s, or a quarter of JobTimeout if less.

@@ -57,6 +57,11 @@ const burstSize = 4
 // receipt on average, against 43-316 ms and 600-740 ms.
 const steadyPause = 200 * time.Millisecond
 
+// maxIngestSize bounds what one ingest adds to ingestSize's average, so
+// that one large commit (a backfill's page of 100 events, say) in a
+// steady load is no burst: two in a row are.
+const maxIngestSize = 4 * burstSize
+
 // ingestSizeShift gives the weight of the newest ingest in ingestSize's
 // moving average: one in eight. ingestSize holds that average in 256ths
 // of an event, times eight, so that under a load that does not change it
@@ -84,7 +89,7 @@ func (q *Queue) bursting() bool {
 // it at once may lose one's update, which only makes it less recent.
 func (q *Queue) ingestStarted(n int) {
 	q.ingesting.Add(1)
-	under := q.ingestingEvents.Add(int64(n))
+	under := min(q.ingestingEvents.Add(int64(n)), maxIngestSize)
 	sum := q.ingestSize.Load()
 	q.ingestSize.Store(sum - sum>>ingestSizeShift + under<<8)
 }

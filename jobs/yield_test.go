@@ -33,6 +33,9 @@ func TestYield(t *testing.T) {
 		{name: "just under the pause", waited: 3*time.Second - time.Millisecond, acking: true, want: "waits"},
 		{name: "paused no more", waited: 3 * time.Second, acking: true, want: "takes a slot"},
 		{name: "steady, fresh", waited: 0, acking: true, steady: true, want: "waits"},
+		{name: "steady, just under its pause", waited: steadyPause - time.Millisecond, acking: true, steady: true, want: "waits"},
+		{name: "steady, under a shorter PauseLag", pauseLag: 100 * time.Millisecond, waited: 100 * time.Millisecond, acking: true, steady: true, want: "takes a slot"},
+		{name: "steady, never paused", pauseLag: -1, waited: 0, acking: true, steady: true, want: "takes a slot"},
 		{name: "steady, paused no more", waited: steadyPause, acking: true, steady: true, want: "takes a slot"},
 		{name: "steady, slot taken", waited: steadyPause, acking: true, steady: true, slotTaken: true, want: "waits"},
 		{name: "slot taken", waited: 5 * time.Second, acking: true, slotTaken: true, want: "waits"},
@@ -68,14 +71,16 @@ func TestYield(t *testing.T) {
 				defer q.ingestDone(size)
 			}
 			q.stopping.Store(tc.stopping)
-			// One that would wait fails once ctx has ended: at once
-			// where it should, else after a minute (the clock stands
-			// still: it would wait for ever).
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
+			// One that would wait fails once ctx has ended: soon where it
+			// should, else after a minute (the clock stands still: it
+			// would wait for ever). Not at once: a free slot must be
+			// refused, not lost to an ended ctx in a select.
+			wait := time.Minute
 			if tc.want == "waits" {
-				cancel()
+				wait = 20 * time.Millisecond
 			}
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
 			release, behind, err := q.yield(ctx, tc.waited)
 			got := "runs"
 			switch {
@@ -209,9 +214,19 @@ func TestBursting(t *testing.T) {
 		q.ingestStarted(1)
 		q.ingestDone(1)
 	}
-	q.ingestStarted(13) // under way
-	defer q.ingestDone(13)
+	q.ingestStarted(1000) // under way: a backfill's page, say
+	defer q.ingestDone(1000)
 	if q.bursting() {
 		t.Error("one large commit in a steady load counts as a burst")
+	}
+	q.ingestStarted(1000) // a second one under way
+	defer q.ingestDone(1000)
+	if !q.bursting() {
+		t.Error("two large commits in a row are no burst")
+	}
+	q.lastIngest.Store(time.Now().Add(-time.Hour).UnixNano())
+	q.ingesting.Store(0)
+	if q.bursting() {
+		t.Error("a burst while no ingest is under way or just ended")
 	}
 }

@@ -40,8 +40,9 @@ type processingConfig struct {
 	// RetryMax is the longest delay between two attempts (default 1h).
 	RetryMax string `yaml:"retry_max"`
 	// PauseLag: while a burst of deliveries is being stored, an event less
-	// than this behind waits (jobs.Config.PauseLag; default 3s; a steady
-	// load waits 200ms at most); "off" never pauses.
+	// than this behind waits (jobs.Config.PauseLag; default 3s, or
+	// max_lag if less; a steady load waits 200ms at most); "off" never
+	// pauses.
 	PauseLag string `yaml:"pause_lag"`
 	// MaxLag: past this behind, processing runs at full speed even while
 	// deliveries are being stored (jobs.Config.BusyMaxLag; default 10s,

@@ -132,7 +132,10 @@ func TestFaultPostgresDown(t *testing.T) {
 		// went down: then only a delivery's retries, minutes apart, would
 		// meet it, until the provider gave up on it. Deliver events of our
 		// own while it is down, until 20 were answered.
-		f.probe(srv.url(), func() bool { return f.rec.answered("down") >= 20 }, 5000)
+		f.probe(srv.url(), func() bool { return f.rec.answered("down") >= 20 }, 40)
+		if n := f.rec.answered("down"); n < 20 {
+			t.Fatalf("%d answers while PostgreSQL is down after 40 probes, want 20: %s", n, f.rec.progress())
+		}
 		f.rec.setPhase("up") // before: a delivery answered once it is back is not "down"
 		pg.run("resume")
 		f.kills++
