@@ -55,10 +55,10 @@ type Config struct {
 	// process is processed about BusyMaxLag behind at most, not ever
 	// further behind. The wait counts against the attempt's JobTimeout:
 	// BusyMaxLag may be half of it at most. Defaults: PauseLag 3s (or
-	// BusyMaxLag if less): on SQLite a batch holds the
-	// one connection the acks' commits wait for, and on PostgreSQL the
-	// acks take the CPU a batch would (docs/benchmarks.md); BusyWorkers
-	// 1; BusyMaxLag 10s, or a quarter of JobTimeout if less.
+	// BusyMaxLag if less): on SQLite a batch holds the one connection the
+	// acks' commits wait for, and on PostgreSQL the acks take the CPU a
+	// batch would (docs/benchmarks.md); BusyWorkers 1; BusyMaxLag 10s, or
+	// a quarter of JobTimeout if less.
 	// A negative PauseLag never pauses; with BusyWorkers of Workers or
 	// more no attempt waits for a slot.
 	PauseLag    time.Duration
@@ -317,16 +317,14 @@ type Queue struct {
 	periodic river.Worker[periodicArgs]
 	retry    river.ClientRetryPolicy
 
-	// ingesting counts the ingests under way and ingestingEvents their
-	// events, lastIngest is when the last one ended (UnixNano),
-	// ingestSize is the events under way when an ingest began, on average
-	// (see ingestSizeShift), busy holds the BusyWorkers slots (see
-	// yield.go).
-	ingesting       atomic.Int32
-	ingestingEvents atomic.Int64
-	lastIngest      atomic.Int64
-	ingestSize      atomic.Int64
-	busy            chan struct{}
+	// ingesting counts the events of the ingests under way, lastIngest is
+	// when the last one ended (UnixNano), ingestSize is the events under
+	// way when an ingest began, on average (see ingestSizeShift), busy
+	// holds the BusyWorkers slots (see yield.go).
+	ingesting  atomic.Int64
+	lastIngest atomic.Int64
+	ingestSize atomic.Int64
+	busy       chan struct{}
 	// stopping is set by Stop: batches end at the event they are on.
 	// eventCost is the time per event of the last batch (ns), for
 	// batchRoom.

@@ -68,8 +68,8 @@ const maxIngestSize = 4 * burstSize
 // settles on that load's events under way exactly.
 const ingestSizeShift = 3
 
-// acking reports whether an ingest is under way or ended less than
-// ackLinger ago.
+// acking reports whether events are being ingested or an ingest ended
+// less than ackLinger ago.
 func (q *Queue) acking() bool {
 	if q.ingesting.Load() > 0 {
 		return true
@@ -88,16 +88,14 @@ func (q *Queue) bursting() bool {
 // and bursting. ingestSize is a moving average; two ingests that update
 // it at once may lose one's update, which only makes it less recent.
 func (q *Queue) ingestStarted(n int) {
-	q.ingesting.Add(1)
-	under := min(q.ingestingEvents.Add(int64(n)), maxIngestSize)
+	under := min(q.ingesting.Add(int64(n)), maxIngestSize)
 	sum := q.ingestSize.Load()
 	q.ingestSize.Store(sum - sum>>ingestSizeShift + under<<8)
 }
 
 func (q *Queue) ingestDone(n int) {
 	q.lastIngest.Store(time.Now().UnixNano())
-	q.ingestingEvents.Add(-int64(n))
-	q.ingesting.Add(-1)
+	q.ingesting.Add(-int64(n))
 }
 
 // yield waits until the attempt of a job that had waited waited when it
