@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
@@ -17,6 +18,46 @@ import (
 // transaction each, one by one with ApplyOutcome and together with
 // ApplyMany, side by side on each engine: ns/op is per checkout.
 func BenchmarkApplyMany(b *testing.B) {
+	n := 0
+	benchApplyMany(b, nil, func() billing.Facts {
+		n++
+		p := pay(fmt.Sprint("pay_", n), fmt.Sprint("ord_", n), 2500, "USD")
+		return billing.Facts{Source: src, Facts: []billing.Fact{billing.Captured{Payment: p},
+			billing.OrderPaid{OrderID: p.OrderID, PaymentRef: p.Ref, At: t0}}}
+	})
+}
+
+// BenchmarkApplyManyRenewals is BenchmarkApplyMany for a renewal wave:
+// each event a newer snapshot of a stored subscription (active, its
+// period a month further), as customer.subscription.updated maps to.
+func BenchmarkApplyManyRenewals(b *testing.B) {
+	const subscriptions = 10_000
+	n := 0
+	snapshot := func(renewals int) billing.Facts {
+		return billing.Facts{Source: src, Facts: []billing.Fact{billing.Subscription{
+			Ref: fmt.Sprint("sub_", n%subscriptions), Customer: fmt.Sprint("cus_", n%subscriptions), Plan: "pro", Status: "active",
+			UpdatedAt:        t0.Add(time.Duration(renewals) * time.Hour),
+			CurrentPeriodEnd: t0.AddDate(0, renewals+1, 0)}}}
+	}
+	created := func(ctx context.Context, db *store.DB, box *outbox.Outbox) error {
+		events := make([]billing.Facts, subscriptions)
+		for i := range events {
+			n = i
+			events[i] = snapshot(0)
+		}
+		return applyBatch(ctx, db, box, events, true)
+	}
+	n = 0
+	benchApplyMany(b, created, func() billing.Facts {
+		n++
+		return snapshot(1 + n/subscriptions)
+	})
+}
+
+// benchApplyMany runs BenchmarkApplyMany's batches of the events next
+// makes, on each engine, after before (if not nil) on a database of its
+// own.
+func benchApplyMany(b *testing.B, before func(context.Context, *store.DB, *outbox.Outbox) error, next func() billing.Facts) {
 	const batch = 128
 	for _, engine := range dbtest.Engines {
 		b.Run(engine, func(b *testing.B) {
@@ -36,35 +77,19 @@ func BenchmarkApplyMany(b *testing.B) {
 			if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 				b.Fatal(err)
 			}
-			n := 0
+			if before != nil {
+				if err := before(ctx, db, box); err != nil {
+					b.Fatal(err)
+				}
+			}
 			for _, way := range []string{"one by one", "together"} {
 				b.Run(way, func(b *testing.B) {
 					for done := 0; done < b.N; done += batch {
 						events := make([]billing.Facts, min(batch, b.N-done))
 						for i := range events {
-							n++
-							p := pay(fmt.Sprint("pay_", n), fmt.Sprint("ord_", n), 2500, "USD")
-							events[i] = billing.Facts{Source: src, Facts: []billing.Fact{billing.Captured{Payment: p},
-								billing.OrderPaid{OrderID: p.OrderID, PaymentRef: p.Ref, At: t0}}}
+							events[i] = next()
 						}
-						tx, err := billing.Begin(ctx, db, t0)
-						if err != nil {
-							b.Fatal(err)
-						}
-						tx.WithOutbox(box)
-						if way == "together" {
-							_, _, err = billing.ApplyMany(ctx, tx, events)
-						} else {
-							for _, ev := range events {
-								if _, err = billing.ApplyOutcome(ctx, tx, ev.Source, ev.Facts); err != nil {
-									break
-								}
-							}
-						}
-						if err != nil {
-							b.Fatal(err)
-						}
-						if err := tx.Commit(); err != nil {
+						if err := applyBatch(ctx, db, box, events, way == "together"); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -72,4 +97,28 @@ func BenchmarkApplyMany(b *testing.B) {
 			}
 		})
 	}
+}
+
+// applyBatch applies events in one transaction, together with ApplyMany
+// or one by one with ApplyOutcome, and commits it.
+func applyBatch(ctx context.Context, db *store.DB, box *outbox.Outbox, events []billing.Facts, together bool) error {
+	tx, err := billing.Begin(ctx, db, t0)
+	if err != nil {
+		return err
+	}
+	tx.WithOutbox(box)
+	if together {
+		_, _, err = billing.ApplyMany(ctx, tx, events)
+	} else {
+		for _, ev := range events {
+			if _, err = billing.ApplyOutcome(ctx, tx, ev.Source, ev.Facts); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

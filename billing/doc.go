@@ -22,7 +22,8 @@
 // One file per aggregate, each holding its writes and its views:
 //
 //	apply.go         Apply: checks each fact and hands it to its aggregate
-//	many.go          ApplyMany: several events at once, new captures together
+//	many.go          ApplyMany: several events at once, new captures and
+//	                 subscription snapshots together
 //	tx.go            Tx: the transaction, its engine and its time
 //	fact.go          the facts; check.go their bounds
 //	ledger.go        postings and entries; balances

@@ -23,8 +23,8 @@ import (
 // one batch or already paid, payments stored before, crypto invoices
 // captured as fiat, refunds of payments not seen yet, orders paid by a
 // fact of their own, refunds and chargebacks (won) whose snapshot places
-// the payment, refund failures, subscriptions; in two sources, whose
-// orders' alerts are one.
+// the payment, refund failures, subscriptions and their snapshots alike
+// in any value; in two sources, whose orders' alerts are one.
 func manyStory(rng *rand.Rand) []billing.Facts {
 	amount := func(ref int) int64 { return int64(ref%4) * 1000 } // a quarter of zero
 	ref := func() int { return rng.IntN(30) }
@@ -101,6 +101,21 @@ func manyStory(rng *rand.Rand) []billing.Facts {
 			disputed[[2]string{source, f.DisputeRef}] = true
 		}
 		out = append(out, billing.Facts{Source: source, Facts: ev})
+	}
+	// Snapshots of a few subscriptions, spread over the run, alike in any
+	// of their values or none (ApplyMany applies most of them together).
+	someTime := func(base time.Time) time.Time {
+		return [...]time.Time{{}, base, base.Add(time.Minute)}[rng.IntN(3)]
+	}
+	for range 40 {
+		f := billing.Subscription{Ref: fmt.Sprint("sub_", rng.IntN(6)), Customer: fmt.Sprint("cus_", rng.IntN(2)),
+			Plan: []string{"basic", "pro"}[rng.IntN(2)], Status: []string{"incomplete", "active", "past_due", "canceled", "ended"}[rng.IntN(5)],
+			UpdatedAt: someTime(t0), CurrentPeriodEnd: someTime(t0.AddDate(0, 1, 0))}
+		if f.Status == "ended" {
+			f.EndedAt = someTime(t0.Add(-time.Minute))
+		}
+		at := rng.IntN(len(out) + 1)
+		out = slices.Insert(out, at, billing.Facts{Source: []string{src, "src2"}[rng.IntN(2)], Facts: []billing.Fact{f}})
 	}
 	// Only what some event places: the others would wait for ever.
 	return slices.DeleteFunc(out, func(ev billing.Facts) bool {

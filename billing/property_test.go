@@ -205,7 +205,10 @@ func snapshot(t *testing.T, db *store.DB) state {
 			t.Errorf("subscription %s is %s with ended_at %v", v.Ref, v.Status, v.EndedAt)
 		}
 	}
-	sort.Slice(s.Subscriptions, func(i, j int) bool { return s.Subscriptions[i].Ref < s.Subscriptions[j].Ref })
+	sort.Slice(s.Subscriptions, func(i, j int) bool {
+		a, b := s.Subscriptions[i], s.Subscriptions[j]
+		return a.Ref < b.Ref || (a.Ref == b.Ref && a.Source < b.Source)
+	})
 	if s.Balances, err = billing.Balances(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -58,36 +58,61 @@ func statusRankSQL() string {
 // in all else, one with the provider's end time (at or before the
 // snapshot's time) beats one that falls back to the snapshot's time.
 func ranksBelow(f Subscription, endedAt any) string {
-	type field struct {
-		col, param string
-		null       bool // the parameter is NULL
-		nullable   bool // the column may be NULL
-		earliest   bool // the smaller value ranks higher
+	fields := rankFields("$10", "$7", "$11", "$6", "$4", "$3", "$9")
+	fields[1].null = f.UpdatedAt.IsZero()
+	fields[3].null = f.CurrentPeriodEnd.IsZero()
+	fields[6].null = endedAt == nil
+	return rankedBelow(fields)
+}
+
+// rankField is one value of a subscription snapshot's rank: the stored
+// row's column and the snapshot's value, an SQL expression.
+type rankField struct {
+	col, param string
+	null       bool // the value is NULL
+	maybeNull  bool // the value may be NULL (it is a column of a batch's rows)
+	nullable   bool // the column may be NULL
+	earliest   bool // the smaller value ranks higher
+}
+
+// rankFields returns the fields of a snapshot's rank in the order they
+// are compared, with the snapshot's values: ended (1 or 0), provider
+// time, status rank, current period end, plan, customer, ended_at.
+func rankFields(ended, updatedAt, rank, periodEnd, plan, customer, endedAt string) []rankField {
+	return []rankField{
+		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: ended},
+		{col: "provider_updated_at", param: updatedAt, nullable: true},
+		{col: statusRankSQL(), param: rank},
+		{col: "current_period_end", param: periodEnd, nullable: true},
+		{col: "plan", param: plan},
+		{col: "customer", param: customer},
+		{col: "ended_at", param: endedAt, earliest: true},
 	}
-	fields := []field{
-		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: "$10"},
-		{col: "provider_updated_at", param: "$7", null: f.UpdatedAt.IsZero(), nullable: true},
-		{col: statusRankSQL(), param: "$11"},
-		{col: "current_period_end", param: "$6", null: f.CurrentPeriodEnd.IsZero(), nullable: true},
-		{col: "plan", param: "$4"},
-		{col: "customer", param: "$3"},
-		{col: "ended_at", param: "$9", null: endedAt == nil, earliest: true},
-	}
-	lt := func(f field) string {
+}
+
+// rankedBelow is the condition "the stored row ranks below the snapshot"
+// over fields, compared in their order.
+func rankedBelow(fields []rankField) string {
+	lt := func(f rankField) string {
 		switch {
 		case f.null:
 			return "FALSE"
 		case f.earliest:
-			// A NULL column is only beside a NULL parameter (both ended).
+			// A NULL column is only beside a NULL value (both ended).
 			return fmt.Sprintf("(%s) > %s", f.col, f.param)
+		case f.nullable && f.maybeNull:
+			return fmt.Sprintf("(%[2]s IS NOT NULL AND (%[1]s IS NULL OR %[1]s < %[2]s))", f.col, f.param)
 		case f.nullable:
 			return fmt.Sprintf("(%[1]s IS NULL OR %[1]s < %[2]s)", f.col, f.param)
 		}
 		return fmt.Sprintf("(%s) < %s", f.col, f.param)
 	}
-	eq := func(f field) string {
-		if f.null {
+	eq := func(f rankField) string {
+		switch {
+		case f.null:
 			return fmt.Sprintf("%s IS NULL", f.col)
+		case f.maybeNull:
+			return fmt.Sprintf("((%[1]s) = %[2]s OR (%[1]s IS NULL AND %[2]s IS NULL))", f.col, f.param)
 		}
 		return fmt.Sprintf("(%s) = %s", f.col, f.param)
 	}
@@ -161,6 +186,113 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 		return fmt.Errorf("update subscription %s: %w", f.Ref, err)
 	} else if n == 1 {
 		return a.emit(ctx, outbox.SubscriptionUpdated, f.Ref, snapshotKey(f, endedTime), f.UpdatedAt, data)
+	}
+	return nil
+}
+
+// snapshot is a Subscription ApplyMany applies with others, of the event
+// at index i.
+type snapshot struct {
+	i   int
+	sub Subscription
+}
+
+// isSnapshot returns the subscription of facts when they are one snapshot
+// of a subscription not ended (what a mapping makes of a subscription
+// created or renewed) that passes Check.
+func isSnapshot(facts []Fact) (Subscription, bool) {
+	if len(facts) != 1 {
+		return Subscription{}, false
+	}
+	f, ok := value(facts[0]).(Subscription)
+	return f, ok && f.Status != "ended" && Check(f) == nil
+}
+
+// snapshots applies together, as applier.subscription would, the events
+// not applied yet that are a snapshot alone (isSnapshot) of a
+// subscription no event before them names (first), and marks them
+// applied: one statement inserts those not stored yet, one replaces the
+// stored ones they rank above, and one writes their facts, instead of
+// three statements each. A renewal wave is such a batch.
+func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first, applied []bool) error {
+	var ss []snapshot
+	var rows [][]any
+	for i, ev := range events {
+		if f, ok := isSnapshot(ev.Facts); ok && first[i] && !applied[i] {
+			ss = append(ss, snapshot{i: i, sub: f})
+			rows = append(rows, []any{as[i].source, f.Ref, f.Customer, f.Plan, f.Status,
+				tx.timeValue(f.CurrentPeriodEnd), tx.timeValue(f.UpdatedAt), statusRank(f.Status)})
+		}
+	}
+	if len(ss) < 2 {
+		return nil
+	}
+	db, now := tx.db, []any{tx.timeValue(tx.now)}
+	changed := func(r *sql.Rows, into map[[2]string]bool) error {
+		var k [2]string
+		err := r.Scan(&k[0], &k[1])
+		into[k] = true
+		return err
+	}
+	created := map[[2]string]bool{}
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_subscriptions
+			(source, ref, customer, plan, status, current_period_end, provider_updated_at, ended_at, created_at, updated_at)
+		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, `+db.TimeColumn("j.value->>5")+`,
+			`+db.TimeColumn("j.value->>6")+`, NULL, $2, $2
+		FROM `+db.JSONRows()+`
+		WHERE TRUE
+		ORDER BY j.n
+		ON CONFLICT (source, ref) DO NOTHING
+		RETURNING source, ref`, now, func(r *sql.Rows) error { return changed(r, created) })
+	if err != nil {
+		return fmt.Errorf("insert %d subscriptions: %w", len(ss), err)
+	}
+	var stored [][]any
+	for k, s := range ss {
+		if !created[[2]string{as[s.i].source, s.sub.Ref}] {
+			stored = append(stored, rows[k])
+		}
+	}
+	updated := map[[2]string]bool{}
+	if len(stored) > 0 {
+		fields := rankFields("0", db.TimeColumn("j.value->>6"), "CAST(j.value->>7 AS INTEGER)", db.TimeColumn("j.value->>5"),
+			"j.value->>3", "j.value->>2", "NULL")
+		fields[1].maybeNull, fields[3].maybeNull, fields[6].null = true, true, true
+		err := store.QueryRows(ctx, tx, stored, `UPDATE payhook_subscriptions
+			SET customer = j.value->>2, plan = j.value->>3, status = j.value->>4,
+				current_period_end = `+db.TimeColumn("j.value->>5")+`, provider_updated_at = `+db.TimeColumn("j.value->>6")+`,
+				ended_at = NULL, updated_at = $2
+			FROM `+db.JSONRows()+`
+			WHERE source = j.value->>0 AND ref = j.value->>1 AND `+rankedBelow(fields)+`
+			RETURNING source, ref`, now, func(r *sql.Rows) error { return changed(r, updated) })
+		if err != nil {
+			return fmt.Errorf("update %d subscriptions: %w", len(stored), err)
+		}
+	}
+	var facts []outbox.Fact
+	var outs []*Outcome
+	for _, s := range ss {
+		applied[s.i] = true
+		a, f := as[s.i], s.sub
+		typ, key := outbox.SubscriptionCreated, f.Ref
+		switch k := [2]string{a.source, f.Ref}; {
+		case updated[k]:
+			typ, key = outbox.SubscriptionUpdated, snapshotKey(f, time.Time{})
+		case !created[k]:
+			continue // ranks below the stored snapshot
+		}
+		fact, err := tx.fact(typ, a.source, f.Ref, key, f.UpdatedAt, subscriptionFact(f, time.Time{}))
+		if err != nil {
+			return err
+		}
+		facts, outs = append(facts, fact), append(outs, a.out)
+	}
+	emitted, err := outbox.EmitMany(ctx, tx.db, tx.Tx, tx.box, facts, tx.now)
+	if err != nil {
+		return err
+	}
+	for k, e := range emitted {
+		tx.record(outs[k], facts[k], e)
 	}
 	return nil
 }

@@ -2,16 +2,19 @@ package process_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
 )
 
 // BenchmarkProcessBilling measures processing as payhook serve runs it:
@@ -31,12 +34,57 @@ import (
 func BenchmarkProcessBilling(b *testing.B) {
 	for _, engine := range dbtest.Engines {
 		for _, sink := range []string{"log", "hook"} {
-			b.Run(engine+"/"+sink, func(b *testing.B) { benchProcessBilling(b, engine, sink) })
+			b.Run(engine+"/"+sink, func(b *testing.B) { benchProcessBilling(b, engine, sink, checkout, nil) })
 		}
 	}
 }
 
-func benchProcessBilling(b *testing.B, engine, sink string) {
+// BenchmarkProcessRenewals is BenchmarkProcessBilling (log sink) for a
+// renewal wave: b.N Stripe customer.subscription.updated events, each a
+// newer snapshot of a subscription stored before.
+func BenchmarkProcessRenewals(b *testing.B) {
+	for _, engine := range dbtest.Engines {
+		b.Run(engine, func(b *testing.B) {
+			var db *store.DB
+			var now time.Time
+			benchProcessBilling(b, engine, "log", renewal, func(ctx context.Context, d *store.DB, at time.Time) error {
+				db, now = d, at
+				for i := 0; i < b.N; i += 1000 {
+					var events []billing.Facts
+					for n := i; n < min(i+1000, b.N); n++ {
+						events = append(events, billing.Facts{Source: "shop", Facts: []billing.Fact{billing.Subscription{
+							Ref: fmt.Sprint("sub_", n), Customer: fmt.Sprint("cus_", n), Plan: "price_pro", Status: "active",
+							UpdatedAt: now.Add(-time.Hour), CurrentPeriodEnd: now}}})
+					}
+					tx, err := billing.Begin(ctx, db, now)
+					if err != nil {
+						return err
+					}
+					if _, _, err := billing.ApplyMany(ctx, tx, events); err != nil {
+						return errors.Join(err, tx.Rollback())
+					}
+					if err := tx.Commit(); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			var renewed int
+			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_subscriptions WHERE current_period_end > $1`,
+				db.TimeValue(now)).Scan(&renewed); err != nil {
+				b.Fatal(err)
+			}
+			if renewed != b.N {
+				b.Fatalf("%d of %d subscriptions renewed", renewed, b.N)
+			}
+		})
+	}
+}
+
+// benchProcessBilling stores b.N events made by event (after before, if
+// not nil), then processes them.
+func benchProcessBilling(b *testing.B, engine, sink string, event func(int, time.Time) *payhook.Event,
+	before func(context.Context, *store.DB, time.Time) error) {
 	ctx := context.Background()
 	db := open(b, dbtest.URL(b, engine))
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -62,10 +110,15 @@ func benchProcessBilling(b *testing.B, engine, sink string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	if before != nil {
+		if err := before(ctx, db, now); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for i := 0; i < b.N; i += 100 {
 		var batch []*payhook.Event
 		for j := i; j < min(i+100, b.N); j++ {
-			batch = append(batch, checkout(j, now))
+			batch = append(batch, event(j, now))
 		}
 		if _, err := q.Ingest(ctx, batch); err != nil {
 			b.Fatal(err)
@@ -115,4 +168,16 @@ func checkout(n int, at time.Time) *payhook.Event {
 		"created":1796115600,"livemode":false,"data":{"object":{"id":"cs_%d","object":"checkout.session",
 		"mode":"payment","payment_status":"paid","payment_intent":"pi_%d","amount_total":2500,
 		"currency":"usd","metadata":{"order_id":"ord_%d"}}}}`, id, n, n, n)}
+}
+
+// renewal returns event n: a Stripe customer.subscription.updated of
+// subscription n, active for one more month.
+func renewal(n int, at time.Time) *payhook.Event {
+	id := fmt.Sprintf("evt_r%d", n)
+	return &payhook.Event{Source: "shop", EventID: id, Type: "customer.subscription.updated",
+		OccurredAt: at, ReceivedAt: at, Payload: fmt.Appendf(nil, `{"id":%q,"type":"customer.subscription.updated",
+		"created":%d,"livemode":false,"data":{"object":{"id":"sub_%d","object":"subscription",
+		"customer":"cus_%d","status":"active","current_period_end":%d,
+		"items":{"object":"list","data":[{"id":"si_%d","price":{"id":"price_pro"}}]}}}}`,
+			id, at.Unix(), n, n, at.AddDate(0, 1, 0).Unix(), n)}
 }
