@@ -209,17 +209,14 @@ func firstToName(events []Facts) []bool {
 	first := make([]bool, len(events))
 	named := map[name]bool{}
 	for i, ev := range events {
-		first[i] = true
+		var ns []name
 		for _, f := range ev.Facts {
-			for _, n := range names(ev.Source, f) {
-				first[i] = first[i] && !named[n]
-			}
+			ns = append(ns, names(ev.Source, f)...)
 		}
-		for _, f := range ev.Facts {
-			for _, n := range names(ev.Source, f) {
-				if n.ref != "" {
-					named[n] = true
-				}
+		first[i] = !slices.ContainsFunc(ns, func(n name) bool { return named[n] })
+		for _, n := range ns {
+			if n.ref != "" {
+				named[n] = true
 			}
 		}
 	}

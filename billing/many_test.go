@@ -357,3 +357,78 @@ func resetAll(t *testing.T, db *store.DB) {
 		}
 	}
 }
+
+// TestApplyManySnapshotsOverStored: a new snapshot of each of 300
+// subscriptions, stored before as ended, not ended or not at all, applied
+// in batches of 100 with ApplyMany, leaves what the same snapshots applied
+// one by one do. Values come from tiny sets, so that ties on every field
+// of the ranking, NULL times and times a nanosecond apart abound.
+func TestApplyManySnapshotsOverStored(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	someTime := func(base time.Time) time.Time {
+		return [...]time.Time{{}, base, base.Add(500 * time.Nanosecond), base.Add(time.Microsecond),
+			base.Add(time.Second).In(time.FixedZone("x", 3600))}[rng.IntN(5)]
+	}
+	made := func(ref string, ended bool) billing.Subscription {
+		f := billing.Subscription{Ref: ref, Customer: []string{"", "c", "C"}[rng.IntN(3)], Plan: []string{"", "p", "P"}[rng.IntN(3)],
+			Status:    []string{"incomplete", "active", "canceled", "past_due"}[rng.IntN(4)],
+			UpdatedAt: someTime(t0), CurrentPeriodEnd: someTime(t0.AddDate(0, 1, 0))}
+		if ended {
+			f.Status = "ended"
+		}
+		if rng.IntN(3) == 0 {
+			f.EndedAt = someTime(t0.Add(-time.Minute))
+		}
+		return f
+	}
+	var stored, wave []billing.Facts
+	for i := range 300 {
+		ref, source := fmt.Sprint("sub_", i), []string{src, "src2"}[rng.IntN(2)]
+		if k := rng.IntN(6); k > 0 {
+			stored = append(stored, billing.Facts{Source: source, Facts: []billing.Fact{made(ref, k == 1)}})
+		}
+		wave = append(wave, billing.Facts{Source: source, Facts: []billing.Fact{made(ref, false)}})
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			t.Fatal(err)
+		}
+		once := outcomes{"facts": 0}
+		oneByOne(t, db, box, stored, outcomes{})
+		oneByOne(t, db, box, wave, once)
+		want := withOnce(func() state { return snapshot(t, db) }, once)
+		wantFacts := factRows(t, db)
+		resetAll(t, db)
+		oneByOne(t, db, box, stored, outcomes{})
+		once = outcomes{"facts": 0}
+		for batch := range slices.Chunk(wave, 100) {
+			tx, err := billing.Begin(context.Background(), db, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx.WithOutbox(box)
+			outs, failed, err := billing.ApplyMany(context.Background(), tx, batch)
+			if err != nil || slices.ContainsFunc(failed, func(err error) bool { return err != nil }) {
+				t.Fatalf("batch: %v %v", errors.Join(err, tx.Rollback()), failed)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			for _, out := range outs {
+				once.add(out)
+			}
+			once.handedOn(t, db, tx)
+		}
+		if diff := diffState(withOnce(func() state { return snapshot(t, db) }, once), want); diff != "" {
+			t.Fatalf("in batches the state differs from one by one:\n%s", diff)
+		}
+		if got := factRows(t, db); !slices.Equal(got, wantFacts) {
+			t.Fatalf("in batches the facts differ from one by one:\n got %v\nwant %v", got, wantFacts)
+		}
+	})
+}

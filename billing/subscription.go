@@ -58,7 +58,8 @@ func statusRankSQL() string {
 // in all else, one with the provider's end time (at or before the
 // snapshot's time) beats one that falls back to the snapshot's time.
 func ranksBelow(f Subscription, endedAt any) string {
-	fields := rankFields("$10", "$7", "$11", "$6", "$4", "$3", "$9")
+	fields := rankFields(rankValues{ended: "$10", updatedAt: "$7", rank: "$11", periodEnd: "$6", plan: "$4",
+		customer: "$3", endedAt: "$9"})
 	fields[1].null = f.UpdatedAt.IsZero()
 	fields[3].null = f.CurrentPeriodEnd.IsZero()
 	fields[6].null = endedAt == nil
@@ -70,23 +71,26 @@ func ranksBelow(f Subscription, endedAt any) string {
 type rankField struct {
 	col, param string
 	null       bool // the value is NULL
-	maybeNull  bool // the value may be NULL (it is a column of a batch's rows)
+	maybeNull  bool // the value may be NULL (a batch's column); only for a nullable column
 	nullable   bool // the column may be NULL
 	earliest   bool // the smaller value ranks higher
 }
 
-// rankFields returns the fields of a snapshot's rank in the order they
-// are compared, with the snapshot's values: ended (1 or 0), provider
+// rankValues are a snapshot's values in SQL: ended (1 or 0), provider
 // time, status rank, current period end, plan, customer, ended_at.
-func rankFields(ended, updatedAt, rank, periodEnd, plan, customer, endedAt string) []rankField {
+type rankValues struct{ ended, updatedAt, rank, periodEnd, plan, customer, endedAt string }
+
+// rankFields returns the fields of a snapshot's rank in the order they
+// are compared, with the snapshot's values v.
+func rankFields(v rankValues) []rankField {
 	return []rankField{
-		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: ended},
-		{col: "provider_updated_at", param: updatedAt, nullable: true},
-		{col: statusRankSQL(), param: rank},
-		{col: "current_period_end", param: periodEnd, nullable: true},
-		{col: "plan", param: plan},
-		{col: "customer", param: customer},
-		{col: "ended_at", param: endedAt, earliest: true},
+		{col: `CASE WHEN status = 'ended' THEN 1 ELSE 0 END`, param: v.ended},
+		{col: "provider_updated_at", param: v.updatedAt, nullable: true},
+		{col: statusRankSQL(), param: v.rank},
+		{col: "current_period_end", param: v.periodEnd, nullable: true},
+		{col: "plan", param: v.plan},
+		{col: "customer", param: v.customer},
+		{col: "ended_at", param: v.endedAt, earliest: true},
 	}
 }
 
@@ -112,7 +116,7 @@ func rankedBelow(fields []rankField) string {
 		case f.null:
 			return fmt.Sprintf("%s IS NULL", f.col)
 		case f.maybeNull:
-			return fmt.Sprintf("((%[1]s) = %[2]s OR (%[1]s IS NULL AND %[2]s IS NULL))", f.col, f.param)
+			return fmt.Sprintf("%s IS NOT DISTINCT FROM %s", f.col, f.param)
 		}
 		return fmt.Sprintf("(%s) = %s", f.col, f.param)
 	}
@@ -255,8 +259,8 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 	}
 	updated := map[[2]string]bool{}
 	if len(stored) > 0 {
-		fields := rankFields("0", db.TimeColumn("j.value->>6"), "CAST(j.value->>7 AS INTEGER)", db.TimeColumn("j.value->>5"),
-			"j.value->>3", "j.value->>2", "NULL")
+		fields := rankFields(rankValues{ended: "0", updatedAt: db.TimeColumn("j.value->>6"), rank: "CAST(j.value->>7 AS INTEGER)",
+			periodEnd: db.TimeColumn("j.value->>5"), plan: "j.value->>3", customer: "j.value->>2", endedAt: "NULL"})
 		fields[1].maybeNull, fields[3].maybeNull, fields[6].null = true, true, true
 		err := store.QueryRows(ctx, tx, stored, `UPDATE payhook_subscriptions
 			SET customer = j.value->>2, plan = j.value->>3, status = j.value->>4,
