@@ -54,6 +54,36 @@ func BenchmarkApplyManyRenewals(b *testing.B) {
 	})
 }
 
+// BenchmarkApplyManyRecaptures is BenchmarkApplyMany for the second
+// event of each checkout a provider tells twice (Stripe's
+// checkout.session.completed, then payment_intent.succeeded): a capture
+// of a stored payment paying its order again, which changes nothing.
+func BenchmarkApplyManyRecaptures(b *testing.B) {
+	const payments = 10_000
+	checkout := func(n int) billing.Facts {
+		p := pay(fmt.Sprint("pay_", n%payments), fmt.Sprint("ord_", n%payments), 2500, "USD")
+		return billing.Facts{Source: src, Facts: []billing.Fact{billing.Captured{Payment: p},
+			billing.OrderPaid{OrderID: p.OrderID, PaymentRef: p.Ref, At: t0}}}
+	}
+	stored := func(ctx context.Context, db *store.DB, box *outbox.Outbox) error {
+		for i := 0; i < payments; i += 1000 {
+			events := make([]billing.Facts, 1000)
+			for k := range events {
+				events[k] = checkout(i + k)
+			}
+			if err := applyBatch(ctx, db, box, events, true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	n := 0
+	benchApplyMany(b, stored, func() billing.Facts {
+		n++
+		return checkout(n)
+	})
+}
+
 // benchApplyMany runs BenchmarkApplyMany's batches of the events next
 // makes, on each engine, after before (if not nil) on a database of its
 // own.

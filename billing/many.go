@@ -35,10 +35,13 @@ type Facts struct {
 // facts, untold facts) instead of five to eight; on PostgreSQL each of
 // those is a round trip. A capture whose payment or order an earlier event
 // of the batch names waits for its turn, so that coming first changes
-// nothing. The snapshots of subscriptions not ended come next, together
-// in the same way (see snapshots): a renewal wave costs three statements
-// a batch. The rest, and every capture of a payment stored already, are
-// applied one event after the other, each under a savepoint when there
+// nothing. A capture of a payment stored already that changes nothing (a
+// payment told in two events) is found with the others in one query and
+// costs nothing more (see recaptured). The snapshots of subscriptions not
+// ended come next, together in the same way (see snapshots): a renewal
+// wave costs three statements a batch. The rest, and the captures of
+// payments stored already that change something, are applied one event
+// after the other, each under a savepoint when there
 // are 32 of them at most (a PostgreSQL subtransaction each: past 64 in one
 // transaction they slow every snapshot); when there are more, the first
 // of them to fail is the error of the whole batch.
@@ -55,27 +58,24 @@ func ApplyMany(ctx context.Context, tx *Tx, events []Facts) (outs []Outcome, fai
 		as[i] = &applier{tx: tx, source: ev.Source, out: &outs[i]}
 	}
 	first := firstToName(events)
-	applied, err := newCaptures(ctx, tx, as, events, first)
+	// done[i]: how many of event i's first facts were applied together.
+	done, err := newCaptures(ctx, tx, as, events, first)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := snapshots(ctx, tx, as, events, first, applied); err != nil {
+	if err := snapshots(ctx, tx, as, events, first, done); err != nil {
 		return nil, nil, err
 	}
 	alone := 0
 	for i := range events {
-		if !applied[i] {
+		if done[i] == 0 {
 			alone++
 		}
 	}
 	failed = make([]error, len(events))
 	for i, ev := range events {
-		first := 0
-		if applied[i] {
-			first = 1
-		}
-		saved := first == 0 && alone <= isolated
-		err := tx.saved(ctx, saved, func() error { return as[i].apply(ctx, ev.Facts[first:], first) })
+		saved := done[i] == 0 && alone <= isolated
+		err := tx.saved(ctx, saved, func() error { return as[i].apply(ctx, ev.Facts[done[i]:], done[i]) })
 		if !saved || errors.Is(err, errSavepoint) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("event %d of %d: %w", i+1, len(events), err)
@@ -126,34 +126,43 @@ func (tx *Tx) saved(ctx context.Context, save bool, f func() error) error {
 type capture struct {
 	i   int
 	pay Payment
+	// orderPaid: the event's second fact is the OrderPaid of pay's order.
+	orderPaid bool
 }
 
 // newCaptures applies the Captured facts that begin the events that are a
 // capture alone (isCapture) and whose payment is not stored yet, as
-// applier.captured would, together; it reports which events' first fact
-// it applied. A capture whose payment or order an event before it names
-// (a second capture of one payment or order, too) is left to be applied
-// in its turn, alone: the result is that of the events applied one by one
-// in their order.
-func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts, first []bool) ([]bool, error) {
-	applied := make([]bool, len(events))
+// applier.captured would, together, and the whole events that recapture a
+// stored payment and change nothing (recaptured); it reports how many
+// facts of each event it applied. A capture whose payment or order an
+// event before it names (a second capture of one payment or order, too)
+// is left to be applied in its turn, alone: the result is that of the
+// events applied one by one in their order.
+func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts, first []bool) ([]int, error) {
+	done := make([]int, len(events))
 	var cs []capture
 	for i, ev := range events {
 		if pay, ok := isCapture(ev.Facts); ok && first[i] {
-			cs = append(cs, capture{i: i, pay: pay})
+			cs = append(cs, capture{i: i, pay: pay, orderPaid: len(ev.Facts) == 2})
 		}
 	}
 	if len(cs) < 2 {
-		return applied, nil
+		return done, nil
 	}
-	cs, err := insertPayments(ctx, tx, as, cs)
-	if err != nil || len(cs) == 0 {
-		return applied, err
+	cs, stored, err := insertPayments(ctx, tx, as, cs)
+	if err != nil {
+		return nil, err
+	}
+	if err := recaptured(ctx, tx, as, stored, done); err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 {
+		return done, nil
 	}
 	for _, c := range cs {
 		a := as[c.i]
 		a.locked = map[string]bool{c.pay.Ref: true}
-		applied[c.i] = true
+		done[c.i] = 1
 	}
 	if err := postCaptures(ctx, tx, as, cs); err != nil {
 		return nil, err
@@ -199,7 +208,7 @@ func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts, fir
 			}
 		}
 	}
-	return applied, nil
+	return done, nil
 }
 
 // firstToName reports, for each event, whether no event before it names
@@ -282,16 +291,17 @@ func isCapture(facts []Fact) (Payment, bool) {
 }
 
 // insertPayments inserts the payments of cs that are not stored yet, as
-// captured does, and returns those it inserted.
-func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]capture, error) {
+// captured does, and returns the captures of those it inserted and of
+// those stored already.
+func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) (inserted, stored []capture, err error) {
 	rows := make([][]any, len(cs))
 	for k, c := range cs {
 		p := c.pay
 		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, tx.timeValue(p.CapturedAt)}
 	}
 	db := tx.db
-	inserted := map[[2]string]bool{}
-	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_payments
+	fresh := map[[2]string]bool{}
+	err = store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_payments
 			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
 		SELECT j.value->>0, j.value->>1, 'fiat', j.value->>2, CAST(j.value->>3 AS BIGINT), j.value->>4, 'succeeded', 0,
 			`+db.TimeColumn("j.value->>5")+`, $2, $2
@@ -302,13 +312,69 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 		RETURNING source, ref`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
 		var k [2]string
 		err := r.Scan(&k[0], &k[1])
-		inserted[k] = true
+		fresh[k] = true
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
+		return nil, nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
 	}
-	return slices.DeleteFunc(cs, func(c capture) bool { return !inserted[[2]string{as[c.i].source, c.pay.Ref}] }), nil
+	for _, c := range cs {
+		if fresh[[2]string{as[c.i].source, c.pay.Ref}] {
+			inserted = append(inserted, c)
+		} else {
+			stored = append(stored, c)
+		}
+	}
+	return inserted, stored, nil
+}
+
+// recaptured counts done (every fact of their events) the captures of
+// cs, of payments stored already, that change nothing: captured and orderPaid would find the
+// payment fiat, of the capture's amount and currency, recorded for the
+// capture's order (or the capture names none), and its order, when the
+// event pays it, paid by it; then they write nothing and raise nothing
+// (a fiat payment is stored with its capture posting, in one
+// transaction). One query tells them all; the others
+// are applied alone in their turn. A provider telling one payment in
+// several events (Stripe's checkout.session.completed and
+// payment_intent.succeeded) makes every one but the first such a capture.
+// What the query reads, once so, stays so: a payment's kind, amount,
+// currency and recorded order, and a paid order never change.
+func recaptured(ctx context.Context, tx *Tx, as []*applier, cs []capture, done []int) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(cs))
+	for k, c := range cs {
+		p := c.pay
+		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, c.orderPaid}
+	}
+	same := map[[2]string]bool{}
+	err := store.QueryRows(ctx, tx, rows, `SELECT p.source, p.ref
+		FROM `+tx.db.JSONRows()+`
+		JOIN payhook_payments p ON p.source = j.value->>0 AND p.ref = j.value->>1
+		WHERE p.kind = 'fiat' AND p.amount = CAST(j.value->>3 AS BIGINT) AND p.currency = j.value->>4
+			AND (j.value->>2 = '' OR p.order_id = j.value->>2)
+			AND (NOT CAST(j.value->>5 AS BOOLEAN) OR EXISTS (SELECT 1 FROM payhook_orders o
+				WHERE o.source = p.source AND o.order_id = p.order_id AND o.status = 'paid' AND o.paid_by = p.ref))`,
+		nil, func(r *sql.Rows) error {
+			var k [2]string
+			err := r.Scan(&k[0], &k[1])
+			same[k] = true
+			return err
+		})
+	if err != nil {
+		return fmt.Errorf("read %d payments captured before: %w", len(cs), err)
+	}
+	for _, c := range cs {
+		if same[[2]string{as[c.i].source, c.pay.Ref}] {
+			done[c.i] = 1
+			if c.orderPaid {
+				done[c.i] = 2
+			}
+		}
+	}
+	return nil
 }
 
 // postCaptures posts the capture of each payment of cs just inserted, with

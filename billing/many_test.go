@@ -405,30 +405,105 @@ func TestApplyManySnapshotsOverStored(t *testing.T) {
 		wantFacts := factRows(t, db)
 		resetAll(t, db)
 		oneByOne(t, db, box, stored, outcomes{})
-		once = outcomes{"facts": 0}
-		for batch := range slices.Chunk(wave, 100) {
-			tx, err := billing.Begin(context.Background(), db, t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx.WithOutbox(box)
-			outs, failed, err := billing.ApplyMany(context.Background(), tx, batch)
-			if err != nil || slices.ContainsFunc(failed, func(err error) bool { return err != nil }) {
-				t.Fatalf("batch: %v %v", errors.Join(err, tx.Rollback()), failed)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			for _, out := range outs {
-				once.add(out)
-			}
-			once.handedOn(t, db, tx)
-		}
+		once = inBatches(t, db, box, wave, 100)
 		if diff := diffState(withOnce(func() state { return snapshot(t, db) }, once), want); diff != "" {
 			t.Fatalf("in batches the state differs from one by one:\n%s", diff)
 		}
 		if got := factRows(t, db); !slices.Equal(got, wantFacts) {
 			t.Fatalf("in batches the facts differ from one by one:\n got %v\nwant %v", got, wantFacts)
+		}
+	})
+}
+
+// inBatches applies events in batches of n with ApplyMany, each committed,
+// and fails the test if one of them fails.
+func inBatches(t *testing.T, db *store.DB, box *outbox.Outbox, events []billing.Facts, n int) outcomes {
+	t.Helper()
+	once := outcomes{"facts": 0}
+	for batch := range slices.Chunk(events, n) {
+		tx, err := billing.Begin(context.Background(), db, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx.WithOutbox(box)
+		outs, failed, err := billing.ApplyMany(context.Background(), tx, batch)
+		if err != nil || slices.ContainsFunc(failed, func(err error) bool { return err != nil }) {
+			t.Fatalf("batch: %v %v", errors.Join(err, tx.Rollback()), failed)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		for _, out := range outs {
+			once.add(out)
+		}
+		once.handedOn(t, db, tx)
+	}
+	return once
+}
+
+// TestApplyManyRecaptures: captures of payments stored before, in one
+// batch, leave what they leave one by one: those that change nothing
+// (ApplyMany reads them together) and those that do: an order paid by
+// another payment (raised again), another amount, an order not recorded
+// yet, a crypto invoice.
+func TestApplyManyRecaptures(t *testing.T) {
+	capture := func(p billing.Payment, paid bool) billing.Facts {
+		facts := []billing.Fact{billing.Captured{Payment: p}}
+		if paid {
+			facts = append(facts, billing.OrderPaid{OrderID: p.OrderID, PaymentRef: p.Ref, At: t0})
+		}
+		return billing.Facts{Source: src, Facts: facts}
+	}
+	before := []billing.Facts{
+		capture(pay("pay_1", "ord_1", 1000, "USD"), true),
+		capture(pay("pay_2", "ord_1", 1000, "USD"), true), // ord_1 is paid by pay_1
+		capture(pay("pay_3", "", 1000, "USD"), false),
+		capture(pay("pay_4", "ord_4", 0, "USD"), true),
+		capture(pay("pay_5", "ord_5", 1000, "USD"), false),
+		{Source: src, Facts: []billing.Fact{billing.Settled{InvoiceRef: "inv_6", Amount: 500, Currency: "BTC", ChainRef: "tx_6", At: t0}}},
+		capture(pay("pay_8", "ord_8", 1000, "USD"), true),
+		capture(pay("pay_10", "ord_10", 1000, "USD"), true),
+		capture(pay("pay_11", "", 1000, "USD"), false),
+		capture(pay("pay_12", "ord_12", 1000, "USD"), true),
+	}
+	// Each first to name its payment and order in the batch but the last
+	// two, which wait for their turn.
+	again := []billing.Facts{
+		capture(pay("pay_2", "ord_1", 1000, "USD"), true),   // ord_1 is paid by pay_1: raised again
+		capture(pay("pay_3", "ord_3", 1000, "USD"), true),   // records ord_3 and pays it
+		capture(pay("pay_4", "ord_4", 0, "USD"), true),      // nothing
+		capture(pay("pay_5", "ord_5", 1200, "USD"), false),  // another amount
+		capture(pay("inv_6", "", 500, "BTC"), false),        // a crypto invoice
+		capture(pay("pay_7", "ord_7", 1000, "USD"), true),   // new
+		capture(pay("pay_8", "ord_8", 1000, "EUR"), true),   // another currency
+		capture(pay("pay_10", "ord_10", 1000, "USD"), true), // nothing
+		capture(pay("pay_11", "", 1000, "USD"), false),      // nothing
+		capture(pay("pay_12", "ord_99", 1000, "USD"), true), // recorded for another order
+		capture(pay("pay_1", "ord_1", 1000, "USD"), true),   // waits; nothing
+		capture(pay("pay_5", "ord_5", 1000, "USD"), true),   // waits; nothing
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			t.Fatal(err)
+		}
+		once := outcomes{"facts": 0}
+		oneByOne(t, db, box, before, outcomes{})
+		oneByOne(t, db, box, again, once)
+		want := withOnce(func() state { return snapshot(t, db) }, once)
+		wantFacts := factRows(t, db)
+		resetAll(t, db)
+		oneByOne(t, db, box, before, outcomes{})
+		got := withOnce(func() state { return snapshot(t, db) }, inBatches(t, db, box, again, len(again)))
+		if diff := diffState(got, want); diff != "" {
+			t.Fatalf("in a batch the state differs from one by one:\n%s", diff)
+		}
+		if got := factRows(t, db); !slices.Equal(got, wantFacts) {
+			t.Fatalf("in a batch the facts differ from one by one:\n got %v\nwant %v", got, wantFacts)
 		}
 	})
 }

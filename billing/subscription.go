@@ -213,16 +213,16 @@ func isSnapshot(facts []Fact) (Subscription, bool) {
 }
 
 // snapshots applies together, as applier.subscription would, the events
-// not applied yet that are a snapshot alone (isSnapshot) of a
-// subscription no event before them names (first), and marks them
-// applied: one statement inserts those not stored yet, one replaces the
-// stored ones they rank above, and one writes their facts, instead of
-// three statements each. A renewal wave is such a batch.
-func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first, applied []bool) error {
+// none of whose facts was applied yet (done) that are a snapshot alone
+// (isSnapshot) of a subscription no event before them names (first), and
+// counts their fact done: one statement inserts those not stored yet, one
+// replaces the stored ones they rank above, and one writes their facts,
+// instead of three statements each. A renewal wave is such a batch.
+func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first []bool, done []int) error {
 	var ss []snapshot
 	var rows [][]any
 	for i, ev := range events {
-		if f, ok := isSnapshot(ev.Facts); ok && first[i] && !applied[i] {
+		if f, ok := isSnapshot(ev.Facts); ok && first[i] && done[i] == 0 {
 			ss = append(ss, snapshot{i: i, sub: f})
 			rows = append(rows, []any{as[i].source, f.Ref, f.Customer, f.Plan, f.Status,
 				tx.timeValue(f.CurrentPeriodEnd), tx.timeValue(f.UpdatedAt), statusRank(f.Status)})
@@ -276,7 +276,7 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 	var facts []outbox.Fact
 	var outs []*Outcome
 	for _, s := range ss {
-		applied[s.i] = true
+		done[s.i] = 1
 		a, f := as[s.i], s.sub
 		typ, key := outbox.SubscriptionCreated, f.Ref
 		switch k := [2]string{a.source, f.Ref}; {
