@@ -57,10 +57,13 @@ func ApplyMany(ctx context.Context, tx *Tx, events []Facts) (outs []Outcome, fai
 		}
 		as[i] = &applier{tx: tx, source: ev.Source, out: &outs[i]}
 	}
-	first := firstToName(events)
+	first := firstToName(events, nil)
 	// done[i]: how many of event i's first facts were applied together.
 	done, err := newCaptures(ctx, tx, as, events, first)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := recaptured(ctx, tx, as, events, firstToName(events, done), done); err != nil {
 		return nil, nil, err
 	}
 	if err := snapshots(ctx, tx, as, events, first, done); err != nil {
@@ -126,38 +129,32 @@ func (tx *Tx) saved(ctx context.Context, save bool, f func() error) error {
 type capture struct {
 	i   int
 	pay Payment
-	// orderPaid: the event's second fact is the OrderPaid of pay's order.
+	// orderPaid: the event's second fact is the OrderPaid of pay's order
+	// (set by recaptured).
 	orderPaid bool
 }
 
 // newCaptures applies the Captured facts that begin the events that are a
 // capture alone (isCapture) and whose payment is not stored yet, as
-// applier.captured would, together, and the whole events that recapture a
-// stored payment and change nothing (recaptured); it reports how many
-// facts of each event it applied. A capture whose payment or order an
-// event before it names (a second capture of one payment or order, too)
-// is left to be applied in its turn, alone: the result is that of the
-// events applied one by one in their order.
+// applier.captured would, together; it reports how many facts of each
+// event it applied. A capture whose payment or order an event before it
+// names (a second capture of one payment or order, too) is left to be
+// applied in its turn, alone: the result is that of the events applied
+// one by one in their order.
 func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts, first []bool) ([]int, error) {
 	done := make([]int, len(events))
 	var cs []capture
 	for i, ev := range events {
 		if pay, ok := isCapture(ev.Facts); ok && first[i] {
-			cs = append(cs, capture{i: i, pay: pay, orderPaid: len(ev.Facts) == 2})
+			cs = append(cs, capture{i: i, pay: pay})
 		}
 	}
 	if len(cs) < 2 {
 		return done, nil
 	}
-	cs, stored, err := insertPayments(ctx, tx, as, cs)
-	if err != nil {
-		return nil, err
-	}
-	if err := recaptured(ctx, tx, as, stored, done); err != nil {
-		return nil, err
-	}
-	if len(cs) == 0 {
-		return done, nil
+	cs, err := insertPayments(ctx, tx, as, cs)
+	if err != nil || len(cs) == 0 {
+		return done, err
 	}
 	for _, c := range cs {
 		a := as[c.i]
@@ -212,9 +209,10 @@ func newCaptures(ctx context.Context, tx *Tx, as []*applier, events []Facts, fir
 }
 
 // firstToName reports, for each event, whether no event before it names
-// what it names: applied ahead of the events before it, such an event
-// leaves what applying them in their order does.
-func firstToName(events []Facts) []bool {
+// what it names, but those done already (done[j] > 0, if done is not
+// nil): applied ahead of the events before it, such an event leaves what
+// applying them in their order does.
+func firstToName(events []Facts, done []int) []bool {
 	first := make([]bool, len(events))
 	named := map[name]bool{}
 	for i, ev := range events {
@@ -224,7 +222,7 @@ func firstToName(events []Facts) []bool {
 		}
 		first[i] = !slices.ContainsFunc(ns, func(n name) bool { return named[n] })
 		for _, n := range ns {
-			if n.ref != "" {
+			if n.ref != "" && (done == nil || done[i] == 0) {
 				named[n] = true
 			}
 		}
@@ -291,17 +289,16 @@ func isCapture(facts []Fact) (Payment, bool) {
 }
 
 // insertPayments inserts the payments of cs that are not stored yet, as
-// captured does, and returns the captures of those it inserted and of
-// those stored already.
-func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) (inserted, stored []capture, err error) {
+// captured does, and returns those it inserted.
+func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([]capture, error) {
 	rows := make([][]any, len(cs))
 	for k, c := range cs {
 		p := c.pay
 		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, tx.timeValue(p.CapturedAt)}
 	}
 	db := tx.db
-	fresh := map[[2]string]bool{}
-	err = store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_payments
+	inserted := map[[2]string]bool{}
+	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_payments
 			(source, ref, kind, order_id, amount, currency, status, refunded_amount, captured_at, created_at, updated_at)
 		SELECT j.value->>0, j.value->>1, 'fiat', j.value->>2, CAST(j.value->>3 AS BIGINT), j.value->>4, 'succeeded', 0,
 			`+db.TimeColumn("j.value->>5")+`, $2, $2
@@ -312,35 +309,37 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) (i
 		RETURNING source, ref`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
 		var k [2]string
 		err := r.Scan(&k[0], &k[1])
-		fresh[k] = true
+		inserted[k] = true
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
+		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
 	}
-	for _, c := range cs {
-		if fresh[[2]string{as[c.i].source, c.pay.Ref}] {
-			inserted = append(inserted, c)
-		} else {
-			stored = append(stored, c)
-		}
-	}
-	return inserted, stored, nil
+	return slices.DeleteFunc(cs, func(c capture) bool { return !inserted[[2]string{as[c.i].source, c.pay.Ref}] }), nil
 }
 
-// recaptured counts done (every fact of their events) the captures of
-// cs, of payments stored already, that change nothing: captured and orderPaid would find the
-// payment fiat, of the capture's amount and currency, recorded for the
-// capture's order (or the capture names none), and its order, when the
-// event pays it, paid by it; then they write nothing and raise nothing
-// (a fiat payment is stored with its capture posting, in one
-// transaction). One query tells them all; the others
-// are applied alone in their turn. A provider telling one payment in
-// several events (Stripe's checkout.session.completed and
-// payment_intent.succeeded) makes every one but the first such a capture.
-// What the query reads, once so, stays so: a payment's kind, amount,
-// currency and recorded order, and a paid order never change.
-func recaptured(ctx context.Context, tx *Tx, as []*applier, cs []capture, done []int) error {
+// recaptured counts done (every fact of their events) the events not done
+// yet that are a capture (isCapture) of a payment stored already, named by
+// no event before them but those done (first), and that change nothing:
+// captured and orderPaid would find the payment fiat, of the capture's
+// amount and currency, recorded for the capture's order (or the capture
+// names none), and its order, when the event pays it, paid by it; then
+// they write nothing and raise nothing (a fiat payment is stored with its
+// capture posting, in one transaction). One query tells them all, after
+// newCaptures wrote the batch's new payments; the others are applied
+// alone in their turn. A provider telling one payment in several events
+// (Stripe's checkout.session.completed and payment_intent.succeeded)
+// makes every one but the first such a capture, in the batch of the first
+// or a later one. What the query reads, once so, stays so: a payment's
+// kind, amount, currency and recorded order, and a paid order never
+// change.
+func recaptured(ctx context.Context, tx *Tx, as []*applier, events []Facts, first []bool, done []int) error {
+	var cs []capture
+	for i, ev := range events {
+		if pay, ok := isCapture(ev.Facts); ok && first[i] && done[i] == 0 {
+			cs = append(cs, capture{i: i, pay: pay, orderPaid: len(ev.Facts) == 2})
+		}
+	}
 	if len(cs) == 0 {
 		return nil
 	}

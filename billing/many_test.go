@@ -467,7 +467,9 @@ func TestApplyManyRecaptures(t *testing.T) {
 		capture(pay("pay_12", "ord_12", 1000, "USD"), true),
 	}
 	// Each first to name its payment and order in the batch but the last
-	// two, which wait for their turn.
+	// six: two recaptures after a new capture in the batch, a recapture
+	// after a new capture of the same order by another payment, and three
+	// that wait for their turn.
 	again := []billing.Facts{
 		capture(pay("pay_2", "ord_1", 1000, "USD"), true),   // ord_1 is paid by pay_1: raised again
 		capture(pay("pay_3", "ord_3", 1000, "USD"), true),   // records ord_3 and pays it
@@ -479,8 +481,15 @@ func TestApplyManyRecaptures(t *testing.T) {
 		capture(pay("pay_10", "ord_10", 1000, "USD"), true), // nothing
 		capture(pay("pay_11", "", 1000, "USD"), false),      // nothing
 		capture(pay("pay_12", "ord_99", 1000, "USD"), true), // recorded for another order
+		capture(pay("pay_20", "ord_20", 1000, "USD"), true), // new
+		capture(pay("pay_21", "", 0, "USD"), false),         // new, of zero
+		capture(pay("pay_22", "ord_20", 1000, "USD"), true), // new: ord_20 is paid by pay_20
+		capture(pay("pay_20", "ord_20", 1000, "USD"), true), // after its capture: nothing
+		capture(pay("pay_21", "", 0, "USD"), false),         // after its capture: nothing
+		capture(pay("pay_22", "ord_20", 1000, "USD"), true), // after pay_22's: paid by pay_20, waits behind it
 		capture(pay("pay_1", "ord_1", 1000, "USD"), true),   // waits; nothing
 		capture(pay("pay_5", "ord_5", 1000, "USD"), true),   // waits; nothing
+		capture(pay("pay_20", "ord_20", 1000, "USD"), true), // waits; nothing
 	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)

@@ -39,6 +39,32 @@ func BenchmarkProcessBilling(b *testing.B) {
 	}
 }
 
+// BenchmarkProcessToldTwice is BenchmarkProcessBilling (log sink) for a
+// sale whose every payment Stripe tells twice: b.N events, a completed
+// checkout then the payment_intent.succeeded of its payment, whose
+// capture changes nothing.
+func BenchmarkProcessToldTwice(b *testing.B) {
+	for _, engine := range dbtest.Engines {
+		b.Run(engine, func(b *testing.B) {
+			var db *store.DB
+			benchProcessBilling(b, engine, "log", func(n int, at time.Time) *payhook.Event {
+				if n%2 == 0 {
+					return checkout(n/2, at)
+				}
+				return paymentIntent(n/2, at)
+			}, func(_ context.Context, d *store.DB, _ time.Time) error { db = d; return nil })
+			var payments, paid, alerts int
+			if err := db.SQL.QueryRow(`SELECT (SELECT COUNT(*) FROM payhook_payments), (SELECT COUNT(*) FROM payhook_orders WHERE status = 'paid'),
+				(SELECT COUNT(*) FROM payhook_alerts)`).Scan(&payments, &paid, &alerts); err != nil {
+				b.Fatal(err)
+			}
+			if want := (b.N + 1) / 2; payments != want || paid != want || alerts != 0 {
+				b.Fatalf("%d payments, %d orders paid, %d alerts: want %d, %d, 0", payments, paid, alerts, want, want)
+			}
+		})
+	}
+}
+
 // BenchmarkProcessRenewals is BenchmarkProcessBilling (log sink) for a
 // renewal wave: b.N Stripe customer.subscription.updated events, each a
 // newer snapshot of a subscription stored before.
@@ -168,6 +194,16 @@ func checkout(n int, at time.Time) *payhook.Event {
 		"created":1796115600,"livemode":false,"data":{"object":{"id":"cs_%d","object":"checkout.session",
 		"mode":"payment","payment_status":"paid","payment_intent":"pi_%d","amount_total":2500,
 		"currency":"usd","metadata":{"order_id":"ord_%d"}}}}`, id, n, n, n)}
+}
+
+// paymentIntent returns the payment_intent.succeeded of checkout n's
+// payment.
+func paymentIntent(n int, at time.Time) *payhook.Event {
+	id := fmt.Sprintf("evt_p%d", n)
+	return &payhook.Event{Source: "shop", EventID: id, Type: "payment_intent.succeeded",
+		OccurredAt: at, ReceivedAt: at, Payload: fmt.Appendf(nil, `{"id":%q,"type":"payment_intent.succeeded",
+		"created":1796115600,"livemode":false,"data":{"object":{"id":"pi_%d","object":"payment_intent",
+		"status":"succeeded","amount":2500,"amount_received":2500,"currency":"usd","metadata":{"order_id":"ord_%d"}}}}`, id, n, n)}
 }
 
 // renewal returns event n: a Stripe customer.subscription.updated of
