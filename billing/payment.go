@@ -93,7 +93,8 @@ func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
 		FROM payhook_ledger_postings c
 		LEFT JOIN payhook_ledger_postings w ON w.reverses_id = c.id AND w.kind = 'chargeback_won'
 			AND substr(w.fact_key, 1, 15) = 'chargeback_won:' AND c.kind = 'chargeback'
-		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind IN ('refund', 'refund_failed', 'chargeback')`,
+		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind IN ('refund', 'refund_failed', 'chargeback')
+		ORDER BY c.id`,
 		a.source, p.Ref)
 	if err != nil {
 		return money{}, fmt.Errorf("read the postings of payment %s: %w", p.Ref, err)
