@@ -306,12 +306,7 @@ func insertPayments(ctx context.Context, tx *Tx, as []*applier, cs []capture) ([
 		WHERE TRUE
 		ORDER BY j.n
 		ON CONFLICT (source, ref) DO NOTHING
-		RETURNING source, ref`, []any{tx.timeValue(tx.now)}, func(r *sql.Rows) error {
-		var k [2]string
-		err := r.Scan(&k[0], &k[1])
-		inserted[k] = true
-		return err
-	})
+		RETURNING source, ref`, []any{tx.timeValue(tx.now)}, keysInto(inserted))
 	if err != nil {
 		return nil, fmt.Errorf("insert %d payments: %w", len(cs), err)
 	}
@@ -356,12 +351,7 @@ func recaptured(ctx context.Context, tx *Tx, as []*applier, events []Facts, firs
 			AND (j.value->>2 = '' OR p.order_id = j.value->>2)
 			AND (NOT CAST(j.value->>5 AS BOOLEAN) OR EXISTS (SELECT 1 FROM payhook_orders o
 				WHERE o.source = p.source AND o.order_id = p.order_id AND o.status = 'paid' AND o.paid_by = p.ref))`,
-		nil, func(r *sql.Rows) error {
-			var k [2]string
-			err := r.Scan(&k[0], &k[1])
-			same[k] = true
-			return err
-		})
+		nil, keysInto(same))
 	if err != nil {
 		return fmt.Errorf("read %d payments captured before: %w", len(cs), err)
 	}
@@ -374,6 +364,17 @@ func recaptured(ctx context.Context, tx *Tx, as []*applier, events []Facts, firs
 		}
 	}
 	return nil
+}
+
+// keysInto returns a scan for QueryRows that adds each row's (source,
+// ref) to keys.
+func keysInto(keys map[[2]string]bool) func(*sql.Rows) error {
+	return func(r *sql.Rows) error {
+		var k [2]string
+		err := r.Scan(&k[0], &k[1])
+		keys[k] = true
+		return err
+	}
 }
 
 // postCaptures posts the capture of each payment of cs just inserted, with

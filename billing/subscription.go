@@ -232,12 +232,6 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 		return nil
 	}
 	db, now := tx.db, []any{tx.timeValue(tx.now)}
-	changed := func(r *sql.Rows, into map[[2]string]bool) error {
-		var k [2]string
-		err := r.Scan(&k[0], &k[1])
-		into[k] = true
-		return err
-	}
 	created := map[[2]string]bool{}
 	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_subscriptions
 			(source, ref, customer, plan, status, current_period_end, provider_updated_at, ended_at, created_at, updated_at)
@@ -247,7 +241,7 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 		WHERE TRUE
 		ORDER BY j.n
 		ON CONFLICT (source, ref) DO NOTHING
-		RETURNING source, ref`, now, func(r *sql.Rows) error { return changed(r, created) })
+		RETURNING source, ref`, now, keysInto(created))
 	if err != nil {
 		return fmt.Errorf("insert %d subscriptions: %w", len(ss), err)
 	}
@@ -268,7 +262,7 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 				ended_at = NULL, updated_at = $2
 			FROM `+db.JSONRows()+`
 			WHERE source = j.value->>0 AND ref = j.value->>1 AND `+rankedBelow(fields)+`
-			RETURNING source, ref`, now, func(r *sql.Rows) error { return changed(r, updated) })
+			RETURNING source, ref`, now, keysInto(updated))
 		if err != nil {
 			return fmt.Errorf("update %d subscriptions: %w", len(stored), err)
 		}
