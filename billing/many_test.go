@@ -312,13 +312,7 @@ func TestApplyManyAsOneByOne(t *testing.T) {
 func applyManyAsOneByOne(t *testing.T, recorded bool) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
-		box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-			t.Fatal(err)
-		}
+		box := logOutbox(t, db)
 		if recorded {
 			if err := box.AddFunc("hook", []string{"payment.*", "order.*"}, func(context.Context, outbox.Fact) error { return nil }); err != nil {
 				t.Fatal(err)
@@ -389,30 +383,7 @@ func TestApplyManySnapshotsOverStored(t *testing.T) {
 		}
 		wave = append(wave, billing.Facts{Source: source, Facts: []billing.Fact{made(ref, false)}})
 	}
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		db := openDB(t, dbURL)
-		box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-			t.Fatal(err)
-		}
-		once := outcomes{"facts": 0}
-		oneByOne(t, db, box, stored, outcomes{})
-		oneByOne(t, db, box, wave, once)
-		want := withOnce(func() state { return snapshot(t, db) }, once)
-		wantFacts := factRows(t, db)
-		resetAll(t, db)
-		oneByOne(t, db, box, stored, outcomes{})
-		once = inBatches(t, db, box, wave, 100)
-		if diff := diffState(withOnce(func() state { return snapshot(t, db) }, once), want); diff != "" {
-			t.Fatalf("in batches the state differs from one by one:\n%s", diff)
-		}
-		if got := factRows(t, db); !slices.Equal(got, wantFacts) {
-			t.Fatalf("in batches the facts differ from one by one:\n got %v\nwant %v", got, wantFacts)
-		}
-	})
+	batchesAsOneByOne(t, stored, wave, 100)
 }
 
 // inBatches applies events in batches of n with ApplyMany, each committed,
@@ -491,28 +462,44 @@ func TestApplyManyRecaptures(t *testing.T) {
 		capture(pay("pay_5", "ord_5", 1000, "USD"), true),   // waits; nothing
 		capture(pay("pay_20", "ord_20", 1000, "USD"), true), // waits; nothing
 	}
+	batchesAsOneByOne(t, before, again, len(again))
+}
+
+// batchesAsOneByOne applies events, after before (one by one), one by one
+// and then again, after before alone, in batches of n with ApplyMany, on
+// each engine, and fails the test unless both leave the same state,
+// outcomes and outbox facts.
+func batchesAsOneByOne(t *testing.T, before, events []billing.Facts, n int) {
+	t.Helper()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
-		box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
-			t.Fatal(err)
-		}
+		box := logOutbox(t, db)
 		once := outcomes{"facts": 0}
 		oneByOne(t, db, box, before, outcomes{})
-		oneByOne(t, db, box, again, once)
+		oneByOne(t, db, box, events, once)
 		want := withOnce(func() state { return snapshot(t, db) }, once)
 		wantFacts := factRows(t, db)
 		resetAll(t, db)
 		oneByOne(t, db, box, before, outcomes{})
-		got := withOnce(func() state { return snapshot(t, db) }, inBatches(t, db, box, again, len(again)))
+		got := withOnce(func() state { return snapshot(t, db) }, inBatches(t, db, box, events, n))
 		if diff := diffState(got, want); diff != "" {
-			t.Fatalf("in a batch the state differs from one by one:\n%s", diff)
+			t.Fatalf("in batches the state differs from one by one:\n%s", diff)
 		}
 		if got := factRows(t, db); !slices.Equal(got, wantFacts) {
-			t.Fatalf("in a batch the facts differ from one by one:\n got %v\nwant %v", got, wantFacts)
+			t.Fatalf("in batches the facts differ from one by one:\n got %v\nwant %v", got, wantFacts)
 		}
 	})
+}
+
+// logOutbox returns an outbox of db with a log sink for every fact.
+func logOutbox(t *testing.T, db *store.DB) *outbox.Outbox {
+	t.Helper()
+	box, err := outbox.New(outbox.Config{DB: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := box.Add("log", nil, outbox.Log{Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
