@@ -129,9 +129,6 @@ func (tx *Tx) saved(ctx context.Context, save bool, f func() error) error {
 type capture struct {
 	i   int
 	pay Payment
-	// orderPaid: the event's second fact is the OrderPaid of pay's order
-	// (set by recaptured).
-	orderPaid bool
 }
 
 // newCaptures applies the Captured facts that begin the events that are a
@@ -332,7 +329,7 @@ func recaptured(ctx context.Context, tx *Tx, as []*applier, events []Facts, firs
 	var cs []capture
 	for i, ev := range events {
 		if pay, ok := isCapture(ev.Facts); ok && first[i] && done[i] == 0 {
-			cs = append(cs, capture{i: i, pay: pay, orderPaid: len(ev.Facts) == 2})
+			cs = append(cs, capture{i: i, pay: pay})
 		}
 	}
 	if len(cs) == 0 {
@@ -341,7 +338,8 @@ func recaptured(ctx context.Context, tx *Tx, as []*applier, events []Facts, firs
 	rows := make([][]any, len(cs))
 	for k, c := range cs {
 		p := c.pay
-		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, c.orderPaid}
+		orderPaid := len(events[c.i].Facts) == 2 // its OrderPaid (isCapture)
+		rows[k] = []any{as[c.i].source, p.Ref, p.OrderID, p.Amount, p.Currency, orderPaid}
 	}
 	same := map[[2]string]bool{}
 	err := store.QueryRows(ctx, tx, rows, `SELECT p.source, p.ref
@@ -357,10 +355,7 @@ func recaptured(ctx context.Context, tx *Tx, as []*applier, events []Facts, firs
 	}
 	for _, c := range cs {
 		if same[[2]string{as[c.i].source, c.pay.Ref}] {
-			done[c.i] = 1
-			if c.orderPaid {
-				done[c.i] = 2
-			}
+			done[c.i] = len(events[c.i].Facts)
 		}
 	}
 	return nil
