@@ -37,9 +37,9 @@ type Facts struct {
 // of the batch names waits for its turn, so that coming first changes
 // nothing. A capture of a payment stored already that changes nothing (a
 // payment told in two events) is found with the others in one query and
-// costs nothing more (see recaptured). The snapshots of subscriptions not
-// ended come next, together in the same way (see snapshots): a renewal
-// wave costs three statements a batch. The rest, and the captures of
+// costs nothing more (see recaptured). The snapshots of subscriptions
+// come next, together in the same way (see snapshots): a renewal wave
+// costs three statements a batch, a wave of ends four. The rest, and the captures of
 // payments stored already that change something, are applied one event
 // after the other, each under a savepoint when there
 // are 32 of them at most (a PostgreSQL subtransaction each: past 64 in one

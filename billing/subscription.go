@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +72,7 @@ func ranksBelow(f Subscription, endedAt any) string {
 type rankField struct {
 	col, param string
 	null       bool // the value is NULL
-	maybeNull  bool // the value may be NULL (a batch's column); only for a nullable column
+	maybeNull  bool // the value may be NULL (a batch's column)
 	nullable   bool // the column may be NULL
 	earliest   bool // the smaller value ranks higher
 }
@@ -129,22 +130,14 @@ func rankedBelow(fields []rankField) string {
 }
 
 func (a *applier) subscription(ctx context.Context, f Subscription) error {
-	ended, endedAt, endedTime := 0, any(nil), time.Time{}
+	endedTime := endedAt(f, a.tx.now)
+	ended, end := 0, a.t(endedTime) // end is nil when not ended
 	if f.Status == "ended" {
 		ended = 1
-		switch {
-		case !f.EndedAt.IsZero():
-			endedTime = f.EndedAt
-		case !f.UpdatedAt.IsZero():
-			endedTime = f.UpdatedAt
-		default:
-			endedTime = a.tx.now
-		}
-		endedAt = a.t(endedTime)
 	}
 	data := subscriptionFact(f, endedTime)
 	args := []any{a.source, f.Ref, f.Customer, f.Plan, f.Status, a.t(f.CurrentPeriodEnd), a.t(f.UpdatedAt),
-		a.t(a.tx.now), endedAt, ended, statusRank(f.Status)}
+		a.t(a.tx.now), end, ended, statusRank(f.Status)}
 	var id int64
 	err := a.tx.QueryRowContext(ctx, `INSERT INTO payhook_subscriptions
 		(source, ref, customer, plan, status, current_period_end, provider_updated_at, ended_at, created_at, updated_at)
@@ -169,7 +162,7 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 	update := `UPDATE payhook_subscriptions
 		SET customer = $3, plan = $4, status = $5, current_period_end = $6, provider_updated_at = $7,
 			ended_at = $9, updated_at = $8
-		WHERE source = $1 AND ref = $2 AND ` + ranksBelow(f, endedAt)
+		WHERE source = $1 AND ref = $2 AND ` + ranksBelow(f, end)
 	if ended == 1 {
 		res, err := a.tx.ExecContext(ctx, update+` AND ended_at IS NULL`, args...)
 		if err != nil {
@@ -195,37 +188,59 @@ func (a *applier) subscription(ctx context.Context, f Subscription) error {
 }
 
 // snapshot is a Subscription ApplyMany applies with others, of the event
-// at index i.
+// at index i; endedAt is the end it claims when ended (see endedAt).
 type snapshot struct {
-	i   int
-	sub Subscription
+	i       int
+	sub     Subscription
+	endedAt time.Time
 }
 
 // isSnapshot returns the subscription of facts when they are one snapshot
-// of a subscription not ended (what a mapping makes of a subscription
-// created or renewed) that passes Check.
+// of a subscription (what a mapping makes of a subscription created,
+// renewed or ended) that passes Check.
 func isSnapshot(facts []Fact) (Subscription, bool) {
 	if len(facts) != 1 {
 		return Subscription{}, false
 	}
 	f, ok := value(facts[0]).(Subscription)
-	return f, ok && f.Status != "ended" && Check(f) == nil
+	return f, ok && Check(f) == nil
+}
+
+// endedAt is the end snapshot f claims when ended: the provider's end
+// time, else the snapshot's time, else now; zero when f is not ended.
+func endedAt(f Subscription, now time.Time) time.Time {
+	switch {
+	case f.Status != "ended":
+		return time.Time{}
+	case !f.EndedAt.IsZero():
+		return f.EndedAt
+	case !f.UpdatedAt.IsZero():
+		return f.UpdatedAt
+	}
+	return now
 }
 
 // snapshots applies together, as applier.subscription would, the events
 // none of whose facts was applied yet (done) that are a snapshot alone
 // (isSnapshot) of a subscription no event before them names (first), and
 // counts their fact done: one statement inserts those not stored yet, one
-// replaces the stored ones they rank above, and one writes their facts,
-// instead of three statements each. A renewal wave is such a batch.
+// claims the end of the stored ones not ended that ended snapshots rank
+// above, one replaces the other stored ones they rank above, and one
+// writes their facts, instead of three statements each. A renewal wave,
+// or a wave of subscriptions ending, is such a batch.
 func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first []bool, done []int) error {
 	var ss []snapshot
 	var rows [][]any
 	for i, ev := range events {
 		if f, ok := isSnapshot(ev.Facts); ok && first[i] && done[i] == 0 {
-			ss = append(ss, snapshot{i: i, sub: f})
-			rows = append(rows, []any{as[i].source, f.Ref, f.Customer, f.Plan, f.Status,
-				tx.timeValue(f.CurrentPeriodEnd), tx.timeValue(f.UpdatedAt), statusRank(f.Status)})
+			s := snapshot{i: i, sub: f, endedAt: endedAt(f, tx.now)}
+			ended := 0
+			if f.Status == "ended" {
+				ended = 1
+			}
+			ss = append(ss, s)
+			rows = append(rows, []any{as[i].source, f.Ref, f.Customer, f.Plan, f.Status, tx.timeValue(f.CurrentPeriodEnd),
+				tx.timeValue(f.UpdatedAt), statusRank(f.Status), ended, tx.timeValue(s.endedAt)})
 		}
 	}
 	if len(ss) < 2 {
@@ -236,7 +251,7 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 	err := store.QueryRows(ctx, tx, rows, `INSERT INTO payhook_subscriptions
 			(source, ref, customer, plan, status, current_period_end, provider_updated_at, ended_at, created_at, updated_at)
 		SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->>4, `+db.TimeColumn("j.value->>5")+`,
-			`+db.TimeColumn("j.value->>6")+`, NULL, $2, $2
+			`+db.TimeColumn("j.value->>6")+`, `+db.TimeColumn("j.value->>9")+`, $2, $2
 		FROM `+db.JSONRows()+`
 		WHERE TRUE
 		ORDER BY j.n
@@ -245,45 +260,72 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 	if err != nil {
 		return fmt.Errorf("insert %d subscriptions: %w", len(ss), err)
 	}
-	var stored [][]any
-	for k, s := range ss {
-		if !created[[2]string{as[s.i].source, s.sub.Ref}] {
-			stored = append(stored, rows[k])
+	// Only a snapshot that ranks higher replaces the stored one, status
+	// and ended_at together; the first ended one claims the end.
+	fields := rankFields(rankValues{ended: "CAST(j.value->>8 AS INTEGER)", updatedAt: db.TimeColumn("j.value->>6"),
+		rank: "CAST(j.value->>7 AS INTEGER)", periodEnd: db.TimeColumn("j.value->>5"), plan: "j.value->>3",
+		customer: "j.value->>2", endedAt: db.TimeColumn("j.value->>9")})
+	fields[1].maybeNull, fields[3].maybeNull = true, true
+	update := func(rows [][]any, also string, into map[[2]string]bool) error {
+		if len(rows) == 0 {
+			return nil
 		}
-	}
-	updated := map[[2]string]bool{}
-	if len(stored) > 0 {
-		fields := rankFields(rankValues{ended: "0", updatedAt: db.TimeColumn("j.value->>6"), rank: "CAST(j.value->>7 AS INTEGER)",
-			periodEnd: db.TimeColumn("j.value->>5"), plan: "j.value->>3", customer: "j.value->>2", endedAt: "NULL"})
-		fields[1].maybeNull, fields[3].maybeNull, fields[6].null = true, true, true
-		err := store.QueryRows(ctx, tx, stored, `UPDATE payhook_subscriptions
+		return store.QueryRows(ctx, tx, rows, `UPDATE payhook_subscriptions
 			SET customer = j.value->>2, plan = j.value->>3, status = j.value->>4,
 				current_period_end = `+db.TimeColumn("j.value->>5")+`, provider_updated_at = `+db.TimeColumn("j.value->>6")+`,
-				ended_at = NULL, updated_at = $2
+				ended_at = `+db.TimeColumn("j.value->>9")+`, updated_at = $2
 			FROM `+db.JSONRows()+`
-			WHERE source = j.value->>0 AND ref = j.value->>1 AND `+rankedBelow(fields)+`
-			RETURNING source, ref`, now, keysInto(updated))
-		if err != nil {
-			return fmt.Errorf("update %d subscriptions: %w", len(stored), err)
+			WHERE source = j.value->>0 AND ref = j.value->>1 AND `+rankedBelow(fields)+also+`
+			RETURNING source, ref`, now, keysInto(into))
+	}
+	// left returns the rows of ss that are in none of the maps, and of
+	// status ended only if ended.
+	left := func(ended bool, maps ...map[[2]string]bool) [][]any {
+		var out [][]any
+		for k, s := range ss {
+			key := [2]string{as[s.i].source, s.sub.Ref}
+			if !slices.ContainsFunc(maps, func(m map[[2]string]bool) bool { return m[key] }) &&
+				(!ended || s.sub.Status == "ended") {
+				out = append(out, rows[k])
+			}
 		}
+		return out
+	}
+	claimed, updated := map[[2]string]bool{}, map[[2]string]bool{}
+	if err := update(left(true, created), ` AND ended_at IS NULL`, claimed); err != nil {
+		return fmt.Errorf("claim the end of subscriptions: %w", err)
+	}
+	if err := update(left(false, created, claimed), "", updated); err != nil {
+		return fmt.Errorf("update subscriptions: %w", err)
 	}
 	var facts []outbox.Fact
 	var outs []*Outcome
+	emit := func(a *applier, typ, key string, at time.Time, data subscriptionData) error {
+		fact, err := tx.fact(typ, a.source, data.Subscription, key, at, data)
+		facts, outs = append(facts, fact), append(outs, a.out)
+		return err
+	}
 	for _, s := range ss {
 		done[s.i] = 1
 		a, f := as[s.i], s.sub
-		typ, key := outbox.SubscriptionCreated, f.Ref
+		data := subscriptionFact(f, s.endedAt)
+		var err error
 		switch k := [2]string{a.source, f.Ref}; {
+		case created[k]:
+			err = emit(a, outbox.SubscriptionCreated, f.Ref, f.UpdatedAt, data)
+			if err == nil && f.Status == "ended" {
+				a.out.EndedClaimed = append(a.out.EndedClaimed, f.Ref)
+				err = emit(a, outbox.SubscriptionEnded, f.Ref, s.endedAt, data)
+			}
+		case claimed[k]:
+			a.out.EndedClaimed = append(a.out.EndedClaimed, f.Ref)
+			err = emit(a, outbox.SubscriptionEnded, f.Ref, s.endedAt, data)
 		case updated[k]:
-			typ, key = outbox.SubscriptionUpdated, snapshotKey(f, time.Time{})
-		case !created[k]:
-			continue // ranks below the stored snapshot
+			err = emit(a, outbox.SubscriptionUpdated, snapshotKey(f, s.endedAt), f.UpdatedAt, data)
 		}
-		fact, err := tx.fact(typ, a.source, f.Ref, key, f.UpdatedAt, subscriptionFact(f, time.Time{}))
 		if err != nil {
 			return err
 		}
-		facts, outs = append(facts, fact), append(outs, a.out)
 	}
 	emitted, err := outbox.EmitMany(ctx, tx.db, tx.Tx, tx.box, facts, tx.now)
 	if err != nil {
