@@ -39,7 +39,7 @@ type Facts struct {
 // payment told in two events) is found with the others in one query and
 // costs nothing more (see recaptured). The snapshots of subscriptions
 // come next, together in the same way (see snapshots): a renewal wave
-// costs three statements a batch, a wave of ends four. The rest, and the captures of
+// or a wave of ends costs three statements a batch. The rest, and the captures of
 // payments stored already that change something, are applied one event
 // after the other, each under a savepoint when there
 // are 32 of them at most (a PostgreSQL subtransaction each: past 64 in one

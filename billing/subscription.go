@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -58,12 +57,12 @@ func statusRankSQL() string {
 // ended_at ranks last, the earliest first: of two ended snapshots alike
 // in all else, one with the provider's end time (at or before the
 // snapshot's time) beats one that falls back to the snapshot's time.
-func ranksBelow(f Subscription, endedAt any) string {
+func ranksBelow(f Subscription, end any) string {
 	fields := rankFields(rankValues{ended: "$10", updatedAt: "$7", rank: "$11", periodEnd: "$6", plan: "$4",
 		customer: "$3", endedAt: "$9"})
 	fields[1].null = f.UpdatedAt.IsZero()
 	fields[3].null = f.CurrentPeriodEnd.IsZero()
-	fields[6].null = endedAt == nil
+	fields[6].null = end == nil
 	return rankedBelow(fields)
 }
 
@@ -103,7 +102,9 @@ func rankedBelow(fields []rankField) string {
 		case f.null:
 			return "FALSE"
 		case f.earliest:
-			// A NULL column is only beside a NULL value (both ended).
+			// The column is NULL only where the value is too (neither
+			// ended: else the first field decides); a batch's NULL value
+			// makes this NULL, which the ANDs and ORs take as false.
 			return fmt.Sprintf("(%s) > %s", f.col, f.param)
 		case f.nullable && f.maybeNull:
 			return fmt.Sprintf("(%[2]s IS NOT NULL AND (%[1]s IS NULL OR %[1]s < %[2]s))", f.col, f.param)
@@ -278,24 +279,23 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 			WHERE source = j.value->>0 AND ref = j.value->>1 AND `+rankedBelow(fields)+also+`
 			RETURNING source, ref`, now, keysInto(into))
 	}
-	// left returns the rows of ss that are in none of the maps, and of
-	// status ended only if ended.
-	left := func(ended bool, maps ...map[[2]string]bool) [][]any {
-		var out [][]any
-		for k, s := range ss {
-			key := [2]string{as[s.i].source, s.sub.Ref}
-			if !slices.ContainsFunc(maps, func(m map[[2]string]bool) bool { return m[key] }) &&
-				(!ended || s.sub.Status == "ended") {
-				out = append(out, rows[k])
-			}
+	key := func(s snapshot) [2]string { return [2]string{as[s.i].source, s.sub.Ref} }
+	var ends, rest [][]any
+	for k, s := range ss {
+		if !created[key(s)] && s.sub.Status == "ended" {
+			ends = append(ends, rows[k])
 		}
-		return out
 	}
 	claimed, updated := map[[2]string]bool{}, map[[2]string]bool{}
-	if err := update(left(true, created), ` AND ended_at IS NULL`, claimed); err != nil {
+	if err := update(ends, ` AND ended_at IS NULL`, claimed); err != nil {
 		return fmt.Errorf("claim the end of subscriptions: %w", err)
 	}
-	if err := update(left(false, created, claimed), "", updated); err != nil {
+	for k, s := range ss {
+		if !created[key(s)] && !claimed[key(s)] {
+			rest = append(rest, rows[k])
+		}
+	}
+	if err := update(rest, "", updated); err != nil {
 		return fmt.Errorf("update subscriptions: %w", err)
 	}
 	var facts []outbox.Fact
@@ -310,7 +310,7 @@ func snapshots(ctx context.Context, tx *Tx, as []*applier, events []Facts, first
 		a, f := as[s.i], s.sub
 		data := subscriptionFact(f, s.endedAt)
 		var err error
-		switch k := [2]string{a.source, f.Ref}; {
+		switch k := key(s); {
 		case created[k]:
 			err = emit(a, outbox.SubscriptionCreated, f.Ref, f.UpdatedAt, data)
 			if err == nil && f.Status == "ended" {
