@@ -38,11 +38,11 @@ type Facts struct {
 // nothing. A capture of a payment stored already that changes nothing (a
 // payment told in two events) is found with the others in one query and
 // costs nothing more (see recaptured). The snapshots of subscriptions
-// come next, together in the same way (see snapshots): a renewal wave
-// or a wave of ends costs three statements a batch. The rest, and the captures of
-// payments stored already that change something, are applied one event
-// after the other, each under a savepoint when there
-// are 32 of them at most (a PostgreSQL subtransaction each: past 64 in one
+// come next, together in the same way (see snapshots): a renewal wave or
+// a wave of ends costs three statements a batch. The rest, and the
+// captures of payments stored already that change something, are applied
+// one event after the other, each under a savepoint when there are 32 of
+// them at most (a PostgreSQL subtransaction each: past 64 in one
 // transaction they slow every snapshot); when there are more, the first
 // of them to fail is the error of the whole batch.
 func ApplyMany(ctx context.Context, tx *Tx, events []Facts) (outs []Outcome, failed []error, err error) {
