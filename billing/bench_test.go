@@ -32,25 +32,24 @@ func BenchmarkApplyMany(b *testing.B) {
 // period a month further), as customer.subscription.updated maps to.
 func BenchmarkApplyManyRenewals(b *testing.B) {
 	const subscriptions = 10_000
-	n := 0
-	snapshot := func(renewals int) billing.Facts {
+	// snapshot is the renewals-th snapshot of subscription i.
+	snapshot := func(i, renewals int) billing.Facts {
 		return billing.Facts{Source: src, Facts: []billing.Fact{billing.Subscription{
-			Ref: fmt.Sprint("sub_", n%subscriptions), Customer: fmt.Sprint("cus_", n%subscriptions), Plan: "pro", Status: "active",
+			Ref: fmt.Sprint("sub_", i), Customer: fmt.Sprint("cus_", i), Plan: "pro", Status: "active",
 			UpdatedAt:        t0.Add(time.Duration(renewals) * time.Hour),
 			CurrentPeriodEnd: t0.AddDate(0, renewals+1, 0)}}}
 	}
 	created := func(ctx context.Context, db *store.DB, box *outbox.Outbox) error {
 		events := make([]billing.Facts, subscriptions)
 		for i := range events {
-			n = i
-			events[i] = snapshot(0)
+			events[i] = snapshot(i, 0)
 		}
 		return applyBatch(ctx, db, box, events, true)
 	}
-	n = 0
+	n := 0
 	benchApplyMany(b, created, func() billing.Facts {
 		n++
-		return snapshot(1 + n/subscriptions)
+		return snapshot(n%subscriptions, 1+n/subscriptions)
 	})
 }
 

@@ -132,9 +132,8 @@ func TestFaultPostgresDown(t *testing.T) {
 		// went down: then only a delivery's retries, minutes apart, would
 		// meet it, until the provider gave up on it. Deliver events of our
 		// own while it is down, until 20 were answered.
-		f.probe(srv.url(), func() bool { return f.rec.answered("down") >= 20 }, 40)
-		if n := f.rec.answered("down"); n < 20 {
-			t.Fatalf("%d answers while PostgreSQL is down after 40 probes, want 20: %s", n, f.rec.progress())
+		if !f.probe(srv.url(), func() bool { return f.rec.answered("down") >= 20 }, 40) {
+			t.Fatalf("fewer than 20 answers while PostgreSQL is down after 40 probes: %s", f.rec.progress())
 		}
 		f.rec.setPhase("up") // before: a delivery answered once it is back is not "down"
 		pg.run("resume")
@@ -174,11 +173,10 @@ func TestFaultDiskFull(t *testing.T) {
 		// it, until the provider gave up on it. SQLite's WAL may also still
 		// have room for some commits. Deliver events of our own while the
 		// disk is full, until 20 were answered and one was refused.
-		f.probe(srv.url(), func() bool {
+		if !f.probe(srv.url(), func() bool {
 			return f.rec.answered("full") >= answered+20 && f.rec.count("full", http.StatusServiceUnavailable) > 0
-		}, 5000)
-		if f.rec.count("full", http.StatusServiceUnavailable) == 0 {
-			t.Fatalf("no delivery refused while the disk is full after 5000 probes: %s", f.rec.progress())
+		}, 5000) {
+			t.Fatalf("not 20 answers and a refusal while the disk is full after 5000 probes: %s", f.rec.progress())
 		}
 		f.checkIntegrity(dbURL, "while the disk is full")
 		f.rec.setPhase("space")
@@ -349,9 +347,9 @@ func (f *fault) waitAcks(st *storm, n int) bool {
 }
 
 // probe delivers fresh webhook_endpoint.test events (billete's mapping
-// ignores them) to the source probe through the recorder until enough says so, at most most
-// of them.
-func (f *fault) probe(target string, enough func() bool, most int) {
+// ignores them) to the source probe through the recorder until enough
+// says so, at most most of them, and reports whether enough said so.
+func (f *fault) probe(target string, enough func() bool, most int) bool {
 	f.t.Helper()
 	fl := flavour.Billete()
 	client := &http.Client{Transport: f.rec, Timeout: deliver.DefaultTimeout}
@@ -378,6 +376,7 @@ func (f *fault) probe(target string, enough func() bool, most int) {
 			resp.Body.Close()
 		}
 	}
+	return enough()
 }
 
 // checkOnly fails the test if a delivery sent in phase got an answer
