@@ -86,6 +86,13 @@ type Config struct {
 	// events and which of them were inserted (metrics). It must be cheap
 	// and not keep the slices.
 	OnCommit func(evs []*payhook.Event, inserted []bool)
+	// OnCommitTime, if set, is called after each try of the inbox (a
+	// batch, or a request retried alone), successful or not, with the
+	// time it took (metrics). Their sum over a while, against Commits
+	// times that while, is how busy the commits are: near it, deliveries
+	// wait for a turn to commit, and only a cheaper commit acknowledges
+	// more.
+	OnCommitTime func(took time.Duration)
 }
 
 // Committer is a payhook.Inbox that groups concurrent Ingest calls into fewer
@@ -137,10 +144,14 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 	if b, ok := inbox.(BoundedInbox); ok {
 		c.ingest = b.IngestBounded
 	}
-	if on, ingest := cfg.OnCommit, c.ingest; on != nil {
+	if on, onTime, ingest := cfg.OnCommit, cfg.OnCommitTime, c.ingest; on != nil || onTime != nil {
 		c.ingest = func(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+			start := time.Now()
 			got, err := ingest(ctx, evs)
-			if err == nil {
+			if onTime != nil {
+				onTime(time.Since(start))
+			}
+			if err == nil && on != nil {
 				on(evs, got)
 			}
 			return got, err

@@ -188,13 +188,13 @@ func waitUntil(t *testing.T, what string, value func() int, cond func() bool) {
 	}
 }
 
-// gathered starts a committer over f, sends evt_first (whose commit waits
+// gathered starts a committer over f (with cfg), sends evt_first (whose commit waits
 // on f.gate) and then one request per id, and opens the gate once all of
 // them are queued, so that they are committed as one batch. It returns
 // each id's result channel.
-func gathered(t *testing.T, f *fake, ids ...string) (*groupcommit.Committer, map[string]chan error) {
+func gathered(t *testing.T, f *fake, cfg groupcommit.Config, ids ...string) (*groupcommit.Committer, map[string]chan error) {
 	t.Helper()
-	c := groupcommit.New(f, groupcommit.Config{})
+	c := groupcommit.New(f, cfg)
 	t.Cleanup(c.Close)
 	ctx := context.Background()
 	ingest := func(id string) chan error {
@@ -233,12 +233,39 @@ func TestOneBadEventFailsAlone(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fake{gate: make(chan struct{}), bad: "evt_bad", named: tc.named}
-			_, out := gathered(t, f, "evt_a", "evt_bad", "evt_b")
+			var mu sync.Mutex
+			var tries, committed int
+			_, out := gathered(t, f, groupcommit.Config{
+				OnCommit: func(evs []*payhook.Event, inserted []bool) {
+					mu.Lock()
+					defer mu.Unlock()
+					if len(inserted) != len(evs) {
+						t.Errorf("OnCommit: %d events, %d inserted flags", len(evs), len(inserted))
+					}
+					committed += len(evs)
+				},
+				OnCommitTime: func(took time.Duration) {
+					mu.Lock()
+					defer mu.Unlock()
+					if took < 0 {
+						t.Errorf("OnCommitTime(%v)", took)
+					}
+					tries++
+				},
+			}, "evt_a", "evt_bad", "evt_b")
 			for id, ch := range out {
 				if err := <-ch; (err != nil) != (id == "evt_bad") {
 					t.Errorf("Ingest %s = %v; only evt_bad should fail", id, err)
 				}
 			}
+			// Every try of the inbox is timed, the failed ones too; only
+			// the successful ones are counted.
+			mu.Lock()
+			if tries != len(tc.batches) || committed != 3 {
+				t.Errorf("OnCommitTime called %d times, OnCommit for %d events; want %d (one a try) and 3 (evt_first, evt_a, evt_b)",
+					tries, committed, len(tc.batches))
+			}
+			mu.Unlock()
 			// The retries one by one go in arrival order, which is the
 			// goroutines'.
 			got := f.seen()
@@ -260,7 +287,7 @@ func TestOneBadEventFailsAlone(t *testing.T) {
 func TestLockedEventWaitsAlone(t *testing.T) {
 	t.Parallel()
 	f := &fake{gate: make(chan struct{}), locked: "evt_locked", unlock: make(chan struct{})}
-	c, out := gathered(t, f, "evt_a", "evt_locked", "evt_b")
+	c, out := gathered(t, f, groupcommit.Config{}, "evt_a", "evt_locked", "evt_b")
 	for _, id := range []string{"evt_a", "evt_b"} {
 		if err := <-out[id]; err != nil {
 			t.Fatalf("Ingest %s = %v while evt_locked is locked", id, err)

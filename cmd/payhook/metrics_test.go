@@ -94,6 +94,9 @@ func TestMetricsAfterStorm(t *testing.T) {
 			{"payhook_groupcommit_batch_events_sum", func(v float64) bool {
 				return v == float64(scraped.sum("payhook_events_received_total")+scraped.sum("payhook_events_duplicates_total"))
 			}, "the deliveries stored or found duplicate"},
+			{"payhook_groupcommit_commit_duration_seconds_count", func(v float64) bool {
+				return v >= scraped.sum("payhook_groupcommit_batch_events_count")
+			}, "one at least per group commit"},
 			{"payhook_ack_duration_seconds_count", func(v float64) bool { return v > 0 }, "> 0"},
 			{"payhook_end_to_end_duration_seconds_count", func(v float64) bool {
 				return v == scraped.sum("payhook_events_processed_total")+scraped.sum(`payhook_events_ignored_total{source="billete",stage="process"}`)+scraped.sum("payhook_events_failed_total")

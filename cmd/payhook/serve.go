@@ -140,7 +140,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	// Deliveries that arrive together share one durable commit; on
 	// PostgreSQL several such commits overlap (SQLite takes one at a time).
-	gcfg := groupcommit.Config{OnCommit: met.Committed}
+	gcfg := groupcommit.Config{OnCommit: met.Committed, OnCommitTime: met.CommitTook}
 	if db.Engine == store.Postgres {
 		gcfg.Commits = postgresCommits
 	}
