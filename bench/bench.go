@@ -56,6 +56,10 @@ type Target struct {
 	// Source is the source name the target stores events under; needed
 	// with DB.
 	Source string
+	// Metrics, if set, is the URL of the target's /metrics (one payhook
+	// instance's): Run reads its group commits' time before and after the
+	// deliveries, for Result.InCommits.
+	Metrics string
 }
 
 // Phase is one load applied to a target.
@@ -140,6 +144,11 @@ type Result struct {
 	// Drain runs from the first delivery until no event of the source was
 	// waiting to be processed; 0 without a database.
 	Drain time.Duration `json:"drain,omitempty"`
+	// InCommits is the time the target spent in its group commits per
+	// second of Elapsed (payhook_groupcommit_commit_duration_seconds),
+	// with Target.Metrics; 0 without. Its committers are saturated near
+	// their number: 1 on SQLite, 3 on PostgreSQL.
+	InCommits float64 `json:"in_commits,omitempty"`
 	// LoadAvg is the machine's load average when the phase ended, if the
 	// caller records it: figures from a busy machine are noisier.
 	LoadAvg string `json:"load_avg,omitempty"`
@@ -185,6 +194,12 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	var commits0 float64
+	if t.Metrics != "" {
+		if commits0, err = commitSeconds(ctx, client, t.Metrics); err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", t.Name, err)
+		}
+	}
 	prefix := runPrefix()
 	ids := order(p.Events, p.Duplicates)
 	answers := make([]answer, len(ids))
@@ -218,6 +233,13 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 		return nil, fmt.Errorf("bench: %s: %w", t.Name, err)
 	}
 	res := summarize(answers, p.Interval)
+	if t.Metrics != "" && res.Elapsed > 0 {
+		commits, err := commitSeconds(ctx, client, t.Metrics)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s: %w", t.Name, err)
+		}
+		res.InCommits = (commits - commits0) / res.Elapsed.Seconds()
+	}
 	acked := make(map[int]bool, p.Events)
 	for i, a := range answers {
 		if a.status/100 == 2 {
@@ -300,6 +322,39 @@ func post(ctx context.Context, client *http.Client, url string, h http.Header, b
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// commitSeconds reads payhook_groupcommit_commit_duration_seconds_sum,
+// the seconds a payhook instance has spent in its group commits, from its
+// metrics at url (Prometheus' text format).
+func commitSeconds(ctx context.Context, client *http.Client, url string) (float64, error) {
+	const name = "payhook_groupcommit_commit_duration_seconds_sum"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", url, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("read %s: status %d", url, resp.StatusCode)
+	}
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", url, err)
+	}
+	for line := range bytes.Lines(text) {
+		if v, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(name+" ")); ok {
+			f, err := strconv.ParseFloat(string(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("read %s: %s: %w", url, name, err)
+			}
+			return f, nil
+		}
+	}
+	return 0, fmt.Errorf("read %s: no %s (not a payhook, or one older than this bench)", url, name)
 }
 
 // closedLoop runs send for 0..n-1 from c goroutines, each taking the next

@@ -146,6 +146,24 @@ func TestFloor(t *testing.T) {
 	}
 }
 
+// TestMetricsNotPayhook: a target whose metrics are not a payhook's (the
+// floor answers 204 to everything) fails the phase before it sends,
+// naming the URL.
+func TestMetricsNotPayhook(t *testing.T) {
+	t.Parallel()
+	f, err := StartFloor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	secret, _ := NewSecret("stripe")
+	p := Phase{Provider: "stripe", Secret: secret, Events: 1, Concurrency: 1}
+	_, err = Run(context.Background(), Target{Name: "floor", URL: f.URL, Metrics: f.URL + "/metrics"}, p)
+	if err == nil || !strings.Contains(err.Error(), f.URL+"/metrics") {
+		t.Errorf("Run with the floor's metrics = %v; want an error naming %s/metrics", err, f.URL)
+	}
+}
+
 func TestPhaseErrors(t *testing.T) {
 	t.Parallel()
 	for _, p := range []Phase{
@@ -243,14 +261,15 @@ func TestWriteTextSaysWhatRatiosAre(t *testing.T) {
 	floor := &Result{Target: "floor", Concurrency: 4, Elapsed: time.Second, AcksPerSec: 1000,
 		Latency: Latency{P50: time.Millisecond, P90: time.Millisecond, P99: time.Millisecond, P999: time.Millisecond}}
 	target := &Result{Target: "sqlite", Concurrency: 4, Elapsed: 2 * time.Second, AcksPerSec: 500, Stored: 100,
-		Drain:   3 * time.Second,
+		Drain: 3 * time.Second, InCommits: 0.934,
 		Latency: Latency{P50: 2 * time.Millisecond, P90: 2 * time.Millisecond, P99: 4 * time.Millisecond, P999: 4 * time.Millisecond}}
 	target.Compare(floor)
 	var b strings.Builder
 	if err := WriteText(&b, []*Result{floor, target}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"500 (50.0%)", "4.00ms (4.0×)", "3000.00ms (3.0×)", "the drain as a multiple of the time it took to answer"} {
+	for _, want := range []string{"500 (50.0%)", "4.00ms (4.0×)", "3000.00ms (3.0×)", "the drain as a multiple of the time it took to answer",
+		"0.93 s/s", "seconds the target spent in its group commits per second of the load"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, b.String())
 		}

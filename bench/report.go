@@ -64,7 +64,7 @@ func WriteText(w io.Writer, results []*Result) error {
 			last = r.Load()
 			fmt.Fprintf(w, "\n%s, %s, %d events + %d duplicates\n", last, r.Provider, r.Events, r.Duplicates)
 			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "target\tacks/s\tp50\tp90\tp99\tp99.9\terrors\tstored\tdrain\tprocessed/s\t")
+			fmt.Fprintln(tw, "target\tacks/s\tp50\tp90\tp99\tp99.9\terrors\tin commits\tstored\tdrain\tprocessed/s\t")
 		}
 		q := r.VsFloor
 		if q == nil {
@@ -78,9 +78,9 @@ func WriteText(w io.Writer, results []*Result) error {
 			drain = ms(r.Drain) + ratio(q.Drain, "×")
 			rate = fmt.Sprintf("%.0f", float64(r.Stored)/r.Drain.Seconds())
 		}
-		fmt.Fprintf(tw, "%s\t%.0f%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Target,
+		fmt.Fprintf(tw, "%s\t%.0f%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Target,
 			r.AcksPerSec, ratio(q.AcksPerSec, ""), ms(r.Latency.P50)+ratio(q.P50, "×"), ms(r.Latency.P90)+ratio(q.P90, "×"),
-			ms(r.Latency.P99)+ratio(q.P99, "×"), ms(r.Latency.P999)+ratio(q.P999, "×"), errorsText(r.Errors), st, drain, rate)
+			ms(r.Latency.P99)+ratio(q.P99, "×"), ms(r.Latency.P999)+ratio(q.P999, "×"), errorsText(r.Errors), InCommitsText(r), st, drain, rate)
 	}
 	if tw == nil {
 		return nil
@@ -89,11 +89,26 @@ func WriteText(w io.Writer, results []*Result) error {
 		return err
 	}
 	if slices.ContainsFunc(results, func(r *Result) bool { return r.VsFloor != nil }) {
-		_, err := fmt.Fprintln(w, "\nIn parentheses, against the floor in the same load: acks/s as a share of its acks/s; latencies as\n"+
-			"multiples of its latencies; the drain as a multiple of the time it took to answer the same deliveries.")
+		if _, err := fmt.Fprintln(w, "\nIn parentheses, against the floor in the same load: acks/s as a share of its acks/s; latencies as\n"+
+			"multiples of its latencies; the drain as a multiple of the time it took to answer the same deliveries."); err != nil {
+			return err
+		}
+	}
+	if slices.ContainsFunc(results, func(r *Result) bool { return r.InCommits > 0 }) {
+		_, err := fmt.Fprintln(w, "In commits: seconds the target spent in its group commits per second of the load; its committers\n"+
+			"(1 on SQLite, 3 on PostgreSQL) are saturated near their number, and then only cheaper commits ack more.")
 		return err
 	}
 	return nil
+}
+
+// InCommitsText is r.InCommits in seconds per second, "-" when not
+// measured.
+func InCommitsText(r *Result) string {
+	if r.InCommits <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f s/s", r.InCommits)
 }
 
 func ratio(q float64, suffix string) string {

@@ -177,7 +177,10 @@ func section(w io.Writer, rep, inst *report, rows []row, e *env, cmds string) {
 		"a `checkout.session.completed` would make it call Stripe's API for the line items. "+
 		"Ratios are to the floor measured in the same run, load by load (acks/s as a share of the floor's, "+
 		"latencies and the drain as multiples). The machine is shared: the load average (1, 5, 15 min) "+
-		"after each measurement is in the last column, and only the ratios of one run compare.\n\n")
+		"after each measurement is in the last column, and only the ratios of one run compare. "+
+		"In commits is the time payhook spent in its group commits per second of the load "+
+		"(`payhook_groupcommit_commit_duration_seconds`): near its number of committers (1 on SQLite, 3 on PostgreSQL) "+
+		"acks wait for a turn to commit.\n\n")
 	fmt.Fprintf(w, "```\n%s```\n\n", cmds)
 	ackTables(w, rep.Results)
 	if e.SVG != "" {
@@ -224,8 +227,8 @@ func ackTables(w io.Writer, results []*bench.Result) {
 		if r.Load() != last {
 			last = r.Load()
 			fmt.Fprintf(w, "\n%s, %d events + %d duplicates:\n\n", last, r.Events, r.Duplicates)
-			fmt.Fprintf(w, "| target | acks/s | of the floor | p50 | p90 | p99 | p99.9 | errors | stored | drain | processed/s | load average |\n")
-			fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|\n")
+			fmt.Fprintf(w, "| target | acks/s | of the floor | p50 | p90 | p99 | p99.9 | errors | in commits | stored | drain | processed/s | load average |\n")
+			fmt.Fprintf(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n")
 		}
 		q := r.VsFloor
 		if q == nil {
@@ -245,9 +248,10 @@ func ackTables(w io.Writer, results []*bench.Result) {
 			drain = dur(r.Drain) + times(q.Drain)
 			rate = num(float64(r.Stored) / r.Drain.Seconds())
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Target, num(r.AcksPerSec), share,
+		inCommits := strings.ReplaceAll(bench.InCommitsText(r), "-", "–")
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Target, num(r.AcksPerSec), share,
 			dur(r.Latency.P50)+times(q.P50), dur(r.Latency.P90)+times(q.P90), dur(r.Latency.P99)+times(q.P99),
-			dur(r.Latency.P999)+times(q.P999), errs(r), stored, drain, rate, r.LoadAvg)
+			dur(r.Latency.P999)+times(q.P999), errs(r), inCommits, stored, drain, rate, r.LoadAvg)
 	}
 	fmt.Fprintln(w)
 }

@@ -298,7 +298,7 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			}
 			mach.Databases[name] = serverVersion(ctx, db)
 			targets = append(targets, benchTarget{bench.Target{Name: name, URL: srv.url + "/webhooks/" + benchSource,
-				DB: db.SQL, Source: benchSource}, secret})
+				DB: db.SQL, Source: benchSource, Metrics: srv.url + "/metrics"}, secret})
 		}
 	}
 	for i, u := range urls {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +62,10 @@ func TestBench(t *testing.T) {
 					}
 					if r.VsFloor == nil || r.Drain <= 0 {
 						t.Errorf("%s %s: vs floor %v, drain %v; want ratios and a drain", r.Target, r.Load(), r.VsFloor, r.Drain)
+					}
+					// Read from the in-process payhook's /metrics.
+					if !(r.InCommits > 0) || math.IsInf(r.InCommits, 0) {
+						t.Errorf("%s %s: %v s in commits a second; want a positive time", r.Target, r.Load(), r.InCommits)
 					}
 					// Acked events are stored; no event twice; a duplicate adds nothing.
 					if r.Stored < r.AckedEvents || r.Stored > r.Events {
