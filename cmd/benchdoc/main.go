@@ -248,7 +248,10 @@ func ackTables(w io.Writer, results []*bench.Result) {
 			drain = dur(r.Drain) + times(q.Drain)
 			rate = num(float64(r.Stored) / r.Drain.Seconds())
 		}
-		inCommits := strings.ReplaceAll(bench.InCommitsText(r), "-", "–")
+		inCommits := "–"
+		if r.InCommits > 0 {
+			inCommits = bench.InCommitsText(r)
+		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Target, num(r.AcksPerSec), share,
 			dur(r.Latency.P50)+times(q.P50), dur(r.Latency.P90)+times(q.P90), dur(r.Latency.P99)+times(q.P99),
 			dur(r.Latency.P999)+times(q.P999), errs(r), inCommits, stored, drain, rate, r.LoadAvg)
