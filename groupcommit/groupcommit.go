@@ -82,6 +82,19 @@ type Config struct {
 	// commit's CPU runs while another waits for its flush); on SQLite,
 	// whose one connection takes one at a time, they would only queue.
 	Commits int
+	// Gather makes a committer that has just committed a burst's batch
+	// (4 events or more) wait, before it takes the next one, until as many
+	// events wait as that commit held (or a full commit's worth), for half
+	// that commit's time at most. Under load a committer is never idle:
+	// without the wait a commit takes what arrived during the last one,
+	// while the deliveries it answered are still on their way back, and
+	// batches stay small for a cost (on SQLite a WAL page for each table
+	// and index an event touches) mostly fixed per commit. Side by side
+	// on SQLite it acked 8% more at 16 senders and 28% more at 64, with a
+	// lower p99 (docs/benchmarks.md). A steady load's small commits, a
+	// delivery alone, the first after a quiet moment, are committed at
+	// once.
+	Gather bool
 	// OnCommit, if set, is called after each successful commit with its
 	// events and which of them were inserted (metrics). It must be cheap
 	// and not keep the slices.
@@ -102,6 +115,7 @@ type Committer struct {
 	ingest  func(ctx context.Context, evs []*payhook.Event) ([]bool, error)
 	max     int
 	commits int
+	gather  bool
 	wake    chan struct{} // a request was queued
 	stop    chan struct{}
 	alone   chan struct{} // slots of requests retried alone
@@ -138,7 +152,7 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 		cfg.Commits = 1
 	}
 	c := &Committer{
-		ingest: inbox.Ingest, max: cfg.MaxEvents, commits: cfg.Commits,
+		ingest: inbox.Ingest, max: cfg.MaxEvents, commits: cfg.Commits, gather: cfg.Gather,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), alone: make(chan struct{}, maxAlone),
 		blocked: make(map[key]int),
 	}
@@ -299,9 +313,60 @@ func (c *Committer) loop() {
 			if len(batch) == 0 {
 				break
 			}
+			start := time.Now()
 			c.commit(batch)
+			if c.gather {
+				c.gatherFor(events(batch), time.Since(start)/2)
+			}
 		}
 	}
+}
+
+// gatherFor waits, for d at most, until min(last, max) events are queued
+// (Config.Gather); it does not wait after a commit of fewer than
+// gatherLeast events.
+func (c *Committer) gatherFor(last int, d time.Duration) {
+	if last < gatherLeast {
+		return
+	}
+	want := min(last, c.max)
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for c.queuedEvents() < want {
+		select {
+		case <-c.wake: // a request was queued: count again
+		case <-deadline.C:
+			return
+		case <-c.stop:
+			return
+		}
+	}
+}
+
+// gatherLeast is the smallest commit after which Config.Gather waits:
+// a steady load's commits hold fewer (at 1,000 deliveries/s on SQLite, 2
+// on average, 91% of them 4 or fewer) and are not delayed; a burst's hold
+// more (5 to 20 at 16 to 64 senders).
+const gatherLeast = 4
+
+// queuedEvents counts the events waiting to be committed.
+func (c *Committer) queuedEvents() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, r := range c.queue {
+		n += len(r.evs)
+	}
+	return n
+}
+
+// events counts the events of batch.
+func events(batch []*request) int {
+	n := 0
+	for _, r := range batch {
+		n += len(r.evs)
+	}
+	return n
 }
 
 // take removes from the queue the next requests to commit together: at

@@ -140,7 +140,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	// Deliveries that arrive together share one durable commit; on
 	// PostgreSQL several such commits overlap (SQLite takes one at a time).
-	gcfg := groupcommit.Config{OnCommit: met.Committed, OnCommitTime: met.CommitTook}
+	// A committer waits a little after a burst's commit for the
+	// deliveries on their way, so that the next one holds as many.
+	gcfg := groupcommit.Config{OnCommit: met.Committed, OnCommitTime: met.CommitTook, Gather: true}
 	if db.Engine == store.Postgres {
 		gcfg.Commits = postgresCommits
 	}
