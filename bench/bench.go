@@ -147,8 +147,8 @@ type Result struct {
 	// InCommits is the time the target spent in its group commits per
 	// second of Elapsed (payhook_groupcommit_commit_duration_seconds),
 	// with Target.Metrics; 0 without. Near the number of its committers
-	// (1 on SQLite, 3 on PostgreSQL) they are always busy: only bigger
-	// batches or cheaper commits acknowledge more.
+	// (1 on SQLite, 3 on PostgreSQL) they never rest: only bigger batches
+	// or cheaper commits acknowledge more.
 	InCommits float64 `json:"in_commits,omitempty"`
 	// LoadAvg is the machine's load average when the phase ended, if the
 	// caller records it: figures from a busy machine are noisier.

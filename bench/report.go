@@ -96,7 +96,7 @@ func WriteText(w io.Writer, results []*Result) error {
 	}
 	if slices.ContainsFunc(results, func(r *Result) bool { return r.InCommits > 0 }) {
 		_, err := fmt.Fprintln(w, "In commits: seconds the target spent in its group commits per second of the load; its committers\n"+
-			"(1 on SQLite, 3 on PostgreSQL) are always busy near their number: only bigger batches or cheaper commits ack more.")
+			"(1 on SQLite, 3 on PostgreSQL) never rest near their number: only bigger batches or cheaper commits ack more.")
 		return err
 	}
 	return nil

@@ -102,10 +102,10 @@ type Config struct {
 	// OnCommitTime, if set, is called after each try of the inbox (a
 	// batch, or a request retried alone), successful or not, with the
 	// time it took (metrics). Their sum over a while, against Commits
-	// times that while, is how busy the commits are: near it, each commit
-	// starts as soon as the last one ends, deliveries wait for the next,
-	// and only bigger batches (more deliveries at once) or cheaper commits
-	// acknowledge more.
+	// times that while, is how busy the commits are: near it, a commit
+	// starts as soon as the last one ends (or after Gather's wait),
+	// deliveries wait for the next, and only bigger batches or cheaper
+	// commits acknowledge more.
 	OnCommitTime func(took time.Duration)
 }
 

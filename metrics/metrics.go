@@ -88,7 +88,7 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Events per group commit.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100, 200, 500}}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payhook_groupcommit_commit_duration_seconds",
 			Help: "Time of each group commit (its inserts and durable commit), or of a delivery retried alone. " +
-				"Its sum's rate near the number of committers (1 on SQLite, 3 on PostgreSQL): each commit starts as soon as the last ends.",
+				"Its sum's rate near the number of committers (1 on SQLite, 3 on PostgreSQL): they never rest.",
 			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 16)}), // 0.25 ms .. 8 s
 		ack: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_ack_duration_seconds",
 			Help: "Time from taking a delivery to answering it.", Buckets: latency}, []string{"source"}),

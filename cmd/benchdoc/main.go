@@ -180,7 +180,8 @@ func section(w io.Writer, rep, inst *report, rows []row, e *env, cmds string) {
 		"after each measurement is in the last column, and only the ratios of one run compare. "+
 		"In commits is the time payhook spent in its group commits per second of the load "+
 		"(`payhook_groupcommit_commit_duration_seconds`): near its number of committers (1 on SQLite, 3 on PostgreSQL) "+
-		"each commit starts as soon as the last one ends, and only bigger batches (more deliveries at once) or cheaper commits ack more.\n\n")
+		"they never rest but for the short wait after a burst's commit that gathers the next (`groupcommit.Config.Gather`), "+
+		"and only bigger batches or cheaper commits ack more.\n\n")
 	fmt.Fprintf(w, "```\n%s```\n\n", cmds)
 	ackTables(w, rep.Results)
 	if e.SVG != "" {
