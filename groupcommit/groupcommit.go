@@ -90,10 +90,10 @@ type Config struct {
 	// while the deliveries it answered are still on their way back, and
 	// batches stay small for a cost (on SQLite a WAL page for each table
 	// and index an event touches) mostly fixed per commit. Side by side
-	// on SQLite it acked 8% more at 16 senders and 28% more at 64, with a
-	// lower p99 (docs/benchmarks.md). A steady load's small commits, a
-	// delivery alone, the first after a quiet moment, are committed at
-	// once.
+	// on SQLite (eleven pairs, docs/benchmarks.md) it acked 13% more at 16
+	// senders and 11% more at 64, with a lower p99. A steady load's small
+	// commits, a delivery alone, the first after a quiet moment, are
+	// committed at once.
 	Gather bool
 	// OnCommit, if set, is called after each successful commit with its
 	// events and which of them were inserted (metrics). It must be cheap
