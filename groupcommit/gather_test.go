@@ -17,9 +17,9 @@ func TestGatherFor(t *testing.T) {
 		c.enqueue(queued)
 		return c
 	}
-	// returns runs gatherFor and fails the test if it has not returned
-	// after a minute (a bound of an hour was given: it did not wait for
-	// the queue to fill as it should).
+	// returns runs gatherFor and closes the channel it returns when it
+	// has returned. wait fails the test if that takes a minute: the
+	// bounds below are an hour where it should not wait that long.
 	returns := func(c *Committer, last int, bound time.Duration) chan struct{} {
 		done := make(chan struct{})
 		go func() { c.gatherFor(last, bound); close(done) }()
