@@ -92,9 +92,8 @@ type Config struct {
 	// and index an event touches) mostly fixed per commit. Side by side
 	// (docs/benchmarks.md) it acked 11% and 7% more at 16 and 64 senders on
 	// SQLite (fourteen pairs), 14% and 13% more on PostgreSQL (six), with
-	// a lower p99. A steady load's small
-	// commits, a delivery alone, the first after a quiet moment, are
-	// committed at once.
+	// a lower p99. A steady load's small commits, a delivery alone, the
+	// first after a quiet moment, are committed at once.
 	Gather bool
 	// OnCommit, if set, is called after each successful commit with its
 	// events and which of them were inserted (metrics). It must be cheap
