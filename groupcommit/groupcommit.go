@@ -324,7 +324,10 @@ func (c *Committer) loop() {
 
 // gatherFor waits, for d at most, until min(last, max) events are queued
 // (Config.Gather); it does not wait after a commit of fewer than
-// gatherLeast events.
+// gatherLeast events. It takes the wake signals of the requests queued
+// meanwhile: with several committers (PostgreSQL) the others stay idle
+// while one gathers, and the batch it then takes is the one they would
+// have split.
 func (c *Committer) gatherFor(last int, d time.Duration) {
 	if last < gatherLeast {
 		return
