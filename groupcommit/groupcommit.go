@@ -309,14 +309,14 @@ func (c *Committer) loop() {
 			return
 		}
 		for {
-			batch := c.take()
+			batch, n := c.take()
 			if len(batch) == 0 {
 				break
 			}
 			start := time.Now()
 			c.commit(batch)
 			if c.gather {
-				c.gatherFor(events(batch), time.Since(start)/2)
+				c.gatherFor(n, time.Since(start)/2)
 			}
 		}
 	}
@@ -363,20 +363,12 @@ func (c *Committer) queuedEvents() int {
 	return n
 }
 
-// events counts the events of batch.
-func events(batch []*request) int {
-	n := 0
-	for _, r := range batch {
-		n += len(r.evs)
-	}
-	return n
-}
-
-// take removes from the queue the next requests to commit together: at
-// least one, then more while they fit in max events. Requests nobody waits
+// take removes from the queue the next requests to commit together, and
+// returns them with their number of events: at least one, then more while
+// they fit in max events. Requests nobody waits
 // for any more are dropped; those whose key is being retried alone are
 // sent there.
-func (c *Committer) take() []*request {
+func (c *Committer) take() ([]*request, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var batch []*request
@@ -401,7 +393,7 @@ func (c *Committer) take() []*request {
 	if len(batch) > 0 {
 		c.busy++
 	}
-	return batch
+	return batch, n
 }
 
 // commit stores a batch in one transaction. When one event fails it, its
