@@ -468,11 +468,13 @@ func TestCloseStopsTheBulkReplay(t *testing.T) {
 		csrf := c.login()
 		confirm := url.Values{"csrf": {csrf}, "source": {"shop"}, "status": {"failed"}, "since": {"24h"},
 			"before": {fmt.Sprint(ids[1] + 1)}}
+		// Fixed before the replay, whose first attempt may run before the
+		// POST returns.
+		e.fixed.Store(true)
 		if resp, body := c.do("POST", "/console/events/replay", confirm, nil); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("bulk replay = %d: %s", resp.StatusCode, body)
 		}
 		// The first event is replayed at once; wait for its new attempt.
-		e.fixed.Store(true)
 		e.wait(ids[0], payhook.StatusProcessed)
 		e.console.Close()
 		if got, err := e.db.Event(context.Background(), ids[1]); err != nil || got.Status != payhook.StatusFailed {
