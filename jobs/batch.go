@@ -109,11 +109,18 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	// be), then the jobs of others and their events, skipping any
 	// another transaction holds (the sweep locks events, then waits on
 	// their jobs).
-	evs, err := q.db.LockEventsTx(ctx, tx, []int64{id}, false)
+	evs, err := q.db.LockEventsTx(ctx, tx, []int64{id}, false, 0)
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
-	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), q.batchRoom(guarded, behind), q.alone)
+	room, bytes := q.batchRoom(guarded, behind), q.cfg.BatchBytes
+	for _, ev := range evs {
+		bytes -= int64(len(ev.Payload))
+	}
+	if bytes <= 0 {
+		room = 0 // its own event fills the batch
+	}
+	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), room, q.alone)
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
@@ -125,14 +132,14 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 		}
 		jobOf[t.event] = t.job
 	}
-	locked, err := q.db.LockEventsTx(ctx, tx, others, true)
+	locked, err := q.db.LockEventsTx(ctx, tx, others, true, bytes)
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
 	evs = append(evs, locked...)
 	// The jobs of events not locked go back: another transaction holds
-	// the event (its job runs it later), or it is no longer received
-	// (its job then finds nothing to do).
+	// the event (its job runs it later), it is no longer received (its
+	// job then finds nothing to do), or it is past the batch's BatchBytes.
 	var back []int64
 	isLocked := make(map[int64]bool, len(evs))
 	for _, ev := range evs {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,6 +22,7 @@ type batchHandler struct {
 	whole        bool
 	mu           sync.Mutex
 	batches      int // HandleBatch calls that applied their batch
+	largest      int // the most events HandleBatch was given at once
 	alone        int // Handle calls
 }
 
@@ -53,6 +55,7 @@ func (h *batchHandler) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payho
 	}
 	h.mu.Lock()
 	h.batches++
+	h.largest = max(h.largest, len(evs))
 	h.mu.Unlock()
 	return errs, nil
 }
@@ -107,4 +110,39 @@ func TestBatchHandler(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestBatchBytes: a batch holds no more payload bytes than BatchBytes
+// (but for its own event); the events past it go back and are processed
+// by later batches, each once.
+func TestBatchBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := &batchHandler{}
+		mux := &payhook.Mux{}
+		mux.Handle("*", h)
+		// Two of these payloads fit in a batch, three do not.
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, BatchBytes: 2500, MaxAttempts: 1})
+		payload := []byte(`{"pad":"` + strings.Repeat("x", 1000-10) + `"}`)
+		var evs []*payhook.Event
+		for i := range 9 {
+			ev := event(fmt.Sprint("evt_", i))
+			ev.Payload = payload
+			evs = append(evs, ev)
+		}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		for _, ev := range evs {
+			if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+				t.Errorf("%s: %s with %d effects; want processed with 1", ev.EventID, got.Status, effects(t, db, ev.EventID))
+			}
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.batches == 0 || h.largest > 2 {
+			t.Errorf("%d batches handled at once, the largest of %d events; want batches of 2 at most (2,500 bytes of 1,000-byte payloads)",
+				h.batches, h.largest)
+		}
+	})
 }

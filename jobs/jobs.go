@@ -81,6 +81,12 @@ type Config struct {
 	// backlog 20% faster than 128 on SQLite, 9% on PostgreSQL,
 	// docs/benchmarks.md); 1 turns batching off.
 	Batch int
+	// BatchBytes bounds the payloads of a batch's events, which it holds
+	// in memory with what its handlers make of them: in the order of
+	// their row ids, the events past it go back untried for the next
+	// batch (a batch always takes the event of its own job). Default
+	// DefaultBatchBytes.
+	BatchBytes int64
 	// BatchTime bounds how long a batch goes on taking its events: past
 	// it, the events not applied yet are left out and their jobs put back
 	// untried for the next batch. It bounds how long a processing
@@ -227,6 +233,13 @@ type Config struct {
 // DefaultJobTimeout is Config.JobTimeout's default.
 const DefaultJobTimeout = time.Minute
 
+// DefaultBatchBytes is Config.BatchBytes's default: 8 MiB of payloads a
+// batch, far more than Batch events of a few KiB (Stripe's and Paddle's
+// usual size), and eight events of receiver.DefaultMaxBodyBytes, so that a
+// backlog of large events cannot make the workers' batches outgrow the
+// process's memory (512 events of 1 MiB each, several batches at once).
+const DefaultBatchBytes = 8 << 20
+
 // rescueMargin is how much longer than JobTimeout a job may be running
 // before it is rescued by default: time for a handler to return once its
 // context is cancelled and for River to write the completion.
@@ -251,6 +264,9 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	}
 	if c.Batch <= 0 {
 		c.Batch = 512
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
 	}
 	if c.JobTimeout <= 0 {
 		c.JobTimeout = DefaultJobTimeout

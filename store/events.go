@@ -472,8 +472,11 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 // counts with the outcome, so that an event whose handlers fail under a
 // savepoint is left as it was. With skipLocked, PostgreSQL skips those
 // another transaction holds (SKIP LOCKED) instead of waiting for them, as
-// if they were no longer received.
-func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, skipLocked bool) ([]*payhook.Event, error) {
+// if they were no longer received. A maxBytes above 0 bounds the payloads
+// returned: in the order of their row ids, the event whose payload would
+// take the total past it is left out with those after it, as if no longer
+// received (on PostgreSQL still locked until tx ends).
+func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, skipLocked bool, maxBytes int64) ([]*payhook.Event, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -493,10 +496,14 @@ func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, skipLoc
 	}
 	defer rows.Close()
 	byID := make(map[int64]*payhook.Event, len(ids))
+	var total int64
 	for rows.Next() {
 		ev, err := scanEvent(rows)
 		if err != nil {
 			return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
+		}
+		if total += int64(len(ev.Payload)); maxBytes > 0 && total > maxBytes {
+			break
 		}
 		byID[ev.ID] = ev
 	}

@@ -434,6 +434,47 @@ func TestLockTimeoutTx(t *testing.T) {
 	})
 }
 
+// TestLockEventsBoundsBytes: with maxBytes, LockEventsTx returns the
+// events, in row id order, whose payloads fit in it together, in the order
+// given; the first that does not fit ends them.
+func TestLockEventsBoundsBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		a, b, c := newEvent("evt_a"), newEvent("evt_b"), newEvent("evt_c")
+		insert(t, db, a, b, c)
+		p := int64(len(a.Payload)) // each one's
+		for _, tc := range []struct {
+			maxBytes int64
+			want     []int64
+		}{
+			{0, []int64{c.ID, b.ID, a.ID}},
+			{3 * p, []int64{c.ID, b.ID, a.ID}},
+			{3*p - 1, []int64{b.ID, a.ID}},
+			{2 * p, []int64{b.ID, a.ID}},
+			{p, []int64{a.ID}},
+			{p - 1, nil},
+		} {
+			tx, err := db.SQL.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, err := db.LockEventsTx(ctx, tx, []int64{c.ID, b.ID, a.ID}, false, tc.maxBytes)
+			tx.Rollback()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int64
+			for _, ev := range evs {
+				got = append(got, ev.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("maxBytes %d: locked %v; want %v", tc.maxBytes, got, tc.want)
+			}
+		}
+	})
+}
+
 // TestLockEventsSkipsHeld: LockEventsTx returns the events still
 // received, in the order given, each once; with skipLocked, on
 // PostgreSQL, one another transaction holds is skipped at once instead of
@@ -447,7 +488,7 @@ func TestLockEventsSkipsHeld(t *testing.T) {
 		insert(t, db, a, b, c)
 		lock := func(tx *sql.Tx, skip bool, ids ...int64) []int64 {
 			t.Helper()
-			evs, err := db.LockEventsTx(ctx, tx, ids, skip)
+			evs, err := db.LockEventsTx(ctx, tx, ids, skip, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
