@@ -34,6 +34,10 @@ type processingConfig struct {
 	// MaxAttempts is how many times an event is tried before it is failed
 	// (default 25).
 	MaxAttempts int `yaml:"max_attempts"`
+	// Batch is how many events one processing transaction applies at
+	// once, within 8 MiB of payloads (jobs.Config.Batch; default 512; 1
+	// turns batching off).
+	Batch int `yaml:"batch"`
 	// RetryBase is the first retry's delay; each next one doubles, up to
 	// RetryMax (default 1s: 25 attempts span about 14 hours).
 	RetryBase string `yaml:"retry_base"`
@@ -72,6 +76,14 @@ func (p processingConfig) lags() (pause, most time.Duration, err error) {
 		}
 	}
 	return pause, most, nil
+}
+
+// batch returns p's Batch for jobs.Config: zero for the default.
+func (p processingConfig) batch() (int, error) {
+	if p.Batch < 0 {
+		return 0, fmt.Errorf("processing: batch %d is negative (1 applies the events one by one): %w", p.Batch, payhook.ErrConfig)
+	}
+	return p.Batch, nil
 }
 
 // backoff returns the retry delays of p.

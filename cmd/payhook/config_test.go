@@ -479,8 +479,21 @@ func TestREADMEProcessing(t *testing.T) {
 	}
 	pause, most, err := cfg.Processing.lags()
 	if _, berr := cfg.Processing.backoff(); err != nil || berr != nil || pause != 3*time.Second || most != 10*time.Second ||
-		cfg.Processing.Workers != 8 || cfg.Processing.MaxAttempts != 25 {
+		cfg.Processing.Workers != 8 || cfg.Processing.MaxAttempts != 25 || cfg.Processing.Batch != 512 {
 		t.Errorf("the README's processing block reads %+v (lags %v, %v, %v)", cfg.Processing, pause, most, err)
+	}
+}
+
+func TestProcessingBatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		batch, want int
+		ok          bool
+	}{{0, 0, true}, {1, 1, true}, {512, 512, true}, {-1, 0, false}} {
+		got, err := processingConfig{Batch: tc.batch}.batch()
+		if got != tc.want || (err == nil) != tc.ok || (err != nil && !errors.Is(err, payhook.ErrConfig)) {
+			t.Errorf("batch %d: %d, %v; want %d, ok %v", tc.batch, got, err, tc.want, tc.ok)
+		}
 	}
 }
 

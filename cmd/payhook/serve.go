@@ -104,6 +104,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	batch, err := cfg.Processing.batch()
+	if err != nil {
+		return err
+	}
 	db, err := m.openDB(ctx, *dbURL, true)
 	if err != nil {
 		return err
@@ -122,7 +126,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
-	qcfg.PauseLag, qcfg.BusyMaxLag = pauseLag, maxLag
+	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
 	// The scheduled backfills store through the queue made next.
 	var queue *jobs.Queue
