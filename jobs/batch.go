@@ -137,9 +137,17 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 		return nil, batchCommitted{}, nil, err
 	}
 	evs = append(evs, locked...)
+	if len(evs) > 0 {
+		var sum int64
+		for _, ev := range evs {
+			sum += int64(len(ev.Payload))
+		}
+		q.payloadSize.Store(max(1, sum/int64(len(evs))))
+	}
 	// The jobs of events not locked go back: another transaction holds
 	// the event (its job runs it later), it is no longer received (its
-	// job then finds nothing to do), or it is past the batch's BatchBytes.
+	// job then finds nothing to do), or its payload does not fit in the
+	// batch's BatchBytes (a batch of its own job takes it).
 	var back []int64
 	isLocked := make(map[int64]bool, len(evs))
 	for _, ev := range evs {
@@ -316,8 +324,9 @@ const guardedBatch = 32
 
 // batchRoom is how many jobs besides its own a batch takes: Batch-1
 // (guardedBatch-1 at most if guarded), or as many as the last batch's
-// time per event says fit in batchTime, so that a batch cut short puts
-// back few.
+// time per event says fit in batchTime, and its payload bytes per event
+// in BatchBytes, so that a batch cut short puts back few (and reads few
+// payloads it then leaves out).
 func (q *Queue) batchRoom(guarded, behind bool) int {
 	n := q.cfg.Batch - 1
 	if guarded {
@@ -325,6 +334,9 @@ func (q *Queue) batchRoom(guarded, behind bool) int {
 	}
 	if c := q.eventCost.Load(); c > 0 {
 		n = min(n, int(int64(q.batchTime(behind))/c))
+	}
+	if b := q.payloadSize.Load(); b > 0 {
+		n = min(n, max(0, int(q.cfg.BatchBytes/b)-1))
 	}
 	return n
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/store"
 )
 
 // batchHandler is a payhook.BatchHandler over effect: the event fail
@@ -143,6 +144,49 @@ func TestBatchBytes(t *testing.T) {
 		if h.batches == 0 || h.largest > 2 {
 			t.Errorf("%d batches handled at once, the largest of %d events; want batches of 2 at most (2,500 bytes of 1,000-byte payloads)",
 				h.batches, h.largest)
+		}
+	})
+}
+
+// TestBatchBytesLargeEvent: an event too large for any batch but its own
+// keeps out of the others' batches only itself, even with the lowest row
+// id and its job behind theirs (as the sweep's job of an event is): the
+// small events after it still go in batches, and it is processed by its
+// own job.
+func TestBatchBytesLargeEvent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := &batchHandler{}
+		mux := &payhook.Mux{}
+		mux.Handle("*", h)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, BatchBytes: 2500, MaxAttempts: 1})
+		big := event("evt_big")
+		big.Payload = []byte(`{"pad":"` + strings.Repeat("x", 3000) + `"}`)
+		evs := []*payhook.Event{big}
+		for i := range 8 {
+			evs = append(evs, event(fmt.Sprint("evt_", i)))
+		}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		// The small events' jobs first, in the order River and the
+		// batches take them.
+		early := "2000-01-01 00:00:00.000"
+		if db.Engine == store.Postgres {
+			early = "2000-01-01T00:00:00Z"
+		}
+		if _, err := db.SQL.Exec(`UPDATE river_job SET scheduled_at = $1 WHERE kind = 'payhook_process_event' AND id <> (SELECT min(id) FROM river_job WHERE kind = 'payhook_process_event')`, early); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		for _, ev := range evs {
+			if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+				t.Errorf("%s: %s with %d effects; want processed with 1", ev.EventID, got.Status, effects(t, db, ev.EventID))
+			}
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.largest < 2 {
+			t.Errorf("the largest batch held %d events; want the small ones together (%d bytes each, room 2,500)", h.largest, len(evs[1].Payload))
 		}
 	})
 }

@@ -344,12 +344,13 @@ type Queue struct {
 	ingestSize atomic.Int64
 	busy       chan struct{}
 	// stopping is set by Stop: batches end at the event they are on.
-	// eventCost is the time per event of the last batch (ns), for
-	// batchRoom.
+	// eventCost is the time per event of the last batch (ns), and
+	// payloadSize its events' payload bytes on average, for batchRoom.
 	// guardBatches is set after a batch without savepoints met a
 	// failing handler (see applyBatch).
 	stopping     atomic.Bool
 	eventCost    atomic.Int64
+	payloadSize  atomic.Int64
 	guardBatches atomic.Bool
 
 	mu sync.Mutex

@@ -473,9 +473,10 @@ func (db *DB) ClaimEventTx(ctx context.Context, tx *sql.Tx, id int64) (*payhook.
 // savepoint is left as it was. With skipLocked, PostgreSQL skips those
 // another transaction holds (SKIP LOCKED) instead of waiting for them, as
 // if they were no longer received. A maxBytes above 0 bounds the payloads
-// returned: in the order of their row ids, the event whose payload would
-// take the total past it is left out with those after it, as if no longer
-// received (on PostgreSQL still locked until tx ends).
+// returned: in the order of their row ids, each event whose payload would
+// take the total past it is left out, as if no longer received (on
+// PostgreSQL still locked until tx ends); one large event does not keep
+// out the smaller ones after it.
 func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, skipLocked bool, maxBytes int64) ([]*payhook.Event, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -502,9 +503,11 @@ func (db *DB) LockEventsTx(ctx context.Context, tx *sql.Tx, ids []int64, skipLoc
 		if err != nil {
 			return nil, fmt.Errorf("lock %d events: %w", len(ids), err)
 		}
-		if total += int64(len(ev.Payload)); maxBytes > 0 && total > maxBytes {
-			break
+		n := int64(len(ev.Payload))
+		if maxBytes > 0 && total+n > maxBytes {
+			continue
 		}
+		total += n
 		byID[ev.ID] = ev
 	}
 	if err := rows.Err(); err != nil {

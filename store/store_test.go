@@ -434,23 +434,25 @@ func TestLockTimeoutTx(t *testing.T) {
 	})
 }
 
-// TestLockEventsBoundsBytes: with maxBytes, LockEventsTx returns the
-// events, in row id order, whose payloads fit in it together, in the order
-// given; the first that does not fit ends them.
+// TestLockEventsBoundsBytes: with maxBytes, LockEventsTx returns, in the
+// order given, the events whose payloads fit in it together, taken in row
+// id order; one that does not fit is left out, not those after it.
 func TestLockEventsBoundsBytes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
 		db := openDB(t, dbURL)
-		a, b, c := newEvent("evt_a"), newEvent("evt_b"), newEvent("evt_c")
-		insert(t, db, a, b, c)
-		p := int64(len(a.Payload)) // each one's
+		a, big, b, c := newEvent("evt_a"), newEvent("evt_big"), newEvent("evt_b"), newEvent("evt_c")
+		big.Payload = []byte(`{"pad":"` + strings.Repeat("x", 100) + `"}`)
+		insert(t, db, a, big, b, c)
+		p, q := int64(len(a.Payload)), int64(len(big.Payload)) // a's, b's and c's; big's
 		for _, tc := range []struct {
 			maxBytes int64
 			want     []int64
 		}{
-			{0, []int64{c.ID, b.ID, a.ID}},
+			{0, []int64{c.ID, big.ID, b.ID, a.ID}},
+			{3*p + q, []int64{c.ID, big.ID, b.ID, a.ID}},
+			{3*p + q - 1, []int64{big.ID, b.ID, a.ID}},
 			{3 * p, []int64{c.ID, b.ID, a.ID}},
-			{3*p - 1, []int64{b.ID, a.ID}},
 			{2 * p, []int64{b.ID, a.ID}},
 			{p, []int64{a.ID}},
 			{p - 1, nil},
@@ -459,7 +461,7 @@ func TestLockEventsBoundsBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs, err := db.LockEventsTx(ctx, tx, []int64{c.ID, b.ID, a.ID}, false, tc.maxBytes)
+			evs, err := db.LockEventsTx(ctx, tx, []int64{c.ID, big.ID, b.ID, a.ID}, false, tc.maxBytes)
 			tx.Rollback()
 			if err != nil {
 				t.Fatal(err)
