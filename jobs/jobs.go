@@ -82,10 +82,10 @@ type Config struct {
 	// docs/benchmarks.md); 1 turns batching off.
 	Batch int
 	// BatchBytes bounds the payloads of a batch's events, which it holds
-	// in memory with what its handlers make of them: in the order of
-	// their row ids, the events past it go back untried for the next
-	// batch (a batch always takes the event of its own job). Default
-	// DefaultBatchBytes.
+	// in memory with what its handlers make of them: taken in the order
+	// of their row ids, an event whose payload does not fit any more goes
+	// back untried for a later batch (a batch always takes the event of
+	// its own job). Default DefaultBatchBytes.
 	BatchBytes int64
 	// BatchTime bounds how long a batch goes on taking its events: past
 	// it, the events not applied yet are left out and their jobs put back
