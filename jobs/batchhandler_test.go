@@ -118,11 +118,8 @@ func TestBatchHandler(t *testing.T) {
 // by later batches, each once.
 func TestBatchBytes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		h := &batchHandler{}
-		mux := &payhook.Mux{}
-		mux.Handle("*", h)
+		h, db, q := bytesQueue(t, dbURL)
 		// Two of these payloads fit in a batch, three do not.
-		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, BatchBytes: 2500, MaxAttempts: 1})
 		payload := []byte(`{"pad":"` + strings.Repeat("x", 1000-10) + `"}`)
 		var evs []*payhook.Event
 		for i := range 9 {
@@ -134,11 +131,7 @@ func TestBatchBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		start(t, q)
-		for _, ev := range evs {
-			if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
-				t.Errorf("%s: %s with %d effects; want processed with 1", ev.EventID, got.Status, effects(t, db, ev.EventID))
-			}
-		}
+		processedOnce(t, db, evs)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.batches == 0 || h.largest > 2 {
@@ -155,10 +148,7 @@ func TestBatchBytes(t *testing.T) {
 // own job.
 func TestBatchBytesLargeEvent(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		h := &batchHandler{}
-		mux := &payhook.Mux{}
-		mux.Handle("*", h)
-		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, BatchBytes: 2500, MaxAttempts: 1})
+		h, db, q := bytesQueue(t, dbURL)
 		big := event("evt_big")
 		big.Payload = []byte(`{"pad":"` + strings.Repeat("x", 3000) + `"}`)
 		evs := []*payhook.Event{big}
@@ -178,15 +168,32 @@ func TestBatchBytesLargeEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		start(t, q)
-		for _, ev := range evs {
-			if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
-				t.Errorf("%s: %s with %d effects; want processed with 1", ev.EventID, got.Status, effects(t, db, ev.EventID))
-			}
-		}
+		processedOnce(t, db, evs)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if h.largest < 2 {
 			t.Errorf("the largest batch held %d events; want the small ones together (%d bytes each, room 2,500)", h.largest, len(evs[1].Payload))
 		}
 	})
+}
+
+// bytesQueue returns a Queue of one worker over a batchHandler, whose
+// batches take 16 events and 2,500 payload bytes at most.
+func bytesQueue(t *testing.T, dbURL string) (*batchHandler, *store.DB, *jobs.Queue) {
+	h := &batchHandler{}
+	mux := &payhook.Mux{}
+	mux.Handle("*", h)
+	db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, BatchBytes: 2500, MaxAttempts: 1})
+	return h, db, q
+}
+
+// processedOnce waits for each of evs to be done, and fails unless it was
+// processed, with one effect.
+func processedOnce(t *testing.T, db *store.DB, evs []*payhook.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if got := waitDone(t, db, ev.ID); got.Status != payhook.StatusProcessed || effects(t, db, ev.EventID) != 1 {
+			t.Errorf("%s: %s with %d effects; want processed with 1", ev.EventID, got.Status, effects(t, db, ev.EventID))
+		}
+	}
 }
