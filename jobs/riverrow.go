@@ -125,9 +125,10 @@ func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []
 	if q.db.Engine == store.SQLite {
 		// The time is this machine's, SQLite's own clock, formatted once
 		// for the statement rather than by datetime('now', 'subsec') twice
-		// a row (7% of BenchmarkIngest's CPU with OR FAIL, on SQLite).
-		// Cut to the millisecond, never rounded up, it is never later
-		// than the time of a take that follows (takeJobsTx).
+		// a row (with OR FAIL, 4.4% less CPU an event in BenchmarkIngest,
+		// docs/benchmarks.md). Cut to the millisecond, never rounded up,
+		// it is never later than the time of a take that follows
+		// (takeJobsTx).
 		t := time.Now().Truncate(time.Millisecond)
 		if q.cfg.StampWithNow {
 			t = q.cfg.Now().Round(time.Millisecond)

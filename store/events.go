@@ -145,9 +145,9 @@ const eventInsertArgs = 12
 // returns the ids of those inserted by key. A constraint a row breaks
 // fails its statement as it is (OR FAIL), the rows before it left in
 // the transaction: SQLite then keeps no journal of the statement's own
-// to undo it with, a copy of every page it changes (3.6% of the ack
-// path's CPU on SQLite, docs/benchmarks.md). Its callers roll back on an
-// error, as InsertEventsTx says.
+// to undo it with, a copy of every page it changes (2.5% of
+// BenchmarkIngest's CPU, docs/benchmarks.md). Its callers roll back on
+// an error, as InsertEventsTx says.
 func (db *DB) insertEventsSQLite(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (map[eventKey]int64, error) {
 	ids := make(map[eventKey]int64, len(evs))
 	for chunk := range slices.Chunk(evs, maxInsertRows) {
