@@ -91,14 +91,18 @@ func TestBatchDriftAlertOnlyForEventsKept(t *testing.T) {
 				ctx := context.Background()
 				db := open(t, dbURL)
 				cfg := config(t, db, []payhook.Source{{Name: "stripe", Provider: "stripe", APIVersion: "2024-06-20"}}, now)
+				// A copy for each engine: their subtests run at once.
+				evs := make([]*payhook.Event, len(c.evs))
 				for i, ev := range c.evs {
-					ev.ID = int64(i + 1)
+					e := *ev
+					e.ID = int64(i + 1)
+					evs[i] = &e
 				}
 				tx, err := db.SQL.BeginTx(ctx, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				errs, ok, err := cfg.Handlers.DispatchBatch(ctx, tx, c.evs)
+				errs, ok, err := cfg.Handlers.DispatchBatch(ctx, tx, evs)
 				if err != nil || !ok {
 					t.Fatalf("DispatchBatch = %v, %v", ok, err)
 				}
