@@ -113,11 +113,8 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
-	room, bytes := q.batchRoom(guarded, behind), q.cfg.BatchBytes
-	for _, ev := range evs {
-		bytes -= int64(len(ev.Payload))
-	}
-	if bytes <= 0 {
+	room, ownBytes := q.batchRoom(guarded, behind), payloadBytes(evs)
+	if ownBytes >= q.cfg.BatchBytes {
 		room = 0 // its own event fills the batch
 	}
 	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), room, q.alone)
@@ -132,17 +129,13 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 		}
 		jobOf[t.event] = t.job
 	}
-	locked, err := q.db.LockEventsTx(ctx, tx, others, true, bytes)
+	locked, err := q.db.LockEventsTx(ctx, tx, others, true, q.cfg.BatchBytes-ownBytes)
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
 	evs = append(evs, locked...)
 	if len(evs) > 0 {
-		var sum int64
-		for _, ev := range evs {
-			sum += int64(len(ev.Payload))
-		}
-		q.payloadSize.Store(max(1, sum/int64(len(evs))))
+		q.payloadSize.Store(max(1, (ownBytes+payloadBytes(locked))/int64(len(evs))))
 	}
 	// The jobs of events not locked go back: another transaction holds
 	// the event (its job runs it later), it is no longer received (its
@@ -321,6 +314,15 @@ func (q *Queue) batchOver(start time.Time, behind bool) bool {
 // guardedBatch bounds the events of a batch with a savepoint each (see
 // Config.Batch), and of a batch of deliveries.
 const guardedBatch = 32
+
+// payloadBytes is the size of evs' payloads together.
+func payloadBytes(evs []*payhook.Event) int64 {
+	var n int64
+	for _, ev := range evs {
+		n += int64(len(ev.Payload))
+	}
+	return n
+}
 
 // batchRoom is how many jobs besides its own a batch takes: Batch-1
 // (guardedBatch-1 at most if guarded), or as many as the last batch's
