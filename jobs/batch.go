@@ -22,7 +22,7 @@ const maxAlone = 10000
 // of up to Batch-1 other events waiting their first try, in one
 // transaction: it locks the events, applies each one's handlers, marks
 // those that succeeded finished (each with its attempt counted) and
-// completes the other events' jobs, so that N events cost one commit and
+// ends the other events' jobs (endJobsTx), so that N events cost one commit and
 // a handful of statements besides their handlers'; it returns the
 // after-commit deliveries they wrote, for the caller to send
 // (deliverCommitted) once it no longer holds an acks-first slot, and
@@ -37,7 +37,7 @@ const maxAlone = 10000
 // to it and the batch goes on without it; so is one a payhook.BatchHandler
 // fails and leaves out (under a savepoint of its own). The failure of event id is then recorded
 // after the commit, as its attempt's failure, into *errp; another
-// event's job is put back untried, and its event is kept out of later
+// event's job is left untried, and its event is kept out of later
 // batches, so that its own job runs it alone: that handler call, rolled
 // back, counts as no attempt.
 //
@@ -117,7 +117,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	if ownBytes >= q.cfg.BatchBytes {
 		room = 0 // its own event fills the batch
 	}
-	taken, err := q.takeJobsTx(ctx, tx, processArgs{}.Kind(), room, q.alone)
+	taken, err := q.lockJobsTx(ctx, tx, room, q.alone)
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
@@ -137,7 +137,8 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	if len(evs) > 0 {
 		q.payloadSize.Store(max(1, (ownBytes+payloadBytes(locked))/int64(len(evs))))
 	}
-	// The jobs of events not locked go back: another transaction holds
+	// The jobs of events not locked go back (the batch leaves them as they
+	// are, locked until it ends): another transaction holds
 	// the event (its job runs it later), it is no longer received (its
 	// job then finds nothing to do), or its payload does not fit in the
 	// batch's BatchBytes (a batch of its own job takes it).
@@ -245,7 +246,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	} else {
 		committed.sends = deliveries.all
 	}
-	if err := q.putBackTx(ctx, tx, back); err != nil {
+	if err := q.endJobsTx(ctx, tx, ended(taken, back)); err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -413,29 +414,48 @@ func (q *Queue) keepAlone(alone map[int64]bool, id int64) {
 // as text with datetime('now', 'subsec').
 const riverSQLiteTime = "2006-01-02 15:04:05.000"
 
-// takenJob is a job takeJobsTx took and the row it is about (an
-// event's, or a delivery's).
-type takenJob struct{ job, event int64 }
+// takenJob is a job takeJobsTx or lockJobsTx took and the row it is
+// about (an event's, or a delivery's).
+type takenJob struct {
+	job, event int64
+	replay     bool // a replay's job (processArgs.Replay)
+}
 
 // takenArgs reads the row id of the args of either kind takeJobsTx takes.
 type takenArgs struct {
 	EventID  int64 `json:"event_id"`
 	Delivery int64 `json:"delivery"`
+	Replay   int64 `json:"replay"`
 }
 
-// takeJobsTx takes, in tx, up to n jobs of kind (processArgs' or
-// deliverArgs') that are due and were never tried (from Ingest, the
-// sweep, a batch's EnqueueDeliveries), oldest first as River fetches
-// them, skipping any another transaction holds, and marks them completed
-// after one attempt, as River would once they succeed. Their events are
-// applied in tx, so the completion commits or rolls back with them. The
-// locking pick decides: on PostgreSQL FOR UPDATE SKIP LOCKED reads again
-// a row another transaction changed and drops it unless it is still
-// available, so a job River fetched meanwhile is running and not taken
-// (SQLite's one writer serialises). Jobs of the rows in alone (guarded by
-// q.mu), and deliveries' jobs marked Alone (a delivery that failed in its
-// batch), are left to run alone.
-func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, alone map[int64]bool) ([]takenJob, error) {
+// takeJobsTx takes, in tx, up to n deliveries' jobs (deliverArgs') that are
+// due and were never tried (from the sweep, a batch's
+// EnqueueDeliveries), oldest first as River fetches them, skipping any
+// another transaction holds, and marks them completed after one attempt,
+// as River would once they succeed: a delivery batch commits tx before
+// it sends, and the jobs stay its own until it puts back those that
+// failed (putBackTx). The locking pick decides: on PostgreSQL FOR UPDATE
+// SKIP LOCKED reads again a row another transaction changed and drops it
+// unless it is still available, so a job River fetched meanwhile is
+// running and not taken (SQLite's one writer serialises). Jobs of the
+// rows in alone (guarded by q.mu), and deliveries' jobs marked Alone (a
+// delivery that failed in its batch), are left to run alone.
+func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, n int, alone map[int64]bool) ([]takenJob, error) {
+	return q.pickJobsTx(ctx, tx, deliverArgs{}.Kind(), n, alone, true)
+}
+
+// lockJobsTx is takeJobsTx for a processing batch (processArgs' jobs),
+// which applies their events in tx: it locks the jobs and leaves them as
+// they are, and the batch ends those of the events it applied in tx
+// (endJobsTx), so that the end commits or rolls back with them. A job it
+// did not end, it never wrote: the commit's release of its lock puts it
+// back.
+func (q *Queue) lockJobsTx(ctx context.Context, tx *sql.Tx, n int, alone map[int64]bool) ([]takenJob, error) {
+	return q.pickJobsTx(ctx, tx, processArgs{}.Kind(), n, alone, false)
+}
+
+// pickJobsTx is takeJobsTx when claim is set, lockJobsTx when not.
+func (q *Queue) pickJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, alone map[int64]bool, claim bool) ([]takenJob, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -443,41 +463,34 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 	nalone := len(alone)
 	q.mu.Unlock()
 	limit := n + min(nalone, n) // room to drop the alone ones
-	// River's times: the database's clock, or Now with StampWithNow.
-	var now any
-	query := `WITH picked AS MATERIALIZED (SELECT id FROM river_job
+	// The jobs picked, and their args: on SQLite, whose one writer
+	// leaves no row locks to skip, River keeps times in datetime('now',
+	// 'subsec')'s format and args as JSON or JSONB.
+	from := `FROM river_job
 			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
 				AND scheduled_at <= coalesce($4::timestamptz, now()) AND args->'alone' IS NULL
 			ORDER BY priority, scheduled_at, id
 			LIMIT $3
-			FOR UPDATE SKIP LOCKED)
-		UPDATE river_job
-		SET state = 'completed', attempt = attempt + 1,
-			attempted_at = coalesce($4::timestamptz, now()), finalized_at = coalesce($4::timestamptz, now())
-		WHERE id IN (SELECT id FROM picked)
-		RETURNING id, args`
-	if q.cfg.StampWithNow {
-		now = q.cfg.Now().UTC()
-	}
+			FOR UPDATE SKIP LOCKED`
+	argsCol := `args`
 	if q.db.Engine == store.SQLite {
-		// SQLite has one writer: no row locks to skip. River keeps times
-		// in datetime('now', 'subsec')'s format and args as JSON or JSONB.
-		query = `UPDATE river_job
-		SET state = 'completed', attempt = attempt + 1,
-			attempted_at = coalesce(CAST($4 AS TEXT), datetime('now', 'subsec')),
-			finalized_at = coalesce(CAST($4 AS TEXT), datetime('now', 'subsec'))
-		WHERE id IN (SELECT id FROM river_job
+		from = `FROM river_job
 			WHERE state = 'available' AND queue = $1 AND kind = $2 AND attempt = 0
 				AND scheduled_at <= coalesce(CAST($4 AS TEXT), datetime('now', 'subsec'))
 				AND json_extract(args, '$.alone') IS NULL
 			ORDER BY priority, scheduled_at, id
-			LIMIT $3)
-		RETURNING id, CAST(json(args) AS TEXT)`
-		if q.cfg.StampWithNow {
-			now = q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
-		}
+			LIMIT $3`
+		argsCol = `CAST(json(args) AS TEXT)`
 	}
-	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, kind, limit, now)
+	query := `SELECT id, ` + argsCol + ` ` + from
+	switch {
+	case claim && q.db.Engine == store.SQLite:
+		query = q.completeJobs(`id IN (SELECT id `+from+`)`, 4) + ` RETURNING id, ` + argsCol
+	case claim:
+		query = `WITH picked AS MATERIALIZED (SELECT id ` + from + `) ` +
+			q.completeJobs(`id IN (SELECT id FROM picked)`, 4) + ` RETURNING id, ` + argsCol
+	}
+	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, kind, limit, q.riverStamp())
 	if err != nil {
 		return nil, fmt.Errorf("take waiting %s jobs: %w", kind, err)
 	}
@@ -493,7 +506,7 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 		if err := json.Unmarshal(raw, &args); err != nil {
 			return nil, fmt.Errorf("take waiting %s jobs: job %d: args %q: %w", kind, t.job, raw, err)
 		}
-		t.event = args.EventID
+		t.event, t.replay = args.EventID, args.Replay != 0
 		if kind == (deliverArgs{}).Kind() {
 			t.event = args.Delivery
 		}
@@ -514,10 +527,88 @@ func (q *Queue) takeJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 		taken = append(taken, t)
 	}
 	q.mu.Unlock()
+	if !claim {
+		return taken, nil // the others were only locked
+	}
 	if err := q.putBackTx(ctx, tx, back); err != nil {
 		return nil, err
 	}
 	return taken, nil
+}
+
+// riverStamp is the time River's columns get from a take: nil for the
+// database's own clock, or Now with StampWithNow.
+func (q *Queue) riverStamp() any {
+	switch {
+	case !q.cfg.StampWithNow:
+		return nil
+	case q.db.Engine == store.SQLite:
+		return q.cfg.Now().UTC().Round(time.Millisecond).Format(riverSQLiteTime)
+	default:
+		return q.cfg.Now().UTC()
+	}
+}
+
+// completeJobs is the statement that marks the jobs where holds
+// completed after one attempt, as River marks a job that succeeded, at
+// the time of parameter $stamp (riverStamp).
+func (q *Queue) completeJobs(where string, stamp int) string {
+	at := fmt.Sprintf(`coalesce($%d::timestamptz, now())`, stamp)
+	if q.db.Engine == store.SQLite {
+		at = fmt.Sprintf(`coalesce(CAST($%d AS TEXT), datetime('now', 'subsec'))`, stamp)
+	}
+	return `UPDATE river_job SET state = 'completed', attempt = attempt + 1, attempted_at = ` + at +
+		`, finalized_at = ` + at + ` WHERE ` + where
+}
+
+// endJobsTx ends, in tx, jobs lockJobsTx took whose events the batch
+// applied: a replay's is marked completed, as River marks a job that
+// succeeded, so that the event's attempts show it (Attempts); any other
+// is deleted. Its event's row is the record of its one attempt, and
+// marking it completed would cost what deleting it does and more: on
+// PostgreSQL a new version of the row with an entry in each of River's
+// nine indexes (two of them GIN), then River's cleaner deleting it a day
+// later (docs/benchmarks.md).
+func (q *Queue) endJobsTx(ctx context.Context, tx *sql.Tx, jobs []takenJob) error {
+	var gone, replays []int64
+	for _, t := range jobs {
+		if t.replay {
+			replays = append(replays, t.job)
+		} else {
+			gone = append(gone, t.job)
+		}
+	}
+	if len(gone) > 0 {
+		in, arg := q.db.InIDs("id", 1, gone)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM river_job WHERE `+in, arg); err != nil {
+			return fmt.Errorf("end %d event jobs: %w", len(gone), err)
+		}
+	}
+	if len(replays) > 0 {
+		in, arg := q.db.InIDs("id", 1, replays)
+		if _, err := tx.ExecContext(ctx, q.completeJobs(in, 2), arg, q.riverStamp()); err != nil {
+			return fmt.Errorf("end %d replays' jobs: %w", len(replays), err)
+		}
+	}
+	return nil
+}
+
+// ended returns the jobs of taken but those in back.
+func ended(taken []takenJob, back []int64) []takenJob {
+	if len(back) == 0 {
+		return taken
+	}
+	left := make(map[int64]bool, len(back))
+	for _, job := range back {
+		left[job] = true
+	}
+	out := make([]takenJob, 0, len(taken))
+	for _, t := range taken {
+		if !left[t.job] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // putBackTx makes the jobs takeJobsTx took in tx available again, untried.

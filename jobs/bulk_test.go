@@ -56,12 +56,14 @@ func TestBulkFilterRefused(t *testing.T) {
 // TestReplayBulk: the plan selects the filter's events (source, status,
 // type, since), oldest first; two bulk replays of it at once enqueue each
 // event once (the conditional UPDATE decides, the other reports it
-// skipped); the replayed attempts run and are marked as replays.
+// skipped); the replayed attempts run, in one batch, and are marked as
+// replays (a batch keeps the jobs of the replays it applies).
 func TestReplayBulk(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		mux := &payhook.Mux{}
 		mux.HandleFunc("*", effect)
-		db, q := setup(t, dbURL, jobs.Config{Handlers: mux})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1,
+			BatchTime: time.Hour, BusyBatchTime: time.Hour}) // one batch, however slow the machine
 		ctx := context.Background()
 		now := time.Now()
 		since := now.Add(-24 * time.Hour)

@@ -198,13 +198,12 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	if q.cfg.DeliverMany == nil || q.cfg.Batch <= 1 {
 		return false, nil
 	}
-	kind := deliverArgs{}.Kind()
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return false, nil
 	}
 	defer tx.Rollback()
-	taken, err := q.takeJobsTx(ctx, tx, kind, min(q.cfg.Batch, guardedBatch)-1, q.aloneDeliveries)
+	taken, err := q.takeJobsTx(ctx, tx, min(q.cfg.Batch, guardedBatch)-1, q.aloneDeliveries)
 	if err != nil || len(taken) == 0 {
 		return false, nil
 	}

@@ -18,7 +18,7 @@ func (q *Queue) EnqueueAloneTx(ctx context.Context, tx *sql.Tx, ids []int64) err
 // TakeDeliveriesTx takes, in tx, up to n delivery jobs waiting their
 // first try, as a delivery batch does, and returns their deliveries.
 func (q *Queue) TakeDeliveriesTx(ctx context.Context, tx *sql.Tx, n int) ([]int64, error) {
-	taken, err := q.takeJobsTx(ctx, tx, deliverArgs{}.Kind(), n, q.aloneDeliveries)
+	taken, err := q.takeJobsTx(ctx, tx, n, q.aloneDeliveries)
 	ids := make([]int64, len(taken))
 	for i, t := range taken {
 		ids[i] = t.event

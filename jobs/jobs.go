@@ -458,7 +458,7 @@ func Migrate(ctx context.Context, db *store.DB) error {
 
 // riverIndexes makes payhook's indexes on River's table:
 //   - payhook_river_job_first_tries, of the jobs a batch takes
-//     (takeJobsTx): those of one kind waiting their first try, in the
+//     (lockJobsTx, takeJobsTx): those of one kind waiting their first try, in the
 //     order River fetches. Without it a take of deliveries walks every
 //     event job waiting before them, a cost that grows with the backlog.
 //   - payhook_river_job_unkeyed, by which the sweep finds the job Ingest

@@ -925,8 +925,9 @@ func TestBatchLeavesAloneJobs(t *testing.T) {
 // the events waiting their first try and applies them all in its
 // transaction. An event whose handler fails there is rolled back alone:
 // the others commit, and it runs in its own job, where its failure is
-// its one attempt (malformed: failed at once, alerted once). Each job
-// ends completed (or cancelled) after one attempt, and the deliveries the
+// its one attempt (malformed: failed at once, alerted once). The batch
+// deletes the jobs of the events it applied besides its own; the jobs
+// that ran end completed (or cancelled) after one attempt, and the deliveries the
 // handlers enqueued go out for the events that succeeded only: together
 // (DeliverMany) just after the commit, without jobs, their attempts
 // recorded in one transaction; one that fails there gets a job and is
@@ -1042,23 +1043,29 @@ func TestBatch(t *testing.T) {
 				t.Fatalf("%d jobs still running after %s", running, stall)
 			}
 		}
+		// The batch deleted the jobs of the events it applied besides its
+		// own; River ended the two that ran (the batch's, evt_bad's).
 		rows, err := db.SQL.Query(`SELECT state, attempt FROM river_job WHERE kind = 'payhook_process_event'`)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rows.Close()
+		kept := 0
 		for rows.Next() {
 			var state string
 			var attempt int
 			if err := rows.Scan(&state, &attempt); err != nil {
 				t.Fatal(err)
 			}
-			if (state != "completed" && state != "cancelled") || attempt != 1 {
+			if kept++; (state != "completed" && state != "cancelled") || attempt != 1 {
 				t.Errorf("a job is %s after %d attempts; want completed (or cancelled) after 1", state, attempt)
 			}
 		}
 		if err := rows.Err(); err != nil {
 			t.Fatal(err)
+		}
+		if kept != 2 {
+			t.Errorf("%d event jobs kept; want 2, the batch's own and evt_bad's", kept)
 		}
 		// Each event that succeeded enqueued its delivery once; the failed
 		// one's rolled back with it.
@@ -1113,9 +1120,13 @@ func TestBatch(t *testing.T) {
 				t.Errorf("%s: %d deliveries recorded in a batch; want %d", ev.EventID, n, want)
 			}
 		}
+		processed := waitDone(t, db, evs[1].ID).ProcessedAt
 		att, err := q.Attempts(context.Background(), evs[1].ID)
-		if err != nil || len(att) != 1 || att[0].Outcome != "succeeded" {
-			t.Errorf("attempts of a batched event = %+v, %v; want one succeeded", att, err)
+		if want := (jobs.Attempt{N: 1, At: processed, Outcome: "succeeded"}); err != nil || len(att) != 1 || att[0] != want {
+			t.Errorf("attempts of a batched event = %+v, %v; want %+v, read from the event", att, err, want)
+		}
+		if att, err := q.Attempts(context.Background(), evs[0].ID); err != nil || len(att) != 1 || att[0].Job == 0 || att[0].Outcome != "succeeded" {
+			t.Errorf("attempts of the batch's own event = %+v, %v; want its job's success", att, err)
 		}
 	})
 }

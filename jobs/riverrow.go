@@ -43,7 +43,8 @@ import (
 // looks at the key and states River computes (its dbunique package), just
 // before River's own insert, which then finds them live as before.
 // TestIngestedJobsAreRiversJobs compares the rows with River's.
-// jobs/batch.go's takeJobsTx also reads and writes this table directly.
+// jobs/batch.go's lockJobsTx, endJobsTx and takeJobsTx also read and
+// write this table directly.
 
 // processUniqueKey is River's unique key of processArgs{EventID: id}: the
 // SHA-256 of "&kind=" + kind + "&args=" + the args' unique fields as JSON,
@@ -128,7 +129,7 @@ func (q *Queue) insertProcessJobsChunkTx(ctx context.Context, tx *sql.Tx, ids []
 		// a row (with OR FAIL, 4.4% less CPU an event in BenchmarkIngest,
 		// docs/benchmarks.md). Cut to the millisecond, never rounded up,
 		// it is never later than the time of a take that follows
-		// (takeJobsTx).
+		// (lockJobsTx).
 		t := time.Now().Truncate(time.Millisecond)
 		if q.cfg.StampWithNow {
 			t = q.cfg.Now().Round(time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"riverqueue.com/riverui"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/store"
 )
 
@@ -43,7 +44,11 @@ func (q *Queue) UIHandler(ctx context.Context, prefix string, logger *slog.Logge
 // keep it: each failed attempt with its error, and the attempt that
 // succeeded (or is running).
 type Attempt struct {
-	// Job is River's id of the job that ran the attempt.
+	// Job is River's id of the job that ran the attempt; 0 for the
+	// success of a processed event of which River keeps no job that
+	// succeeded, read from the event's row: one applied in another
+	// event's batch (whose job the batch deleted), or one whose job
+	// River's cleaner deleted.
 	Job int64 `json:"job"`
 	// Replay is true for the attempts of a job enqueued by Replay.
 	Replay bool `json:"replay,omitempty"`
@@ -58,9 +63,12 @@ type Attempt struct {
 }
 
 // Attempts returns the processing attempts of the event with row id
-// eventID that River still keeps, oldest first. River deletes finished
-// jobs after a while (completed ones after a day by default): the
-// event's Attempts and LastError are the lasting record.
+// eventID that River still keeps, oldest first, and the success of a
+// processed event whose job River does not keep (see Attempt.Job).
+// River deletes finished jobs after a while (completed ones after a day
+// by default), and a batch deletes the jobs of the events it applies
+// besides its own: the event's Attempts and LastError are the lasting
+// record.
 func (q *Queue) Attempts(ctx context.Context, eventID int64) ([]Attempt, error) {
 	where := "(args->>'event_id')::bigint = @event_id"
 	if q.db.Engine == store.SQLite {
@@ -91,6 +99,15 @@ func (q *Queue) Attempts(ctx context.Context, eventID int64) ([]Attempt, error) 
 			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.AttemptedAt, Outcome: "running"})
 		case job.State == rivertype.JobStateCancelled && job.FinalizedAt != nil && !failed:
 			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.FinalizedAt, Outcome: "cancelled"})
+		}
+	}
+	if !slices.ContainsFunc(out, func(a Attempt) bool { return a.Outcome == "succeeded" }) {
+		ev, err := q.db.Event(ctx, eventID)
+		if err != nil {
+			return nil, fmt.Errorf("attempts of event %d: %w", eventID, err)
+		}
+		if ev.Status == payhook.StatusProcessed && !ev.ProcessedAt.IsZero() {
+			out = append(out, Attempt{N: ev.Attempts, At: ev.ProcessedAt, Outcome: "succeeded"})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Attempt) int { return a.At.Compare(b.At) })

@@ -209,13 +209,32 @@ func TestBackfillUsage(t *testing.T) {
 
 // jobsOf describes River's jobs of event id (state, attempt, when due),
 // for a test that says what holds an event that waits.
-func jobsOf(db *store.DB, id int64) string {
-	arg := `CAST(args->>'event_id' AS BIGINT)`
+// jobEvent is the expression of a processing job's event id in SQL.
+func jobEvent(db *store.DB) string {
 	if db.Engine == store.SQLite {
-		arg = `json_extract(args, '$.event_id')`
+		return `json_extract(args, '$.event_id')`
 	}
+	return `CAST(args->>'event_id' AS BIGINT)`
+}
+
+// oneJobEach checks that no event of db has more than one processing
+// job: a batch deletes the jobs of the events it applies besides its
+// own, so each event has one job or none.
+func oneJobEach(db *store.DB) error {
+	var jobs, events int
+	if err := db.SQL.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT `+jobEvent(db)+`)
+		FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&jobs, &events); err != nil {
+		return fmt.Errorf("count processing jobs: %w", err)
+	}
+	if jobs != events {
+		return fmt.Errorf("%d processing jobs for %d events; want one each at most", jobs, events)
+	}
+	return nil
+}
+
+func jobsOf(db *store.DB, id int64) string {
 	rows, err := db.SQL.Query(`SELECT id, state, attempt, max_attempts, CAST(scheduled_at AS TEXT), CAST(finalized_at AS TEXT)
-		FROM river_job WHERE kind = 'payhook_process_event' AND `+arg+` = $1 ORDER BY id`, id)
+		FROM river_job WHERE kind = 'payhook_process_event' AND `+jobEvent(db)+` = $1 ORDER BY id`, id)
 	if err != nil {
 		return err.Error()
 	}

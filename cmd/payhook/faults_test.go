@@ -194,7 +194,7 @@ func TestFaultDiskFull(t *testing.T) {
 // TestFaultTwoInstances runs two payhook serve on one PostgreSQL database
 // and spreads a storm's deliveries over both, so that copies of one event
 // reach both at once: each event is stored once and processed once, with
-// one job each.
+// one job each (or none: a batch deletes the jobs it applies).
 func TestFaultTwoInstances(t *testing.T) {
 	t.Parallel()
 	sc := scale(faultScale{size: 0.3}, faultScale{size: 1})
@@ -203,10 +203,8 @@ func TestFaultTwoInstances(t *testing.T) {
 	f.rec.targets = []string{a.addr, b.addr}
 	st := f.storm(a.url(), sc.size, 15)
 	f.finish(st, 0, processingStall)
-	var jobs int
-	f.db().SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&jobs)
-	if jobs != f.fig.Stored {
-		t.Errorf("%d processing jobs for %d events, want one each", jobs, f.fig.Stored)
+	if err := oneJobEach(f.db()); err != nil {
+		t.Error(err)
 	}
 	both := f.rec.ackedByBoth()
 	for _, addr := range f.rec.targets {

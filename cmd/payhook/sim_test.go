@@ -23,7 +23,8 @@ import (
 // against a real payhook serve, once per flavour (billete on PostgreSQL
 // at full size: over 2,000 deliveries), each on its own database, and
 // checks that every event the provider created is stored exactly once and
-// handled exactly once, with one job each, and that payhook's payments,
+// handled exactly once, with one job each at most (a batch deletes the
+// jobs it applies), and that payhook's payments,
 // orders, subscriptions and balances equal the provider's final state.
 //
 // On SQLite, whose one connection serialises every delivery and every
@@ -116,10 +117,8 @@ func TestSimStormAgainstServe(t *testing.T) {
 				if !rep.ExactlyOnce() || rep.Stored != len(res.Expected.Events) {
 					t.Fatalf("%+v for %d provider events", rep, len(res.Expected.Events))
 				}
-				var jobs int
-				db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&jobs)
-				if jobs != rep.Stored {
-					t.Fatalf("%d processing jobs for %d events, want one each", jobs, rep.Stored)
+				if err := oneJobEach(db); err != nil {
+					t.Fatal(err)
 				}
 				diffs, err := compareBilling(context.Background(), db, name, res.Expected)
 				if err != nil {
