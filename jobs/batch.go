@@ -246,7 +246,7 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	} else {
 		committed.sends = deliveries.all
 	}
-	if err := q.endJobsTx(ctx, tx, ended(taken, back)); err != nil {
+	if err := q.endJobsTx(ctx, tx, taken, back, done); err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -561,20 +561,35 @@ func (q *Queue) completeJobs(where string, stamp int) string {
 		`, finalized_at = ` + at + ` WHERE ` + where
 }
 
-// endJobsTx ends, in tx, jobs lockJobsTx took whose events the batch
-// applied: a replay's is marked completed, as River marks a job that
-// succeeded, so that the event's attempts show it (Attempts); any other
-// is deleted. Its event's row is the record of its one attempt, and
-// marking it completed would cost what deleting it does and more: on
-// PostgreSQL a new version of the row with an entry in each of River's
-// nine indexes (two of them GIN), then River's cleaner deleting it a day
-// later (docs/benchmarks.md).
-func (q *Queue) endJobsTx(ctx context.Context, tx *sql.Tx, jobs []takenJob) error {
-	var gone, replays []int64
-	for _, t := range jobs {
-		if t.replay {
-			replays = append(replays, t.job)
-		} else {
+// endJobsTx ends, in tx, the jobs lockJobsTx took (taken) but those in
+// back, whose events the batch left out. A job whose event the batch
+// marked processed is deleted: the event's row is the record of its
+// attempt, and marking it completed would cost what deleting it does and
+// more (on PostgreSQL a new version of the row with an entry in each of
+// River's nine indexes, two of them GIN; then River's cleaner deleting it
+// a day later, docs/benchmarks.md). A replay's job, or one whose event
+// ended otherwise (ignored), is marked completed, as River marks a job
+// that succeeded, so that the event's attempts show it (Attempts). Any
+// other (a second job of an event the batch did not apply: its own
+// failed event's, whose job is retried, or one of an event whose other
+// job went back) is deleted too: the job left runs its event.
+func (q *Queue) endJobsTx(ctx context.Context, tx *sql.Tx, taken []takenJob, back []int64, done []finished) error {
+	left := make(map[int64]bool, len(back))
+	for _, job := range back {
+		left[job] = true
+	}
+	status := make(map[int64]payhook.Status, len(done))
+	for _, d := range done {
+		status[d.ev.ID] = d.status
+	}
+	var gone, completed []int64
+	for _, t := range taken {
+		st, applied := status[t.event]
+		switch {
+		case left[t.job]:
+		case applied && (t.replay || st != payhook.StatusProcessed):
+			completed = append(completed, t.job)
+		default:
 			gone = append(gone, t.job)
 		}
 	}
@@ -584,31 +599,13 @@ func (q *Queue) endJobsTx(ctx context.Context, tx *sql.Tx, jobs []takenJob) erro
 			return fmt.Errorf("end %d event jobs: %w", len(gone), err)
 		}
 	}
-	if len(replays) > 0 {
-		in, arg := q.db.InIDs("id", 1, replays)
+	if len(completed) > 0 {
+		in, arg := q.db.InIDs("id", 1, completed)
 		if _, err := tx.ExecContext(ctx, q.completeJobs(in, 2), arg, q.riverStamp()); err != nil {
-			return fmt.Errorf("end %d replays' jobs: %w", len(replays), err)
+			return fmt.Errorf("complete %d event jobs: %w", len(completed), err)
 		}
 	}
 	return nil
-}
-
-// ended returns the jobs of taken but those in back.
-func ended(taken []takenJob, back []int64) []takenJob {
-	if len(back) == 0 {
-		return taken
-	}
-	left := make(map[int64]bool, len(back))
-	for _, job := range back {
-		left[job] = true
-	}
-	out := make([]takenJob, 0, len(taken))
-	for _, t := range taken {
-		if !left[t.job] {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // putBackTx makes the jobs takeJobsTx took in tx available again, untried.

@@ -93,6 +93,14 @@ func jobCount(t *testing.T, db *store.DB) int {
 	return n
 }
 
+// jobEventID is the expression of a processing job's event id in SQL.
+func jobEventID(db *store.DB) string {
+	if db.Engine == store.SQLite {
+		return `json_extract(args, '$.event_id')`
+	}
+	return `CAST(args->>'event_id' AS BIGINT)`
+}
+
 func event(id string) *payhook.Event {
 	return &payhook.Event{Source: "src", EventID: id, Type: "payment.succeeded",
 		ReceivedAt: time.Now(), Payload: []byte(`{}`)}
@@ -1127,6 +1135,60 @@ func TestBatch(t *testing.T) {
 		}
 		if att, err := q.Attempts(context.Background(), evs[0].ID); err != nil || len(att) != 1 || att[0].Job == 0 || att[0].Outcome != "succeeded" {
 			t.Errorf("attempts of the batch's own event = %+v, %v; want its job's success", att, err)
+		}
+	})
+}
+
+// TestBatchEndsJobs: of the jobs a batch takes, it deletes those of the
+// events it marks processed, whose attempt the event's row then tells,
+// and marks completed the job of an event it ignored (an ignored event
+// records no time of its own); River ends the batch's own job.
+func TestBatchEndsJobs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
+			if ev.EventID == "evt_ign" {
+				return fmt.Errorf("%w: nothing to do", payhook.ErrIgnored)
+			}
+			return effect(ctx, tx, ev)
+		})
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16,
+			BatchTime: time.Hour, BusyBatchTime: time.Hour}) // one batch, however slow the machine
+		evs := []*payhook.Event{event("evt_0"), event("evt_1"), event("evt_ign")}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		for _, ev := range evs {
+			waitDone(t, db, ev.ID)
+		}
+		jobOf := func(ev *payhook.Event) (state string, attempt int) {
+			for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+				err := db.SQL.QueryRow(`SELECT state, attempt FROM river_job
+					WHERE kind = 'payhook_process_event' AND `+jobEventID(db)+` = $1`, ev.ID).Scan(&state, &attempt)
+				if errors.Is(err, sql.ErrNoRows) {
+					return "", 0
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if state != "running" || time.Since(since) > stall { // River ends its own job after the attempt
+					return state, attempt
+				}
+			}
+		}
+		for _, c := range []struct {
+			ev      *payhook.Event
+			state   string
+			fromRow bool
+		}{{evs[0], "completed", false}, {evs[1], "", true}, {evs[2], "completed", false}} {
+			if state, attempt := jobOf(c.ev); state != c.state || (state != "" && attempt != 1) {
+				t.Errorf("%s: job %q after %d attempts; want %q", c.ev.EventID, state, attempt, c.state)
+			}
+			att, err := q.Attempts(context.Background(), c.ev.ID)
+			if err != nil || len(att) != 1 || att[0].Outcome != "succeeded" || (att[0].Job == 0) != c.fromRow {
+				t.Errorf("%s: attempts %+v, %v; want one succeeded, read from the event's row: %v", c.ev.EventID, att, err, c.fromRow)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -48,7 +49,7 @@ type Attempt struct {
 	// success of a processed event of which River keeps no job that
 	// succeeded, read from the event's row: one applied in another
 	// event's batch (whose job the batch deleted), or one whose job
-	// River's cleaner deleted.
+	// River's cleaner deleted. Its N is then the event's Attempts.
 	Job int64 `json:"job"`
 	// Replay is true for the attempts of a job enqueued by Replay.
 	Replay bool `json:"replay,omitempty"`
@@ -103,10 +104,11 @@ func (q *Queue) Attempts(ctx context.Context, eventID int64) ([]Attempt, error) 
 	}
 	if !slices.ContainsFunc(out, func(a Attempt) bool { return a.Outcome == "succeeded" }) {
 		ev, err := q.db.Event(ctx, eventID)
-		if err != nil {
+		switch {
+		case errors.Is(err, payhook.ErrNotFound):
+		case err != nil:
 			return nil, fmt.Errorf("attempts of event %d: %w", eventID, err)
-		}
-		if ev.Status == payhook.StatusProcessed && !ev.ProcessedAt.IsZero() {
+		case ev.Status == payhook.StatusProcessed && !ev.ProcessedAt.IsZero():
 			out = append(out, Attempt{N: ev.Attempts, At: ev.ProcessedAt, Outcome: "succeeded"})
 		}
 	}
