@@ -932,6 +932,7 @@ func (h *harness) checkAlways(when string) {
 		}
 	}
 	h.checkFacts(when, false)
+	h.checkWaiting(when)
 	for _, q := range doubled {
 		var what string
 		var n int
@@ -944,6 +945,32 @@ func (h *harness) checkAlways(when string) {
 		}
 		h.fatalf("%s: %s %d times (%s)", when, what, n, q)
 	}
+}
+
+// checkWaiting checks that every event still waiting to be processed
+// has a job that will run it: an event is stored with its job, put back
+// to received with one (a replay), and a batch leaves the jobs of the
+// events it does not apply as they were. The sweep would find an event
+// left without one, SweepAge later: that it does not have to is checked
+// here.
+func (h *harness) checkWaiting(when string) {
+	jobEvent := `CAST(j.args->>'event_id' AS BIGINT)`
+	if h.op.engine == store.SQLite {
+		jobEvent = `json_extract(j.args, '$.event_id')`
+	}
+	var id string
+	err := h.db.SQL.QueryRowContext(h.ctx, `SELECT e.event_id FROM payhook_events e
+		WHERE e.status = 'received' AND NOT EXISTS (SELECT 1 FROM river_job j
+			WHERE j.kind = 'payhook_process_event' AND `+jobEvent+` = e.id
+				AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'))
+		ORDER BY e.id LIMIT 1`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return
+	}
+	if err != nil {
+		h.fatalf("%s: events waiting without a job: %v", when, err)
+	}
+	h.fatalf("%s: event %s is waiting to be processed and has no job that will run it", when, id)
 }
 
 // doubled are queries that find what was applied twice: each returns a
