@@ -421,7 +421,7 @@ type takenJob struct {
 	replay     bool // a replay's job (processArgs.Replay)
 }
 
-// takenArgs reads the row id of the args of either kind takeJobsTx takes.
+// takenArgs reads the row id of the args of either kind pickJobsTx takes.
 type takenArgs struct {
 	EventID  int64 `json:"event_id"`
 	Delivery int64 `json:"delivery"`
