@@ -207,8 +207,6 @@ func TestBackfillUsage(t *testing.T) {
 	}
 }
 
-// jobsOf describes River's jobs of event id (state, attempt, when due),
-// for a test that says what holds an event that waits.
 // jobEvent is the expression of a processing job's event id in SQL.
 func jobEvent(db *store.DB) string {
 	if db.Engine == store.SQLite {
@@ -232,6 +230,8 @@ func oneJobEach(db *store.DB) error {
 	return nil
 }
 
+// jobsOf describes River's jobs of event id (state, attempt, when due),
+// for a test that says what holds an event that waits.
 func jobsOf(db *store.DB, id int64) string {
 	rows, err := db.SQL.Query(`SELECT id, state, attempt, max_attempts, CAST(scheduled_at AS TEXT), CAST(finalized_at AS TEXT)
 		FROM river_job WHERE kind = 'payhook_process_event' AND `+jobEvent(db)+` = $1 ORDER BY id`, id)
