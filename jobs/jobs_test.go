@@ -93,14 +93,6 @@ func jobCount(t *testing.T, db *store.DB) int {
 	return n
 }
 
-// jobEventID is the expression of a processing job's event id in SQL.
-func jobEventID(db *store.DB) string {
-	if db.Engine == store.SQLite {
-		return `json_extract(args, '$.event_id')`
-	}
-	return `CAST(args->>'event_id' AS BIGINT)`
-}
-
 func event(id string) *payhook.Event {
 	return &payhook.Event{Source: "src", EventID: id, Type: "payment.succeeded",
 		ReceivedAt: time.Now(), Payload: []byte(`{}`)}
@@ -1165,7 +1157,7 @@ func TestBatchEndsJobs(t *testing.T) {
 		jobOf := func(ev *payhook.Event) (state string, attempt int) {
 			for since := time.Now(); ; time.Sleep(10 * time.Millisecond) {
 				err := db.SQL.QueryRow(`SELECT state, attempt FROM river_job
-					WHERE kind = 'payhook_process_event' AND `+jobEventID(db)+` = $1`, ev.ID).Scan(&state, &attempt)
+					WHERE kind = 'payhook_process_event' AND `+jobs.JobEventID(db.Engine)+` = $1`, ev.ID).Scan(&state, &attempt)
 				if errors.Is(err, sql.ErrNoRows) {
 					return "", 0
 				}

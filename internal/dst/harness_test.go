@@ -154,7 +154,8 @@ type harness struct {
 	// stepEvery spaces the runs of jobs (0: whenever one is due), so that
 	// jobs wait together and a batch takes several (the odd seeds, which
 	// process in batches); nextSteps is when they run next.
-	stepEvery, nextSteps time.Duration
+	stepEvery time.Duration
+	nextSteps time.Time
 }
 
 // Now is payhook's clock (River's too): the harness's time in whole
@@ -446,7 +447,7 @@ func (h *harness) settle(deliveriesOnly bool) {
 			h.deliver(due)
 			h.crashed()
 		}
-		if h.now.Sub(start) >= h.nextSteps {
+		if !h.now.Before(h.nextSteps) {
 			for range 200 {
 				if h.nextJob().After(h.now) {
 					break // nothing due: spare Step its two queries
@@ -455,7 +456,7 @@ func (h *harness) settle(deliveriesOnly bool) {
 					break
 				}
 			}
-			h.nextSteps = h.now.Sub(start) + h.stepEvery
+			h.nextSteps = h.now.Add(h.stepEvery)
 		}
 		w := h.waiting()
 		if w > 0 && !h.now.Before(nextSweep) {
@@ -483,7 +484,7 @@ func (h *harness) settle(deliveriesOnly bool) {
 			wake = minTime(wake, h.frozen.until)
 		}
 		if w > 0 {
-			wake = minTime(wake, nextSweep, maxTime(h.nextJob(), start.Add(h.nextSteps)))
+			wake = minTime(wake, nextSweep, maxTime(h.nextJob(), h.nextSteps))
 		}
 		h.now = maxTime(wake, h.now.Add(time.Millisecond))
 	}
