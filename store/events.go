@@ -694,12 +694,7 @@ func (db *DB) ListEvents(ctx context.Context, f Filter) ([]*payhook.Event, error
 // On PostgreSQL it skips events another transaction holds (a batch applying
 // them): waiting on them could deadlock with it, and they are not lost.
 func (db *DB) RequeueStaleTx(ctx context.Context, tx *sql.Tx, before, now time.Time, limit int) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM payhook_events
-			WHERE status = 'received' AND enqueued_at < $1
-			ORDER BY enqueued_at LIMIT $3`+db.SkipLocked()+`)
-		UPDATE payhook_events SET enqueued_at = $2
-		WHERE id IN (SELECT id FROM picked) AND status = 'received'
-		RETURNING id`, db.TimeValue(before), db.TimeValue(now), limit)
+	rows, err := tx.QueryContext(ctx, db.requeueStale(), db.TimeValue(before), db.TimeValue(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("requeue stale events: %w", err)
 	}
@@ -718,6 +713,17 @@ func (db *DB) RequeueStaleTx(ctx context.Context, tx *sql.Tx, before, now time.T
 	return ids, nil
 }
 
+// requeueStale is RequeueStaleTx's statement: before, now and limit are
+// $1, $2 and $3.
+func (db *DB) requeueStale() string {
+	return `WITH picked AS MATERIALIZED (SELECT id FROM payhook_events
+			WHERE status = 'received' AND enqueued_at < $1
+			ORDER BY enqueued_at LIMIT $3` + db.SkipLocked() + `)
+		UPDATE payhook_events SET enqueued_at = $2
+		WHERE id IN (SELECT id FROM picked) AND status = 'received'
+		RETURNING id`
+}
+
 // PostponeSweepTx sets when the event with row id id was last enqueued to
 // at, for the sweep to look at it again SweepAge after at, if the event is
 // still received.
@@ -731,19 +737,33 @@ func (db *DB) PostponeSweepTx(ctx context.Context, tx *sql.Tx, id int64, at time
 
 // CountByStatus returns how many events each status holds.
 func (db *DB) CountByStatus(ctx context.Context) (map[payhook.Status]int, error) {
-	rows, err := db.SQL.QueryContext(ctx, `SELECT status, COUNT(*) FROM payhook_events GROUP BY status`)
+	// Processed events are the rest of all: only the others have an index
+	// holding their status, and one statement reads them all at once.
+	rows, err := db.SQL.QueryContext(ctx, `SELECT '', COUNT(*) FROM payhook_events
+		UNION ALL
+		SELECT status, COUNT(*) FROM payhook_events
+		WHERE status = 'received' OR status = 'failed' OR status = 'ignored'
+		GROUP BY status`)
 	if err != nil {
 		return nil, fmt.Errorf("count events: %w", err)
 	}
 	defer rows.Close()
 	counts := map[payhook.Status]int{}
+	processed := 0
 	for rows.Next() {
 		var s string
 		var n int
 		if err := rows.Scan(&s, &n); err != nil {
 			return nil, fmt.Errorf("count events: %w", err)
 		}
-		counts[payhook.Status(s)] = n
+		if s == "" {
+			processed += n
+		} else {
+			counts[payhook.Status(s)], processed = n, processed-n
+		}
+	}
+	if processed > 0 {
+		counts[payhook.StatusProcessed] = processed
 	}
 	return counts, rows.Err()
 }

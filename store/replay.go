@@ -22,7 +22,13 @@ func (db *DB) eventWhere(f Filter) (string, []any) {
 	if f.Source != "" {
 		add("source = $%d", f.Source)
 	}
-	if f.Status != "" {
+	switch {
+	case f.Status.Valid():
+		// A literal, not a parameter: the index of the events not
+		// processed is partial, and a planner matches its condition to
+		// the query's only by value.
+		where = append(where, "status = '"+string(f.Status)+"'")
+	case f.Status != "":
 		add("status = $%d", string(f.Status))
 	}
 	if f.EventID != "" {

@@ -37,7 +37,7 @@ var putBack = []struct {
 	// for, and which the run drops.
 	{"check-then-insert", func(on bool) {
 		jobs.DSTBugs["check-then-insert"] = on
-		bugSchema = map[bool]string{true: `DROP INDEX payhook_events_source_event_id`}[on]
+		bugSchema = map[bool]string{true: `DROP INDEX payhook_events_event_id_source`}[on]
 	}, 20},
 	// Both statements that say "only if still received": the claim and
 	// the finishing UPDATE.
