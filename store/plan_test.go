@@ -12,9 +12,10 @@ import (
 	"github.com/payhook/payhook/internal/dbtest"
 )
 
-// The statements that look for a few events (or orders) among many use
-// the index made for them, on both engines: the partial indexes of the
-// events not processed match only a status written in the statement.
+// The statements that look for a few events among many use the index
+// made for them, on both engines, as payhook runs them: SQLite without
+// statistics, and a status written in the statement (a generic plan of
+// PostgreSQL cannot use a partial index for a parameter).
 func TestEventQueryPlans(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
@@ -26,7 +27,7 @@ func TestEventQueryPlans(t *testing.T) {
 		if _, err := db.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		// Many processed events, a few of each other status; many orders.
+		// Many processed events, a few of each other status.
 		at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 		if _, err := db.SQL.ExecContext(ctx, `INSERT INTO payhook_events
 			(source, event_id, type, received_at, payload, status, enqueued_at)
@@ -35,12 +36,13 @@ func TestEventQueryPlans(t *testing.T) {
 			FROM (`+series(db.Engine, 5000)+`) AS s`, db.TimeValue(at), []byte(`{}`)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.SQL.ExecContext(ctx, `INSERT INTO payhook_orders (source, order_id, status, created_at)
-			SELECT 'shop', 'ord_' || n, 'paid', $1 FROM (`+series(db.Engine, 5000)+`) AS s`, db.TimeValue(at)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.SQL.ExecContext(ctx, `ANALYZE`); err != nil {
-			t.Fatal(err)
+		// PostgreSQL's autovacuum analyzes a table that grows; payhook
+		// never runs ANALYZE on SQLite, whose planner must choose without
+		// statistics.
+		if db.Engine == Postgres {
+			if _, err := db.SQL.ExecContext(ctx, `ANALYZE`); err != nil {
+				t.Fatal(err)
+			}
 		}
 		list := func(f Filter) string {
 			where, _ := db.eventWhere(f)
@@ -61,14 +63,15 @@ func TestEventQueryPlans(t *testing.T) {
 			{"a provider's event id", list(Filter{EventID: "evt_7"}), "payhook_events_event_id_source", []any{"evt_7"}},
 			{"an event id of a source", `SELECT id FROM payhook_events WHERE source = $1 AND event_id = $2`,
 				"payhook_events_event_id_source", []any{"shop", "evt_7"}},
-			{"an order of any source", `SELECT id FROM payhook_orders WHERE order_id = $1`,
-				"payhook_orders_order_id_source", []any{"ord_7"}},
-			{"an order of a source", `SELECT id FROM payhook_orders WHERE source = $1 AND order_id = $2`,
-				"payhook_orders_order_id_source", []any{"shop", "ord_7"}},
 		} {
 			plan := explain(t, db, tc.query, tc.args)
 			if !slices.ContainsFunc(strings.Fields(tc.index), func(index string) bool { return strings.Contains(plan, index) }) {
 				t.Errorf("%s: the plan does not use %s:\n%s", tc.name, tc.index, plan)
+			}
+			// The sweep reads its oldest events in the index's order, not
+			// every waiting event to sort them.
+			if tc.name == "the sweep" && (strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort")) {
+				t.Errorf("the sweep sorts the events it looks at:\n%s", plan)
 			}
 		}
 		counts, err := db.CountByStatus(ctx)

@@ -25,8 +25,9 @@ func (db *DB) eventWhere(f Filter) (string, []any) {
 	switch {
 	case f.Status.Valid():
 		// A literal, not a parameter: the index of the events not
-		// processed is partial, and a planner matches its condition to
-		// the query's only by value.
+		// processed is partial, and a plan made for any value of a
+		// parameter (PostgreSQL's generic plan of a prepared statement)
+		// cannot use it.
 		where = append(where, "status = '"+string(f.Status)+"'")
 	case f.Status != "":
 		add("status = $%d", string(f.Status))
