@@ -3,7 +3,9 @@
 -- them. On PostgreSQL a DROP INDEX waits for the transactions using
 -- payhook_events to end and holds the table a moment: alone in its
 -- transaction, it holds nothing an older instance's batch could wait for.
-DROP INDEX payhook_events_source_event_id;
-DROP INDEX payhook_events_event_id;
-DROP INDEX payhook_events_status_enqueued_at;
-DROP INDEX payhook_events_status_id;
+-- IF EXISTS: a database that applied the first version of 0011 (on main
+-- for an hour, 38bad99) has dropped them already.
+DROP INDEX IF EXISTS payhook_events_source_event_id;
+DROP INDEX IF EXISTS payhook_events_event_id;
+DROP INDEX IF EXISTS payhook_events_status_enqueued_at;
+DROP INDEX IF EXISTS payhook_events_status_id;
