@@ -52,17 +52,18 @@ func TestEventQueryPlans(t *testing.T) {
 			name, query string
 			index       string // one of these (received events are in two partial indexes)
 			args        []any
+			inOrder     bool // reads the index in the order it wants, no sort
 		}{
 			{"the sweep", db.requeueStale(), "payhook_events_received_enqueued_at",
-				[]any{db.TimeValue(at), db.TimeValue(at), 10}},
-			{"failed events", list(Filter{Status: payhook.StatusFailed}), "payhook_events_unprocessed_status_id", nil},
-			{"received events", list(Filter{Status: payhook.StatusReceived}), "payhook_events_unprocessed_status_id payhook_events_received_enqueued_at", nil},
-			{"ignored events", list(Filter{Status: payhook.StatusIgnored}), "payhook_events_unprocessed_status_id", nil},
+				[]any{db.TimeValue(at), db.TimeValue(at), 10}, true},
+			{"failed events", list(Filter{Status: payhook.StatusFailed}), "payhook_events_unprocessed_status_id", nil, false},
+			{"received events", list(Filter{Status: payhook.StatusReceived}), "payhook_events_unprocessed_status_id payhook_events_received_enqueued_at", nil, false},
+			{"ignored events", list(Filter{Status: payhook.StatusIgnored}), "payhook_events_unprocessed_status_id", nil, false},
 			{"the oldest waiting event", `SELECT MIN(id) FROM payhook_events WHERE status = 'received'`,
-				"payhook_events_unprocessed_status_id payhook_events_received_enqueued_at", nil},
-			{"a provider's event id", list(Filter{EventID: "evt_7"}), "payhook_events_event_id_source", []any{"evt_7"}},
+				"payhook_events_unprocessed_status_id payhook_events_received_enqueued_at", nil, false},
+			{"a provider's event id", list(Filter{EventID: "evt_7"}), "payhook_events_event_id_source", []any{"evt_7"}, false},
 			{"an event id of a source", `SELECT id FROM payhook_events WHERE source = $1 AND event_id = $2`,
-				"payhook_events_event_id_source", []any{"shop", "evt_7"}},
+				"payhook_events_event_id_source", []any{"shop", "evt_7"}, false},
 		} {
 			plan := explain(t, db, tc.query, tc.args)
 			if !slices.ContainsFunc(strings.Fields(tc.index), func(index string) bool { return strings.Contains(plan, index) }) {
@@ -70,8 +71,8 @@ func TestEventQueryPlans(t *testing.T) {
 			}
 			// The sweep reads its oldest events in the index's order, not
 			// every waiting event to sort them.
-			if tc.name == "the sweep" && (strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort")) {
-				t.Errorf("the sweep sorts the events it looks at:\n%s", plan)
+			if tc.inOrder && (strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort")) {
+				t.Errorf("%s sorts the events it looks at:\n%s", tc.name, plan)
 			}
 		}
 		counts, err := db.CountByStatus(ctx)
@@ -90,8 +91,8 @@ func series(engine Engine, n int) string {
 	return fmt.Sprintf(`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < %d) SELECT n FROM c`, n)
 }
 
-// explain returns the plan of query with args, rolled back (EXPLAIN
-// plans an UPDATE without running it).
+// explain returns the plan of query with args (EXPLAIN plans an UPDATE
+// without running it).
 func explain(t *testing.T, db *DB, query string, args []any) string {
 	t.Helper()
 	ctx := context.Background()
