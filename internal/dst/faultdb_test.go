@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"modernc.org/sqlite"
 )
@@ -49,6 +50,9 @@ type faults struct {
 	// order (see unitStatements), so a seed plays the same faults on
 	// SQLite and PostgreSQL. Otherwise every statement is a point.
 	portable bool
+	// late: how long the server takes over each statement besides its
+	// own time (opener.late).
+	late time.Duration
 }
 
 type outsideStmt struct {
@@ -237,6 +241,7 @@ func (c *faultConn) ExecContext(ctx context.Context, query string, args []driver
 	if err := c.park(ctx); err != nil {
 		return nil, err
 	}
+	time.Sleep(c.f.late)
 	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}
@@ -247,6 +252,7 @@ func (c *faultConn) QueryContext(ctx context.Context, query string, args []drive
 	if err := c.park(ctx); err != nil {
 		return nil, err
 	}
+	time.Sleep(c.f.late)
 	if err := c.f.statement(c.tx, query); err != nil {
 		return nil, err
 	}

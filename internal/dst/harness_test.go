@@ -108,6 +108,10 @@ type opener struct {
 	// portable: the faults of the model both engines play alike
 	// (faults.portable).
 	portable bool
+	// late makes each statement take that much longer (PostgreSQL only:
+	// inside the bubble a sleep is simulated time), as a busy server
+	// does.
+	late time.Duration
 }
 
 // harness is one seeded run.
@@ -210,7 +214,7 @@ func playSeed(t testing.TB, seed int64, op opener) outcome {
 	h := &harness{t: t, seed: seed, plan: newPlan(rng), rng: rng, now: start, op: op, ctx: context.Background(),
 		acked: map[string]time.Time{}, done: map[string]int{}, logs: &bytes.Buffer{}}
 	h.faults = &faults{crashAt: map[int]bool{}, afterCommit: map[int]bool{}, fail: h.plan.stmtFail, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17)),
-		portable: op.portable}
+		portable: op.portable, late: op.late}
 	running.Store(h.faults)
 	for _, n := range h.plan.crashes {
 		h.faults.crashAt[n] = true
