@@ -60,6 +60,12 @@ type Target struct {
 	// instance's): Run reads its group commits' time before and after the
 	// deliveries, for Result.InCommits.
 	Metrics string
+	// Release, if set with DB, starts the target's processing, held until
+	// then: Run calls it once every delivery of the load is answered, so
+	// that the drain that follows measures processing alone, with no
+	// delivery to acknowledge (Result.ProcessedAlone). Called at most
+	// once: a held target takes one load.
+	Release func()
 }
 
 // Phase is one load applied to a target.
@@ -144,6 +150,11 @@ type Result struct {
 	// Drain runs from the first delivery until no event of the source was
 	// waiting to be processed; 0 without a database.
 	Drain time.Duration `json:"drain,omitempty"`
+	// HeldWaiting and ProcessedAlone are measured with Target.Release:
+	// the events waiting when processing was released, and how many of
+	// them were processed per second from then until none waited.
+	HeldWaiting    int64   `json:"held_waiting,omitempty"`
+	ProcessedAlone float64 `json:"processed_alone_per_sec,omitempty"`
 	// InCommits is the time the target spent in its group commits per
 	// second of Elapsed (payhook_groupcommit_commit_duration_seconds),
 	// with Target.Metrics; 0 without. Near the number of its committers
@@ -180,6 +191,9 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 	}
 	if t.DB != nil && t.Source == "" {
 		return nil, fmt.Errorf("bench: target %s has a database but no source", t.Name)
+	}
+	if t.Release != nil && t.DB == nil {
+		return nil, fmt.Errorf("bench: target %s holds its processing but has no database to drain", t.Name)
 	}
 	p.Timeout = cmpOr(p.Timeout, 30*time.Second)
 	p.Interval = cmpOr(p.Interval, time.Second)
@@ -250,6 +264,11 @@ func Run(ctx context.Context, t Target, p Phase) (*Result, error) {
 	res.AckedEvents = len(acked)
 	res.Target, res.Provider, res.Kind, res.Concurrency, res.Rate = t.Name, p.Provider, p.Kind, p.Concurrency, p.Rate
 	res.Sent, res.Events, res.Duplicates, res.Stored = len(ids), p.Events, p.Duplicates, -1
+	if t.Release != nil {
+		if err := processAlone(ctx, t, p.Stall, res); err != nil {
+			return res, err
+		}
+	}
 	if t.DB != nil {
 		if res.Drain, err = drain(ctx, t.DB, t.Source, start, p.Stall); err != nil {
 			return res, err
@@ -523,6 +542,27 @@ func drainLoop(ctx context.Context, start time.Time, stall, poll, countEvery tim
 		case <-time.After(grown(poll, time.Second, 100)):
 		}
 	}
+}
+
+// processAlone releases t's processing, held while the load was
+// answered, and measures how fast it works off the events then waiting:
+// res.HeldWaiting of them over the time until none waits.
+func processAlone(ctx context.Context, t Target, stall time.Duration, res *Result) error {
+	err := t.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_events WHERE source = $1 AND status = 'received'`,
+		t.Source).Scan(&res.HeldWaiting)
+	if err != nil {
+		return fmt.Errorf("bench: %s: count the events held: %w", t.Name, err)
+	}
+	released := time.Now()
+	t.Release()
+	took, err := drain(ctx, t.DB, t.Source, released, stall)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", t.Name, err)
+	}
+	if took > 0 {
+		res.ProcessedAlone = float64(res.HeldWaiting) / took.Seconds()
+	}
+	return nil
 }
 
 // stored counts the events of source whose ids start with the run's prefix.

@@ -95,11 +95,35 @@ func WriteText(w io.Writer, results []*Result) error {
 		}
 	}
 	if slices.ContainsFunc(results, func(r *Result) bool { return r.InCommits > 0 }) {
-		_, err := fmt.Fprintln(w, "In commits: seconds the target spent in its group commits per second of the load; its committers\n"+
-			"(1 on SQLite, 3 on PostgreSQL) never rest near their number: only bigger batches or cheaper commits ack more.")
-		return err
+		if _, err := fmt.Fprintln(w, "In commits: seconds the target spent in its group commits per second of the load; its committers\n"+
+			"(1 on SQLite, 3 on PostgreSQL) never rest near their number: only bigger batches or cheaper commits ack more."); err != nil {
+			return err
+		}
+	}
+	for _, r := range results {
+		if r.HeldWaiting > 0 {
+			if _, err := fmt.Fprintf(w, "Processing alone, %s %s: %s (%s); processing was held until every delivery was answered.\n",
+				r.Target, r.Load(), ProcessedAloneText(r), AloneVsAcksText(r)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
+}
+
+// ProcessedAloneText says how fast r's held events were processed once
+// released (Target.Release): "4512 events/s, 20000 waiting".
+func ProcessedAloneText(r *Result) string {
+	return fmt.Sprintf("%.0f events/s, %d waiting", r.ProcessedAlone, r.HeldWaiting)
+}
+
+// AloneVsAcksText compares r's processing alone with its acks: "0.52× its
+// acks/s".
+func AloneVsAcksText(r *Result) string {
+	if r.AcksPerSec <= 0 {
+		return "no acks to compare"
+	}
+	return fmt.Sprintf("%.2f× its acks/s", r.ProcessedAlone/r.AcksPerSec)
 }
 
 // InCommitsText is r.InCommits in seconds per second, "-" when not

@@ -12,6 +12,7 @@
 #   3. database bytes per stored event, both engines and the peer;
 #   4. memory and goroutines of a payhook serve over a soak at a fixed rate;
 #   5. with BENCH_BACKLOG: how fast a backlog of N events drains;
+#   6. processing alone: a c=64 load held, then worked off (--hold);
 # then cmd/benchdoc writes docs/benchmarks.md's generated section and the
 # chart. Sizes are variables (make bench BENCH_EVENTS=20000 ...):
 #
@@ -74,7 +75,7 @@ log "run files in $DIR; load average $UPTIME_START"
 PG="$(PAYHOOK_PG_DURABLE=1 PAYHOOK_PG_STATE="$DIR/pg/state" PAYHOOK_PG_PORT=58432 scripts/pg.sh start)"
 PGBASE="${PG%/payhook\?*}"
 pgdb() { printf '%s/%s?sslmode=disable' "$PGBASE" "$1"; }
-for d in run peer empty inst soak backlog; do psql "$PG" -qXc "CREATE DATABASE $d" >/dev/null; done
+for d in run peer empty inst soak backlog held; do psql "$PG" -qXc "CREATE DATABASE $d" >/dev/null; done
 # The commit the binary is built from, read now: the tree may move on
 # while the run lasts.
 COMMIT="$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!docs' || echo '+changes')"
@@ -262,6 +263,23 @@ if [[ -n "$BACKLOG" ]]; then
 	done
 	cmdline "payhook bench --url backlog-N=http://127.0.0.1:1810x/webhooks/bench --url-db \$PG/backlog --secret \$SECRET --event payment.succeeded --events N --duplicates 0 --concurrency 64 --json   # N = ${BACKLOG}, a fresh database each"
 fi
+
+# --- 6. processing alone -----------------------------------------------------------
+# The c=64 load again, each engine's processing held until every delivery
+# is answered (--hold): then how fast it works off the events waiting,
+# with no delivery to acknowledge, beside the acks/s of the same load.
+log "processing alone: $EVENTS events held, then released, on SQLite and PostgreSQL"
+args=(bench --db "sqlite://$DIR/held.db" --db "$(pgdb held)" --hold --event payment.succeeded --events "$EVENTS" --duplicates 0
+	--concurrency 64 --stall "$STALL" --json)
+cmdline "payhook ${args[*]} > held.json"
+"$PAYHOOK" "${args[@]}" >"$DIR/held.json"
+for t in sqlite postgres; do
+	v="$(jq -r --arg t "$t" '.results[] | select(.target == $t) |
+		"\(.processed_alone_per_sec | floor) events/s (\(.processed_alone_per_sec / .acks_per_sec * 100 | round / 100)× its acks/s)"' "$DIR/held.json")"
+	note="$(jq -r --arg t "$t" '.results[] | select(.target == $t) |
+		"\(.held_waiting) events waiting when released; acks \(.acks_per_sec | floor)/s at c=64 in the same load"' "$DIR/held.json")"
+	row "processing alone, events held until a c=64 load was answered, processed/s" "$t" "$v" "$note"
+done
 
 # --- the document ----------------------------------------------------------------
 printf '%s\n' "${ROWS[@]}" | jq -s . >"$DIR/scale.json"

@@ -26,7 +26,7 @@ import (
 
 const benchHelp = `Usage: payhook bench [--floor] [--db URL]... [--url [NAME=]URL --secret S] [--provider P]
                      [--event KIND] [--events N] [--duplicates N] [--concurrency C,...] [--rate R,...]
-                     [--json] [--svg FILE]
+                     [--hold] [--json] [--svg FILE]
 
 Sends validly signed webhook deliveries and measures what a provider sees:
 acknowledgements per second, latency percentiles (p50, p90, p99, p99.9),
@@ -53,6 +53,12 @@ no --concurrency, only the rate loads run. Every load sends
 --events new events and --duplicates repeats of them, of the --event kind:
 checkout.completed (Stripe checkout.session.completed), the default, or
 payment.succeeded (Stripe payment_intent.succeeded).
+
+With --hold, each --db target processes nothing until every delivery of
+the load is answered; then its processing starts, and the time until no
+event waits gives its processing alone, in events per second and as a
+multiple of the same load's acks/s: how fast it works off a backlog with
+no delivery to acknowledge. --hold takes one load.
 
 Examples:
   payhook bench --floor --db sqlite://bench.db --concurrency 16,64
@@ -104,6 +110,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	svg := fs.String("svg", "", "write a chart of throughput and p99 over time to this SVG file")
 	stall := fs.Duration("stall", time.Minute, "give up waiting for the drain when no event was processed for this long")
 	workers := fs.Int("workers", 0, "processing workers of the in-process payhook (default: serve's)")
+	hold := fs.Bool("hold", false, "hold the in-process payhook's processing until the load is answered, then measure processing alone")
 	unsafeDurability := fs.Bool("unsafe-durability", false,
 		"start the in-process payhook even on a database that could lose acknowledged events (see payhook serve --help)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (generator and in-process payhook) to this file")
@@ -136,6 +143,10 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: --stall must be positive", errUsage)
 	case *workers < 0:
 		return fmt.Errorf("%w: --workers must be 0 (serve's default) or more", errUsage)
+	case *hold && len(dbs) == 0:
+		return fmt.Errorf("%w: --hold holds the processing of an in-process payhook: give a --db", errUsage)
+	case *hold && len(concs)+len(rates) != 1:
+		return fmt.Errorf("%w: --hold measures one load: give one --concurrency or one --rate", errUsage)
 	case len(concs)+len(rates) == 0:
 		return fmt.Errorf("%w: give a --concurrency or a --rate", errUsage)
 	}
@@ -153,7 +164,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 
 	rep := benchReport{Date: m.Now().UTC(), Args: args, Machine: benchMachine{CPUs: runtime.NumCPU(), CPU: cpuModel(),
 		Go: runtime.Version(), Databases: map[string]string{}}}
-	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, urlDBs, *provider, *secret, *workers, *unsafeDurability, &rep.Machine)
+	targets, closeAll, err := m.benchTargets(ctx, *floor, dbs, urls, urlDBs, *provider, *secret, *workers, *hold, *unsafeDurability, &rep.Machine)
 	defer closeAll()
 	if err != nil {
 		return err
@@ -238,7 +249,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 // and the running ones given by URL. closeAll stops what it started, also
 // after an error.
 func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs []string, providerName, urlSecret string,
-	workers int, unsafeDurability bool, mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
+	workers int, hold, unsafeDurability bool, mach *benchMachine) (targets []benchTarget, closeAll func(), err error) {
 	var closers []func()
 	closeAll = func() {
 		for _, c := range slices.Backward(closers) {
@@ -281,8 +292,13 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 		}
 		for _, dbURL := range dbs {
 			logs := &headBuffer{max: 64 << 10}
-			srv, err := startInProcess(ctx, &Main{Stdout: io.Discard, Stderr: logs, Getenv: m.subEnv, Now: m.Now},
-				append(args, "--db", dbURL)...)
+			sub := &Main{Stdout: io.Discard, Stderr: logs, Getenv: m.subEnv, Now: m.Now}
+			var release func()
+			if hold {
+				held := make(chan struct{})
+				sub.holdProcessing, release = held, sync.OnceFunc(func() { close(held) })
+			}
+			srv, err := startInProcess(ctx, sub, append(args, "--db", dbURL)...)
 			if err != nil {
 				return nil, closeAll, fmt.Errorf("bench: start payhook on %s: %w\n%s", store.Redact(dbURL), err, logs.String())
 			}
@@ -298,7 +314,7 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			}
 			mach.Databases[name] = serverVersion(ctx, db)
 			targets = append(targets, benchTarget{bench.Target{Name: name, URL: srv.url + "/webhooks/" + benchSource,
-				DB: db.SQL, Source: benchSource, Metrics: srv.url + "/metrics"}, secret})
+				DB: db.SQL, Source: benchSource, Metrics: srv.url + "/metrics", Release: release}, secret})
 		}
 	}
 	for i, u := range urls {

@@ -99,6 +99,37 @@ func TestBench(t *testing.T) {
 	})
 }
 
+// TestBenchHold: with --hold, the in-process payhook stores every
+// delivery of the load and processes none of them until it is answered;
+// then processing alone works them all off, on each engine.
+func TestBenchHold(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		var out, errs bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errs, Getenv: testEnv(nil)}
+		// A slow load, over which processing would otherwise keep up.
+		args := []string{"bench", "--db", dbtest.URL(t, engine), "--hold", "--events", "30", "--duplicates", "5",
+			"--rate", "20", "--json", "--stall", "5m"}
+		if code := m.Run(context.Background(), args); code != 0 {
+			t.Fatalf("payhook %s = %d\n%s", strings.Join(args, " "), code, errs.String())
+		}
+		var rep benchReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatalf("JSON output: %v\n%s", err, out.String())
+		}
+		if len(rep.Results) != 1 {
+			t.Fatalf("%d results; want 1", len(rep.Results))
+		}
+		r := rep.Results[0]
+		// Every stored event was still waiting when the load ended, and
+		// the drain found none waiting after.
+		if r.Stored < r.AckedEvents || r.HeldWaiting != int64(r.Stored) || !(r.ProcessedAlone > 0) || r.Drain <= 0 {
+			t.Errorf("%d stored, %d acked, %d waiting at the release, %v processed/s alone, drain %v; want all stored waiting, then processed",
+				r.Stored, r.AckedEvents, r.HeldWaiting, r.ProcessedAlone, r.Drain)
+		}
+	})
+}
+
 // TestBenchUsage checks that bad command lines are refused before any
 // target starts.
 func TestBenchUsage(t *testing.T) {
@@ -122,6 +153,9 @@ func TestBenchUsage(t *testing.T) {
 		{"--url", "peer=ftp://127.0.0.1:1/x", "--secret", "whsec_x"},
 		{"--url", "127.0.0.1:1/x", "--secret", "whsec_x"},
 		{"--url", "floor=http://127.0.0.1:1/x", "--secret", "whsec_x"},
+		{"--floor", "--hold", "--concurrency", "4"},
+		{"--db", "sqlite://x.db", "--hold"}, // two loads: c=16 and c=64
+		{"--db", "sqlite://x.db", "--hold", "--concurrency", "4", "--rate", "10"},
 	} {
 		var errs bytes.Buffer
 		m := &Main{Stdout: &bytes.Buffer{}, Stderr: &errs, Getenv: testEnv(nil)}

@@ -58,6 +58,10 @@ type Main struct {
 	OnAdminListen func(addr string)
 	// demoSecret, if set, is the demo source's secret (payhook demo).
 	demoSecret string
+	// holdProcessing, if set, holds serve's processing until it is
+	// closed: events are received and stored, none processed (payhook
+	// bench --hold).
+	holdProcessing <-chan struct{}
 }
 
 // errUsage marks a command-line mistake: exit status 2.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -222,7 +223,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		adminSrv = adminServer(adminMux)
 	}
 	// Jobs must outlive the signal: shutdown drains them with Stop.
-	if err := queue.Start(context.WithoutCancel(ctx)); err != nil {
+	unhold, err := m.startQueue(ctx, queue, log)
+	if err != nil {
 		ln.Close()
 		if adminLn != nil {
 			adminLn.Close()
@@ -275,6 +277,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		if con != nil {
 			con.Close()
 		}
+		unhold()
 		queue.Stop(context.Background())
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
@@ -293,6 +296,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if con != nil {
 		con.Close() // its bulk replay, before the database closes
 	}
+	unhold()
 	if qerr := queue.Stop(sctx); err == nil {
 		err = qerr
 	}
@@ -396,4 +400,27 @@ func (m *Main) migrate(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "migrated %s: %d payhook migrations applied %v; job queue up to date\n", db.URL, len(applied), applied)
 	return nil
+}
+
+// startQueue starts queue's processing; with holdProcessing set, only
+// once that is closed, in the background. unhold gives up a start still
+// held and returns once the queue has started or never will, so that a
+// Stop after it follows any start.
+func (m *Main) startQueue(ctx context.Context, queue *jobs.Queue, log *slog.Logger) (unhold func(), err error) {
+	start := func() error { return queue.Start(context.WithoutCancel(ctx)) }
+	if m.holdProcessing == nil {
+		return func() {}, start()
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-m.holdProcessing:
+			if err := start(); err != nil {
+				log.Error("processing held, then not started", "err", err)
+			}
+		case <-quit:
+		}
+	}()
+	return sync.OnceFunc(func() { close(quit); <-done }), nil
 }
