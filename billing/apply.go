@@ -81,7 +81,10 @@ func Apply(ctx context.Context, tx *Tx, source string, facts []Fact) error {
 //   - Settled inserts the crypto invoice as settled and credits it
 //     ("settle:<invoice>": +amount crypto_wallet, -amount revenue) unless
 //     its chain reference already credits another invoice (the unique
-//     index decides; stored rejected, AlertCryptoReferenceReused). One
+//     index decides; stored rejected, AlertCryptoReferenceReused). An
+//     invoice stored rejected is credited by a later Settled with a
+//     reference no invoice holds, as in the other order (a conditional
+//     UPDATE of the row still rejected decides). One
 //     whose order is paid by another payment is credited too, as a fiat
 //     capture is, and raises AlertOrderPaidTwice.
 //   - Subscription inserts the subscription or replaces it only with a

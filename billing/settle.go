@@ -34,14 +34,26 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 		return err
 	}
 	if !inserted {
-		var kind, chainRef, currency string
+		var kind, chainRef, currency, status string
 		var amount int64
-		err := a.tx.QueryRowContext(ctx, `SELECT kind, COALESCE(chain_ref, ''), amount, currency FROM payhook_payments
-			WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef).Scan(&kind, &chainRef, &amount, &currency)
+		err := a.tx.QueryRowContext(ctx, `SELECT kind, COALESCE(chain_ref, ''), amount, currency, status FROM payhook_payments
+			WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef).Scan(&kind, &chainRef, &amount, &currency, &status)
 		switch {
 		case err == nil:
 			if kind != "crypto" {
 				return a.kindMismatch(ctx, f.InvoiceRef, kind, "settlement with "+f.ChainRef)
+			}
+			if chainRef != f.ChainRef && status == "rejected" {
+				// Rejected for a reference another invoice holds, then
+				// settled with another: credited if that one is free, as
+				// it would have been in the other order.
+				if inserted, err = a.settleRejected(ctx, f); err != nil || !inserted {
+					if err != nil {
+						return err
+					}
+					return a.reused(ctx, f)
+				}
+				break
 			}
 			if chainRef != f.ChainRef {
 				return a.alert(ctx, AlertCryptoSecondReference, f.InvoiceRef, f.ChainRef,
@@ -59,6 +71,8 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("%s: read payment: %w", what, err)
 		}
+	}
+	if !inserted {
 		// The chain reference credits another invoice.
 		if inserted, err = insert("rejected"); err != nil || !inserted {
 			return err
@@ -68,13 +82,7 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 				return err
 			}
 		}
-		var holder string
-		if err := a.tx.QueryRowContext(ctx, `SELECT ref FROM payhook_payments
-			WHERE source = $1 AND chain_ref = $2 AND status = 'settled'`, a.source, f.ChainRef).Scan(&holder); err != nil {
-			return fmt.Errorf("%s: find the invoice credited with %s: %w", what, f.ChainRef, err)
-		}
-		return a.alert(ctx, AlertCryptoReferenceReused, f.ChainRef, f.InvoiceRef,
-			fmt.Sprintf("chain reference %s credits invoice %s; invoice %s settled with it again and was not credited", f.ChainRef, holder, f.InvoiceRef))
+		return a.reused(ctx, f)
 	}
 	// A first-use chain reference is credited whatever its order says:
 	// the coins are in the wallet, as a fiat capture's money is with the
@@ -100,4 +108,39 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 	}
 	return a.alert(ctx, AlertOrderPaidTwice, f.OrderID, f.InvoiceRef,
 		fmt.Sprintf("order %s is paid by %s; invoice %s settled for it too (credited: settlement is final)", f.OrderID, other, f.InvoiceRef))
+}
+
+// reused raises AlertCryptoReferenceReused for f, whose chain reference
+// credits another invoice.
+func (a *applier) reused(ctx context.Context, f Settled) error {
+	var holder string
+	if err := a.tx.QueryRowContext(ctx, `SELECT ref FROM payhook_payments
+		WHERE source = $1 AND chain_ref = $2 AND status = 'settled'`, a.source, f.ChainRef).Scan(&holder); err != nil {
+		return fmt.Errorf("settlement of invoice %s: find the invoice credited with %s: %w", f.InvoiceRef, f.ChainRef, err)
+	}
+	return a.alert(ctx, AlertCryptoReferenceReused, f.ChainRef, f.InvoiceRef,
+		fmt.Sprintf("chain reference %s credits invoice %s; invoice %s settled with it again and was not credited", f.ChainRef, holder, f.InvoiceRef))
+}
+
+// settleRejected settles f's invoice, stored rejected for a chain
+// reference another invoice holds, with f's reference, and reports
+// whether it did: not if that reference credits an invoice already. The
+// conditional UPDATE decides, on the row still rejected; the unique index
+// of credited references stops two transactions settling with one (the
+// second fails and is retried, then finds it taken).
+func (a *applier) settleRejected(ctx context.Context, f Settled) (bool, error) {
+	res, err := a.tx.ExecContext(ctx, `UPDATE payhook_payments
+		SET status = 'settled', chain_ref = $3, amount = $4, currency = $5, order_id = COALESCE(NULLIF($6, ''), order_id),
+			captured_at = $7, updated_at = $8
+		WHERE source = $1 AND ref = $2 AND kind = 'crypto' AND status = 'rejected'
+			AND NOT EXISTS (SELECT 1 FROM payhook_payments o WHERE o.source = $1 AND o.chain_ref = $3 AND o.status = 'settled')`,
+		a.source, f.InvoiceRef, f.ChainRef, f.Amount, f.Currency, f.OrderID, a.t(f.At), a.t(a.tx.now))
+	if err != nil {
+		return false, fmt.Errorf("settlement of rejected invoice %s with %s: %w", f.InvoiceRef, f.ChainRef, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("settlement of rejected invoice %s with %s: %w", f.InvoiceRef, f.ChainRef, err)
+	}
+	return n == 1, nil
 }

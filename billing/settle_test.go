@@ -109,3 +109,57 @@ func TestCrypto(t *testing.T) {
 		}
 	})
 }
+
+// TestCryptoRejectedThenSettled: an invoice first reported settled with a
+// chain reference another invoice holds (rejected), then with a fresh
+// one, is credited by the fresh one, as it is in the other order; with a
+// second taken reference it stays rejected, one more alert. The money
+// does not depend on the order of the deliveries.
+func TestCryptoRejectedThenSettled(t *testing.T) {
+	inv1 := billing.Settled{InvoiceRef: "inv_1", OrderID: "ord_1", Amount: 5000, Currency: "BTC", ChainRef: "tx_a", At: t0}
+	inv9 := billing.Settled{InvoiceRef: "inv_9", Amount: 1, Currency: "BTC", ChainRef: "tx_b", At: t0}
+	reused := billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_2", Amount: 7000, Currency: "BTC", ChainRef: "tx_a", At: t0}
+	taken := billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_2", Amount: 7000, Currency: "BTC", ChainRef: "tx_b", At: t0}
+	fresh := billing.Settled{InvoiceRef: "inv_2", OrderID: "ord_2", Amount: 7000, Currency: "BTC", ChainRef: "tx_x", At: t0}
+	for _, c := range []struct {
+		name   string
+		facts  []billing.Fact
+		alerts []string
+	}{
+		{"fresh first", []billing.Fact{inv1, inv9, fresh, reused, taken},
+			[]string{"crypto_second_reference:inv_2", "crypto_second_reference:inv_2"}},
+		{"reused first", []billing.Fact{inv1, inv9, reused, fresh, taken},
+			[]string{"crypto_reference_reused:tx_a", "crypto_second_reference:inv_2"}},
+		{"reused, taken, fresh", []billing.Fact{inv1, inv9, reused, taken, fresh},
+			[]string{"crypto_reference_reused:tx_a", "crypto_reference_reused:tx_b"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				db := openDB(t, dbURL)
+				var raised []string
+				for _, f := range c.facts {
+					out := apply(t, db, f)
+					raised = append(raised, out.Alerts...)
+					if again := apply(t, db, f); len(again.Posted) != 0 || len(again.Alerts) != 0 {
+						t.Fatalf("%+v again: %+v; want nothing new", f, again)
+					}
+				}
+				if !slices.Equal(raised, c.alerts) {
+					t.Errorf("alerts %v; want %v", raised, c.alerts)
+				}
+				if k := kept(t, db, "BTC"); k != 12001 {
+					t.Errorf("kept = %d; want 12001 (inv_1 by tx_a, inv_9 by tx_b, inv_2 by tx_x)", k)
+				}
+				if p := payment(t, db, "inv_2"); p.Status != "settled" || p.ChainRef != "tx_x" || p.Amount != 7000 {
+					t.Errorf("inv_2 = %+v; want settled by tx_x", p)
+				}
+				if o := order(t, db, "ord_2"); o.Status != "paid" || o.PaidBy != "inv_2" {
+					t.Errorf("ord_2 = %+v; want paid by inv_2", o)
+				}
+				if got := postingKeys(t, db); !slices.Equal(got, []string{"settle:inv_1", "settle:inv_2", "settle:inv_9"}) {
+					t.Errorf("postings = %v", got)
+				}
+			})
+		})
+	}
+}
