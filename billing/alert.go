@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -64,7 +65,15 @@ const (
 // RaiseVersionDrift raises AlertAPIVersionDrift for source inside tx:
 // what (an event, a listed object) came in version seen, not pinned.
 // Once per version seen: it reports whether this call raised it.
+// A version that is no reference (over payhook.MaxRefBytes, control
+// characters: a sender's mistake, or a signed payload crafted to be one)
+// is named by its length and digest, so that the alert's keys fit every
+// index and a warning can never fail the event it is about.
 func RaiseVersionDrift(ctx context.Context, tx *Tx, source, pinned, seen, what string) (bool, error) {
+	if payhook.CheckRef("api version", seen) != nil {
+		sum := sha256.Sum256([]byte(seen))
+		seen = fmt.Sprintf("unreadable (%d bytes, sha256 %x)", len(seen), sum[:8])
+	}
 	return RaiseAlertOnce(ctx, tx, AlertAPIVersionDrift, source, source+"/"+seen,
 		fmt.Sprintf("source %s pins API version %s, but %s came in version %s (stored all the same)", source, pinned, what, seen))
 }

@@ -2,7 +2,10 @@ package process_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -206,3 +209,66 @@ func (s *untoldSink) Send(_ context.Context, f outbox.Fact) (outbox.Receipt, err
 }
 
 func (*untoldSink) Unrecorded() {}
+
+// An event whose api_version is no reference (4,096 bytes, or control
+// characters) is processed, alone or in a batch, and raises one drift
+// alert naming the version by its length and digest: on PostgreSQL the
+// version itself, a key of the alerts' unique indexes, failed the event's
+// transaction on every attempt (an index entry is at most 2,704 bytes).
+func TestDriftOfAnUnreadableVersion(t *testing.T) {
+	var long string // 4,096 bytes that do not compress
+	for i := range 64 {
+		sum := sha256.Sum256([]byte{byte(i)})
+		long += hex.EncodeToString(sum[:])
+	}
+	for _, c := range []struct{ name, version string }{
+		{"long", long},
+		{"control", "2024-06-20\\u0007"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				db := open(t, dbURL)
+				now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+				cfg := config(t, db, []payhook.Source{{Name: "stripe", Provider: "stripe", APIVersion: "2024-06-20"}}, now)
+				for i, batch := range []bool{false, true} {
+					id := fmt.Sprintf("pi_%d", i)
+					ev := &payhook.Event{ID: int64(i + 1), Source: "stripe", EventID: "evt_" + id, Type: "payment_intent.succeeded",
+						ReceivedAt: now, OccurredAt: now,
+						Payload: []byte(`{"id":"evt_` + id + `","type":"payment_intent.succeeded","api_version":"` + c.version +
+							`","created":1772366400,"data":{"object":{"id":"` + id + `","amount":1000,"currency":"usd"}}}`)}
+					tx, err := db.SQL.BeginTx(ctx, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if batch {
+						var errs []error
+						if errs, _, err = cfg.Handlers.DispatchBatch(ctx, tx, []*payhook.Event{ev}); err == nil {
+							err = errs[0]
+						}
+					} else {
+						err = cfg.Handlers.Dispatch(ctx, tx, ev)
+					}
+					if err != nil {
+						tx.Rollback()
+						t.Fatalf("batch %v: %v", batch, err)
+					}
+					if err := tx.Commit(); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := billing.GetPayment(ctx, db, "stripe", id); err != nil {
+						t.Errorf("batch %v: %v", batch, err)
+					}
+				}
+				alerts, err := billing.ListAlerts(ctx, db, billing.AlertFilter{Kind: billing.AlertAPIVersionDrift})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(alerts) != 1 || alerts[0].Subject != "stripe" || alerts[0].Count != 1 ||
+					!strings.Contains(alerts[0].Message, "version unreadable (") {
+					t.Errorf("alerts = %+v; want one, counted once, naming the version by its length and digest", alerts)
+				}
+			})
+		})
+	}
+}
