@@ -3,7 +3,9 @@
 //
 // A refund request is stored (payhook_refund_requests) before the
 // provider is called, with its key refund-<source>-<payment>-<seq>, seq
-// numbering the refunds of the payment from 1. The call sends that key
+// numbering the refunds of the payment from 1 (refund-<digest>-<seq>
+// when the source or the payment has a dash, or the key would pass 255
+// bytes: requestKey). The call sends that key
 // as the Idempotency-Key, so that the provider refunds once however many
 // times the request is sent: running the command twice, or again after a
 // crash between the provider's answer and payhook recording it, re-sends
@@ -29,9 +31,11 @@ package refunds
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -213,7 +217,7 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 				p.Ref, p.Source, last.Seq, last.Amount, last.Currency, last.ProviderRef, payhook.ErrInvalid)
 		}
 	}
-	r := &Request{Source: p.Source, Payment: p.Ref, Seq: seq, Key: fmt.Sprintf("refund-%s-%s-%d", p.Source, p.Ref, seq),
+	r := &Request{Source: p.Source, Payment: p.Ref, Seq: seq, Key: requestKey(p.Source, p.Ref, seq),
 		Amount: amount, Currency: p.Currency, Reason: a.Reason, Status: StatusPending, CreatedAt: at.UTC(), UpdatedAt: at.UTC()}
 	ts := at.UTC().Format(time.RFC3339Nano)
 	var got int
@@ -230,6 +234,24 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 	}
 	return r, nil
 }
+
+// requestKey is the idempotency key of the seq-th refund request of
+// payment of source: refund-<source>-<payment>-<seq>, four parts between
+// dashes, when neither name has a dash and the key fits maxKeyBytes;
+// else refund-<digest>-<seq>, three parts, the digest a SHA-256 of the
+// two names. So no two requests share a key: payment b-c of source a and
+// payment c of source a-b would have read alike.
+func requestKey(source, payment string, seq int) string {
+	key := fmt.Sprintf("refund-%s-%s-%d", source, payment, seq)
+	if strings.Contains(source, "-") || strings.Contains(payment, "-") || len(key) > maxKeyBytes {
+		sum := sha256.Sum256([]byte(source + "\x00" + payment))
+		key = fmt.Sprintf("refund-%x-%d", sum[:16], seq)
+	}
+	return key
+}
+
+// maxKeyBytes bounds an idempotency key: Stripe takes 255 characters.
+const maxKeyBytes = 255
 
 // Complete records that the provider accepted r with its refund res: a
 // conditional UPDATE of the pending request, so recording twice changes

@@ -315,3 +315,35 @@ func TestPrepareConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestKeys: no two payments share an idempotency key, however
+// their names read with dashes (payment b-c of source a, payment c of
+// source a-b), and a key fits the 255 characters Stripe takes; names
+// without a dash keep the readable refund-<source>-<payment>-<seq>.
+func TestRequestKeys(t *testing.T) {
+	long := strings.Repeat("p", 255)
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		keys := map[string]string{}
+		for _, c := range []struct{ source, payment, want string }{
+			{"a", "b-c", ""},
+			{"a-b", "c", ""},
+			{"a", "b_c", "refund-a-b_c-1"},
+			{"shop", long, ""},
+		} {
+			capture(t, db, c.source, c.payment, 1000)
+			r, err := refunds.Prepare(ctx, db, refunds.Ask{Source: c.source, Payment: c.payment, Amount: 100}, t0)
+			if err != nil {
+				t.Fatalf("refund of %s in %s: %v", c.payment, c.source, err)
+			}
+			if other, ok := keys[r.Key]; ok {
+				t.Errorf("%s/%s has the key %s of %s", c.source, c.payment, r.Key, other)
+			}
+			keys[r.Key] = c.source + "/" + c.payment
+			if c.want != "" && r.Key != c.want || len(r.Key) > 255 || !strings.HasPrefix(r.Key, "refund-") || !strings.HasSuffix(r.Key, "-1") {
+				t.Errorf("%s/%s: key %q; want %q, at most 255 bytes", c.source, c.payment, r.Key, c.want)
+			}
+		}
+	})
+}

@@ -17,7 +17,9 @@ const refundHelp = `Usage: payhook payments refund REF [--amount N] [--reason R]
 Asks the payment's provider to refund it: --amount minor units, or all that
 the payment keeps (its amount less what its refunds took). The request is
 stored before the call with the idempotency key
-refund-<source>-<payment>-<seq> (seq numbers the payment's refunds from 1),
+refund-<source>-<payment>-<seq> (seq numbers the payment's refunds from 1;
+refund-<digest>-<seq> when the source or the payment has a dash, or the key
+would pass 255 bytes),
 sent as the Idempotency-Key, so the provider refunds once however often it
 is sent:
   - running it again while the request is pending (a failed call, or a
