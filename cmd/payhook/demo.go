@@ -46,7 +46,7 @@ const demoDB = "sqlite://payhook-demo.db"
 
 func (m *Main) demo(ctx context.Context, args []string) error {
 	fs := m.flags("demo", demoHelp)
-	dbURL := fs.String("db", demoDB, "database URL; a SQLite demo file is removed first")
+	dbURL := fs.String("db", demoDB, "database URL; the default demo file is removed first, another must hold no events")
 	size := fs.Float64("size", 1, "multiply the story's counts by this")
 	seed := fs.Int64("seed", 1, "seed of the story and the faults")
 	unsafeDurability := fs.Bool("unsafe-durability", false,
@@ -63,7 +63,11 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if *dbURL == demoDB {
 		shown = demoDB
 	}
-	if path, ok := strings.CutPrefix(*dbURL, "sqlite://"); ok {
+	if *dbURL == demoDB {
+		// Only the demo's own file: any other database, a SQLite file
+		// too, may be someone's inbox, and is refused below if it holds
+		// events.
+		path := strings.TrimPrefix(demoDB, "sqlite://")
 		for _, suffix := range []string{"", "-wal", "-shm"} {
 			os.Remove(path + suffix)
 		}

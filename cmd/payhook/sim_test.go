@@ -388,3 +388,34 @@ func TestSimCheckBadInput(t *testing.T) {
 		t.Errorf("sim check created the database it was pointed at")
 	}
 }
+
+// TestDemoKeepsAnotherDatabase: demo removes only its own default file;
+// another SQLite file, such as an inbox's, is never removed, and refused
+// if it holds events.
+func TestDemoKeepsAnotherDatabase(t *testing.T) {
+	t.Parallel()
+	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "payhook.db")
+	if code, out, errOut := run(t, nil, "demo", "--db", dbURL, "--size", "0.05"); code != 0 {
+		t.Fatalf("payhook demo = %d\n%s\n%s", code, out, errOut)
+	}
+	count := func() int {
+		db, err := store.Open(context.Background(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var n int
+		if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count()
+	code, _, errOut := run(t, nil, "demo", "--db", dbURL, "--size", "0.05")
+	if code == 0 || !strings.Contains(errOut, "already holds events") {
+		t.Errorf("payhook demo on a database with events = %d, %q; want a refusal", code, errOut)
+	}
+	if after := count(); before == 0 || after != before {
+		t.Errorf("%d events before the second demo, %d after; want them kept", before, after)
+	}
+}
