@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -213,10 +214,18 @@ func parseURL(raw string) (Engine, string, error) {
 		return SQLite, path, nil
 	case strings.Contains(raw, "://"):
 		return "", "", fmt.Errorf("database url %q: unsupported scheme (want sqlite:// or postgres://)", raw)
+	case schemeLike.MatchString(raw):
+		// A mistyped URL (sqlite:x.db, postgresql:db) is no file name:
+		// taken as one, the inbox would run on a new SQLite file.
+		return "", "", fmt.Errorf("database url %q: not a URL payhook reads (want sqlite://FILE or postgres://user:pass@host/db)", raw)
 	default:
 		return SQLite, raw, nil
 	}
 }
+
+// schemeLike matches the start of a URL without its "//": letters, then a
+// colon.
+var schemeLike = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
 
 func sqliteDSN(path string) string {
 	q := url.Values{}

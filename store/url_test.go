@@ -17,6 +17,10 @@ func TestParseURL(t *testing.T) {
 		{"postgresql://127.0.0.1/payhook", Postgres, "postgresql://127.0.0.1/payhook", false},
 		{"sqlite://", "", "", true},
 		{"mysql://127.0.0.1/x", "", "", true},
+		{"sqlite:relative.db", "", "", true},
+		{"postgresql:payhook", "", "", true},
+		{"postgres:/x", "", "", true},
+		{"data/a:b.db", SQLite, "data/a:b.db", false},
 	} {
 		engine, target, err := parseURL(tc.in)
 		if engine != tc.engine || target != tc.target || (err != nil) != tc.wantErr {
