@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -282,11 +283,17 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	fs := m.flags("sim serve", help)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address of the provider API")
 	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
-	seed := fs.Int64("seed", 1, "seed of ids and faults")
+	seed := fs.Int64("seed", 0, "seed of ids and faults (default: one at random, printed, so that a restart never hands out an earlier run's ids)")
 	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this")
 	faults := addFaultFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if !flagGiven(fs, "seed") {
+		// A provider never hands out an id twice: a seed per start, so
+		// that a receiver's database kept from an earlier run does not
+		// take this run's events for duplicates.
+		*seed = rand.Int64N(1<<53) + 1
 	}
 	f, err := flavour.ByName(*flav)
 	if err != nil {
@@ -299,7 +306,15 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	log := m.logger()
 	d := deliver.New(deliver.Config{TimeScale: *scale, Faults: fl, Seed: *seed, Logger: log})
 	defer d.Close()
-	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: *seed})
+	// The API keys stay those of seed 1 whatever the seed, as a
+	// provider's keys outlive its restarts: a receiver configured with
+	// them goes on working.
+	keys, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: 1})
+	if err != nil {
+		return err
+	}
+	test, live := keys.Keys()
+	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: *seed, TestKey: test, LiveKey: live})
 	if err != nil {
 		return err
 	}
@@ -310,12 +325,11 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	test, live := p.Keys()
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(m.Stdout, "payhook sim (%s) on %s — delivery log at %s/\n  test key: %s\n  live key: %s\n\n"+
-		"Create an endpoint (its secret is shown once):\n"+
-		"  curl -s %s/webhook_endpoints -H 'Authorization: Bearer %s' -d '{\"url\":\"http://127.0.0.1:8080/webhooks/demo\",\"events\":[\"*\"]}'\n",
-		f.Name(), base, base, test, live, base, test)
+	fmt.Fprintf(m.Stdout, "payhook sim (%s) on %s — delivery log at %s/\n  test key: %s\n  live key: %s\n  seed: %d (--seed %d hands out these ids again)\n\n"+
+		"Create an endpoint (its secret is shown once: give it to the payhook source of that URL, provider %s):\n"+
+		"  curl -s %s/webhook_endpoints -H 'Authorization: Bearer %s' -d '{\"url\":\"http://127.0.0.1:8080/webhooks/sim\",\"events\":[\"*\"]}'\n",
+		f.Name(), base, base, test, live, *seed, *seed, f.Provider(), base, test)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout}
 	served := make(chan error, 1)
