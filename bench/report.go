@@ -80,7 +80,7 @@ func WriteText(w io.Writer, results []*Result) error {
 		}
 		fmt.Fprintf(tw, "%s\t%.0f%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Target,
 			r.AcksPerSec, ratio(q.AcksPerSec, ""), ms(r.Latency.P50)+ratio(q.P50, "×"), ms(r.Latency.P90)+ratio(q.P90, "×"),
-			ms(r.Latency.P99)+ratio(q.P99, "×"), ms(r.Latency.P999)+ratio(q.P999, "×"), errorsText(r.Errors), InCommitsText(r), st, drain, rate)
+			ms(r.Latency.P99)+ratio(q.P99, "×"), ms(r.Latency.P999)+ratio(q.P999, "×"), ErrorsText(r.Errors), InCommitsText(r), st, drain, rate)
 	}
 	if tw == nil {
 		return nil
@@ -153,7 +153,9 @@ func ms(d time.Duration) string {
 	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 }
 
-func errorsText(e map[string]int) string {
+// ErrorsText is a result's errors by status, "400×50,transport×2", or
+// "0".
+func ErrorsText(e map[string]int) string {
 	if len(e) == 0 {
 		return "0"
 	}

@@ -229,7 +229,10 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	if *jsonOut {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+		return refusedAll(rep.Results, *provider)
 	}
 	fmt.Fprintf(m.Stdout, "payhook bench, %s, %d CPUs (%s), %s\n", rep.Date.Format(time.RFC3339), rep.Machine.CPUs, rep.Machine.CPU, rep.Machine.Go)
 	for name, v := range rep.Machine.Databases {
@@ -241,6 +244,19 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	fmt.Fprintln(m.Stdout, "\nload average (1, 5, 15 min) after each measurement:")
 	for _, r := range rep.Results {
 		fmt.Fprintf(m.Stdout, "  %s %s: %s\n", r.Target, r.Load(), r.LoadAvg)
+	}
+	return refusedAll(rep.Results, *provider)
+}
+
+// refusedAll is the error of a bench where a target answered none of a
+// load's deliveries 2xx: its figures measure refusals (a wrong --secret
+// or --provider), not acknowledgements.
+func refusedAll(results []*bench.Result, provider string) error {
+	for _, r := range results {
+		if r.Acked == 0 && r.Sent > 0 {
+			return fmt.Errorf("bench: %s answered none of its %d deliveries 2xx at %s (%s): does it verify %s deliveries with --secret?",
+				r.Target, r.Sent, r.Load(), bench.ErrorsText(r.Errors), provider)
+		}
 	}
 	return nil
 }

@@ -211,14 +211,26 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 		return err
 	}
 	if *expectPath == "" {
-		_, err = fmt.Fprintf(m.Stdout, "%s\n", out)
-		return err
+		if _, err := fmt.Fprintf(m.Stdout, "%s\n", out); err != nil {
+			return err
+		}
+		return noneAcked(res, *target)
 	}
 	if err := os.WriteFile(*expectPath, append(out, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write expected state: %w", err)
 	}
 	fmt.Fprintf(summary, "expected final state written to %s\n", *expectPath)
-	return nil
+	return noneAcked(res, *target)
+}
+
+// noneAcked is the error of a run whose every delivery failed: the
+// target down, or refusing them all (a wrong --secret or --flavour).
+func noneAcked(res *sim.Result, target string) error {
+	if res.Stats.Acked > 0 || res.Stats.Attempts == 0 {
+		return nil
+	}
+	return fmt.Errorf("sim run: none of the %d delivery attempts to %s was answered 2xx: is the target up, and does its source verify %s deliveries with --secret?",
+		res.Stats.Attempts, target, res.Flavour)
 }
 
 // runAPI serves the provider's API while a sim run lasts.

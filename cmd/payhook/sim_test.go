@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,5 +402,25 @@ func TestSimCheckBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "empty.db")); err == nil {
 		t.Errorf("sim check created the database it was pointed at")
+	}
+}
+
+// TestRefusedEverywhereFails: a sim run or a bench whose every delivery
+// was refused (a wrong secret, a receiver down) exits 1 and says what to
+// check, after its summary, instead of reporting success.
+func TestRefusedEverywhereFails(t *testing.T) {
+	t.Parallel()
+	refuser := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, `{"error":"no signature matches"}`, http.StatusBadRequest)
+	}))
+	defer refuser.Close()
+	for _, args := range [][]string{
+		{"sim", "run", "storm", "--target", refuser.URL, "--secret", "whsec_x", "--size", "0.01", "--time-scale", "1000000"},
+		{"bench", "--url", "refuser=" + refuser.URL, "--secret", "whsec_x", "--events", "5", "--duplicates", "0", "--concurrency", "1"},
+	} {
+		code, _, errOut := run(t, nil, args...)
+		if code != 1 || !strings.Contains(errOut, "--secret") {
+			t.Errorf("payhook %s = %d, %q; want 1 and a hint", strings.Join(args[:2], " "), code, errOut)
+		}
 	}
 }
