@@ -53,6 +53,16 @@ const sessionCookie = "payhook_session"
 // takes as long for a name that exists as for one that does not.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("payhook-no-such-user"), bcrypt.MinCost)
 
+// CheckToken refuses a token (what names it) that is set but shorter
+// than MinTokenBytes, with an error wrapping payhook.ErrConfig.
+func CheckToken(what, token string) error {
+	if token != "" && len(token) < MinTokenBytes {
+		return fmt.Errorf("%s has %d bytes; want at least %d (make one with: openssl rand -hex 32): %w",
+			what, len(token), MinTokenBytes, payhook.ErrConfig)
+	}
+	return nil
+}
+
 // newAuth checks the credentials of cfg: a token shorter than
 // MinTokenBytes, a user without a name or with a hash that is not bcrypt,
 // or neither a token nor a user, is an error wrapping payhook.ErrConfig.
@@ -60,9 +70,8 @@ func newAuth(cfg Config) (*Auth, error) {
 	if cfg.Token == "" && len(cfg.Users) == 0 {
 		return nil, fmt.Errorf("console: no admin token and no users (set PAYHOOK_ADMIN_TOKEN or admin.users): %w", payhook.ErrConfig)
 	}
-	if cfg.Token != "" && len(cfg.Token) < MinTokenBytes {
-		return nil, fmt.Errorf("console: the admin token has %d bytes; want at least %d (make one with: openssl rand -hex 32): %w",
-			len(cfg.Token), MinTokenBytes, payhook.ErrConfig)
+	if err := CheckToken("the admin token", cfg.Token); err != nil {
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	a := &Auth{users: map[string][]byte{}, ttl: cfg.SessionTTL, trustProxy: cfg.TrustProxy, now: cfg.Now,
 		limiter: newLimiter(cfg.LoginBurst, cfg.LoginEvery, cfg.Now)}

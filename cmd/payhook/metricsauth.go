@@ -2,12 +2,10 @@ package main
 
 import (
 	"crypto/subtle"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
-	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/console"
 )
 
@@ -27,9 +25,8 @@ import (
 func metricsAccess(h http.Handler, token string, con *console.Console, adminListener bool, addr string, log *slog.Logger) (http.Handler, error) {
 	switch {
 	case token != "":
-		if len(token) < console.MinTokenBytes {
-			return nil, fmt.Errorf("metrics token: %d bytes, want at least %d (openssl rand -hex 32): %w",
-				len(token), console.MinTokenBytes, payhook.ErrConfig)
+		if err := console.CheckToken("the metrics token", token); err != nil {
+			return nil, err
 		}
 		var login http.Handler
 		if con != nil {

@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"maps"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,8 +104,42 @@ func TestMetricsAccess(t *testing.T) {
 			}
 		})
 	}
-	env := map[string]string{"PAYHOOK_DB": dbtest.URL(t, "sqlite"), "PAYHOOK_METRICS_TOKEN": "short"}
-	if code, _, errOut := run(t, env, "serve", "--addr", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "metrics token: 5 bytes, want at least 32") {
-		t.Errorf("serve with a short metrics token = %d, %s; want 1 and why", code, errOut)
+}
+
+// TestServeRefusesBeforeWriting: serve refuses a short token in the
+// environment, an address that is no host:port or one in use, before it
+// creates the database or the demo secret's file.
+func TestServeRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"PAYHOOK_METRICS_TOKEN": "short"}, nil, "PAYHOOK_METRICS_TOKEN has 5 bytes; want at least 32"},
+		{map[string]string{"PAYHOOK_ADMIN_TOKEN": "short"}, nil, "PAYHOOK_ADMIN_TOKEN has 5 bytes; want at least 32"},
+		{nil, []string{"--addr", "8085"}, "(--addr (PAYHOOK_ADDR), host:port)"},
+		{nil, []string{"--addr", taken.Addr().String()}, "in use (another payhook serve?); give --addr (PAYHOOK_ADDR) another"},
+		{nil, []string{"--admin-addr", taken.Addr().String()}, "give --admin-addr (PAYHOOK_ADMIN_ADDR) another"},
+	} {
+		dir := t.TempDir()
+		env := map[string]string{"PAYHOOK_DB": "sqlite://" + filepath.Join(dir, "payhook.db")}
+		maps.Copy(env, c.env)
+		args := append([]string{"serve"}, c.args...)
+		if !slices.Contains(c.args, "--addr") {
+			args = append(args, "--addr", "127.0.0.1:0")
+		}
+		code, _, errOut := run(t, env, args...)
+		if code != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("payhook %v with %v = %d, %s; want 1 and %q", args, c.env, code, errOut, c.want)
+		}
+		if files, _ := os.ReadDir(dir); len(files) > 0 {
+			t.Errorf("payhook %v with %v left %v; want nothing written", args, c.env, files)
+		}
 	}
 }

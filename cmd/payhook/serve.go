@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing/process"
+	"github.com/payhook/payhook/console"
 	"github.com/payhook/payhook/groupcommit"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/metrics"
@@ -87,6 +89,26 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := m.logger()
+	// What can be refused before anything is written (the database, the
+	// demo secret's file) is: the tokens in the environment, the
+	// addresses (taken now, so that one in use stops the start here).
+	for _, env := range []string{"PAYHOOK_ADMIN_TOKEN", "PAYHOOK_METRICS_TOKEN"} {
+		if err := console.CheckToken(env, m.Getenv(env)); err != nil {
+			return err
+		}
+	}
+	ln, err := listen(m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080"), "--addr (PAYHOOK_ADDR)")
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // closed by the server's Shutdown if it served
+	var adminLn net.Listener
+	if a := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", ""); a != "" {
+		if adminLn, err = listen(a, "--admin-addr (PAYHOOK_ADMIN_ADDR)"); err != nil {
+			return err
+		}
+		defer adminLn.Close()
+	}
 
 	cfg, demoSecret, secretFile, err := m.serveConfig(m.env(*configPath, "PAYHOOK_CONFIG", ""),
 		m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL))
@@ -208,27 +230,14 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
-	ln, err := net.Listen("tcp", m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080"))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	var adminSrv *http.Server
-	var adminLn net.Listener
-	if a := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", ""); a != "" {
+	if adminLn != nil {
 		adminMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		if adminLn, err = net.Listen("tcp", a); err != nil {
-			ln.Close()
-			return fmt.Errorf("listen on the admin address: %w", err)
-		}
 		adminSrv = adminServer(adminMux)
 	}
 	// Jobs must outlive the signal: shutdown drains them with Stop.
 	unhold, err := m.startQueue(ctx, queue, log)
 	if err != nil {
-		ln.Close()
-		if adminLn != nil {
-			adminLn.Close()
-		}
 		return err
 	}
 	base := "http://" + ln.Addr().String()
@@ -423,4 +432,17 @@ func (m *Main) startQueue(ctx context.Context, queue *jobs.Queue, log *slog.Logg
 		}
 	}()
 	return sync.OnceFunc(func() { close(quit); <-done }), nil
+}
+
+// listen takes addr (what names the flag that gave it), saying how to
+// pick another when it is taken.
+func listen(addr, what string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("listen on %s: the address is in use (another payhook serve?); give %s another: %w", addr, what, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (%s, host:port): %w", addr, what, err)
+	}
+	return ln, nil
 }
