@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -137,8 +138,12 @@ func OpenExisting(ctx context.Context, rawURL string) (*DB, error) {
 	if engine == SQLite {
 		if _, err := os.Stat(target); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("database %s does not exist (no file %s); run payhook migrate to create it: %w",
-					Redact(rawURL), target, payhook.ErrNotFound)
+				where := target
+				if abs, err := filepath.Abs(target); err == nil {
+					where = abs
+				}
+				return nil, fmt.Errorf("database %s does not exist (no file %s): give --db (or PAYHOOK_DB) the inbox's database, "+
+					"or run payhook migrate to create a new one: %w", Redact(rawURL), where, payhook.ErrNotFound)
 			}
 			return nil, fmt.Errorf("database %s: %w", Redact(rawURL), err)
 		}

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -324,6 +326,15 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 				return nil, closeAll, err
 			}
 			closers = append(closers, func() { db.Close() })
+			var other string
+			err = db.SQL.QueryRowContext(ctx, `SELECT source FROM payhook_events WHERE source <> $1 LIMIT 1`, benchSource).Scan(&other)
+			switch {
+			case err == nil:
+				return nil, closeAll, fmt.Errorf("%w: --db %s holds events of source %q (an inbox's database?): the bench would add its own; give it a database of its own",
+					errUsage, store.Redact(dbURL), other)
+			case !errors.Is(err, sql.ErrNoRows):
+				return nil, closeAll, fmt.Errorf("bench: %s: %w", store.Redact(dbURL), err)
+			}
 			name := string(db.Engine)
 			for i := 2; slices.ContainsFunc(targets, func(t benchTarget) bool { return t.Name == name }); i++ {
 				name = fmt.Sprintf("%s-%d", db.Engine, i)

@@ -239,9 +239,9 @@ func TestConfigErrors(t *testing.T) {
 		{"hmac option on a crypto source", source("    provider: crypto", "    secrets: [x]", "    id_field: uid"), nil,
 			[]string{"id_field is only allowed with provider hmac"}},
 		{"hmac without a header", source("    provider: hmac", "    secrets: [x]"), nil,
-			[]string{`source "shop": hmac: no signature Header`}},
+			[]string{`source "shop": hmac: no signature header configured (Header; header in payhook.yaml)`}},
 		{"hmac timestamp header not signed", source("    provider: hmac", "    secrets: [x]", "    header: X-Sig", "    timestamp_header: X-Ts"), nil,
-			[]string{`source "shop": hmac: TimestampHeader X-Ts is set but template "{body}" does not sign {timestamp}`}},
+			[]string{`source "shop": hmac: timestamp header X-Ts is set (TimestampHeader; timestamp_header in payhook.yaml) but template "{body}" does not sign {timestamp}`}},
 		{"secrets not a list", source("    provider: stripe", "    secrets: whsec_x"), nil,
 			[]string{`payhook.yaml:4: "secrets" in source "shop" is a single value; want a list (- item, or [a, b])`}},
 	}

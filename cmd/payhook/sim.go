@@ -26,7 +26,12 @@ const simHelp = `Usage: payhook sim run|serve|check [flags]
 A local payment provider that delivers webhooks like the real ones, and
 breaks like them: at least once, retried for about 41 hours (divided by
 --time-scale), with duplicates, parallel bursts, reordering, delays, drops
-and outages of the target on purpose, reproducible with --seed.
+and outages of the target on purpose. --seed replays the story, its ids
+and the faults drawn; the target's answers and their timing are its own,
+so which of two racing deliveries wins (and what follows from it: which
+invoice a reused chain reference credits, how many attempts an event
+took) may differ from one run to the next, the final state checked by
+sim check all the same.
 
   payhook sim run SCENARIO --target URL --secret SECRET [flags]
       plays a business story against URL and writes the expected final

@@ -80,7 +80,7 @@ const (
 // payhook.ErrConfig.
 func (cfg Config) withDefaults() (Config, []part, error) {
 	if cfg.Header == "" {
-		return cfg, nil, fmt.Errorf("no signature Header configured: %w", payhook.ErrConfig)
+		return cfg, nil, fmt.Errorf("no signature header configured (Header; header in payhook.yaml): %w", payhook.ErrConfig)
 	}
 	for _, h := range []string{cfg.Header, cfg.TimestampHeader, cfg.IDHeader} {
 		if strings.ContainsAny(h, " \t:{}") {
@@ -122,9 +122,9 @@ func (cfg Config) withDefaults() (Config, []part, error) {
 	case !hasBody:
 		return cfg, nil, fmt.Errorf("template %q does not sign {body}: %w", cfg.Template, payhook.ErrConfig)
 	case hasTimestamp && cfg.TimestampHeader == "":
-		return cfg, nil, fmt.Errorf("template %q uses {timestamp} but no TimestampHeader is set: %w", cfg.Template, payhook.ErrConfig)
+		return cfg, nil, fmt.Errorf("template %q uses {timestamp} but no timestamp header is set (TimestampHeader; timestamp_header in payhook.yaml): %w", cfg.Template, payhook.ErrConfig)
 	case !hasTimestamp && cfg.TimestampHeader != "":
-		return cfg, nil, fmt.Errorf("TimestampHeader %s is set but template %q does not sign {timestamp}, "+
+		return cfg, nil, fmt.Errorf("timestamp header %s is set (TimestampHeader; timestamp_header in payhook.yaml) but template %q does not sign {timestamp}, "+
 			"so a captured body would verify with any fresh timestamp: %w", cfg.TimestampHeader, cfg.Template, payhook.ErrConfig)
 	case cfg.IDHeader != "" && !hasID:
 		return cfg, nil, fmt.Errorf("template %q does not sign the id header {header:%s}: %w", cfg.Template, cfg.IDHeader, payhook.ErrConfig)

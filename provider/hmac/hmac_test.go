@@ -184,7 +184,7 @@ func TestConfig(t *testing.T) {
 		})
 	}
 	_, err := hmac.New(hmac.Config{Secrets: s, Header: "X-Sig", TimestampHeader: "X-Ts", Template: "{body}"})
-	if want := `hmac: TimestampHeader X-Ts is set but template "{body}" does not sign {timestamp}`; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := `hmac: timestamp header X-Ts is set (TimestampHeader; timestamp_header in payhook.yaml) but template "{body}" does not sign {timestamp}`; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("New(unsigned timestamp header) = %v; want an error starting %q", err, want)
 	}
 	ok := hmac.Config{Secrets: s, Header: "X-Sig", IDHeader: "x-id", Template: "{header:X-Id}:{body}"}
