@@ -21,9 +21,9 @@ import (
 // nowhere is a Sender that delivers nothing: only the API is under test.
 type nowhere struct{}
 
-func (nowhere) Send(deliver.Target, flavour.Event) {}
-func (nowhere) Log(string) []deliver.Attempt       { return nil }
-func (nowhere) Resend(string) error                { return nil }
+func (nowhere) Send(deliver.Target, flavour.Event)  {}
+func (nowhere) Log(string) []deliver.Attempt        { return nil }
+func (nowhere) Resend(string, deliver.Target) error { return nil }
 
 // clock is a settable clock for the simulator.
 type clock struct {

@@ -29,9 +29,9 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // backfilled.
 type nowhere struct{}
 
-func (nowhere) Send(deliver.Target, flavour.Event) {}
-func (nowhere) Log(string) []deliver.Attempt       { return nil }
-func (nowhere) Resend(string) error                { return nil }
+func (nowhere) Send(deliver.Target, flavour.Event)  {}
+func (nowhere) Log(string) []deliver.Attempt        { return nil }
+func (nowhere) Resend(string, deliver.Target) error { return nil }
 
 // clock is a settable clock shared by the simulator and the backfill.
 type clock struct {

@@ -262,22 +262,26 @@ func (p *Provider) ResendDelivery(env, deliveryID string) error {
 	if err != nil {
 		return err
 	}
-	found := false
+	var to *Endpoint
 	for _, e := range eps {
 		for _, a := range p.cfg.Sender.Log(e.ID) {
 			if a.DeliveryID == deliveryID {
-				found = true
+				to = &e
 				break
 			}
 		}
-		if found {
+		if to != nil {
 			break
 		}
 	}
-	if !found {
+	if to == nil {
 		return notFound("delivery", deliveryID)
 	}
-	if err := p.cfg.Sender.Resend(deliveryID); err != nil {
+	target, err := p.Target(env, to.ID)
+	if err != nil {
+		return err
+	}
+	if err := p.cfg.Sender.Resend(deliveryID, target); err != nil {
 		return conflict("cannot resend %s: %v", deliveryID, err)
 	}
 	return nil

@@ -36,7 +36,8 @@ const (
 type Sender interface {
 	Send(t deliver.Target, ev flavour.Event)
 	Log(endpointID string) []deliver.Attempt
-	Resend(deliveryID string) error
+	// Resend sends a delivery again, to the endpoint as it is now.
+	Resend(deliveryID string, to deliver.Target) error
 }
 
 // Config configures a Provider.

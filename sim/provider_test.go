@@ -50,7 +50,7 @@ func (s *fakeSender) Log(endpointID string) []deliver.Attempt {
 	return slices.Clone(s.logs[endpointID])
 }
 
-func (s *fakeSender) Resend(deliveryID string) error {
+func (s *fakeSender) Resend(deliveryID string, _ deliver.Target) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.failing[deliveryID] {

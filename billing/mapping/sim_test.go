@@ -36,8 +36,8 @@ func (r *recorder) Send(t deliver.Target, ev flavour.Event) {
 	r.sent = append(r.sent, sent{t, ev})
 }
 
-func (r *recorder) Log(string) []deliver.Attempt { return nil }
-func (r *recorder) Resend(string) error          { return errors.New("recorder: no resend") }
+func (r *recorder) Log(string) []deliver.Attempt        { return nil }
+func (r *recorder) Resend(string, deliver.Target) error { return errors.New("recorder: no resend") }
 
 func (r *recorder) all() []sent {
 	r.mu.Lock()

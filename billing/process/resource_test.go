@@ -26,9 +26,9 @@ import (
 // simulator's events list, as a backfill reads them.
 type nowhere struct{}
 
-func (nowhere) Send(deliver.Target, flavour.Event) {}
-func (nowhere) Log(string) []deliver.Attempt       { return nil }
-func (nowhere) Resend(string) error                { return nil }
+func (nowhere) Send(deliver.Target, flavour.Event)  {}
+func (nowhere) Log(string) []deliver.Attempt        { return nil }
+func (nowhere) Resend(string, deliver.Target) error { return nil }
 
 // faulty is the simulator's API that answers with fault while it is set:
 // a status (503, 429 with Retry-After, 404) or 0 to hang until the

@@ -26,9 +26,9 @@ import (
 // nowhere is a Sender that delivers nothing: only the API is under test.
 type nowhere struct{}
 
-func (nowhere) Send(deliver.Target, flavour.Event) {}
-func (nowhere) Log(string) []deliver.Attempt       { return nil }
-func (nowhere) Resend(string) error                { return nil }
+func (nowhere) Send(deliver.Target, flavour.Event)  {}
+func (nowhere) Log(string) []deliver.Attempt        { return nil }
+func (nowhere) Resend(string, deliver.Target) error { return nil }
 
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 

@@ -945,7 +945,7 @@ func (s *sender) answered(a *attempt, ok bool) {
 
 func (s *sender) Log(string) []deliver.Attempt { return nil }
 
-func (s *sender) Resend(string) error { return errors.New("dst: no resend") }
+func (s *sender) Resend(string, deliver.Target) error { return errors.New("dst: no resend") }
 
 // checkAlways checks what holds at every instant, crashes included:
 // every event answered 2xx is stored, and nothing is stored twice.

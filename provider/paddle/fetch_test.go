@@ -18,9 +18,9 @@ import (
 // quiet is a Sender that delivers nothing: only the API is under test.
 type quiet struct{}
 
-func (quiet) Send(deliver.Target, flavour.Event) {}
-func (quiet) Log(string) []deliver.Attempt       { return nil }
-func (quiet) Resend(string) error                { return nil }
+func (quiet) Send(deliver.Target, flavour.Event)  {}
+func (quiet) Log(string) []deliver.Attempt        { return nil }
+func (quiet) Resend(string, deliver.Target) error { return nil }
 
 // Every entity a Paddle notification is about is fetched from the
 // simulator's paddle flavour as it is now, in the pinned Paddle-Version;

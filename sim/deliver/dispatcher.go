@@ -176,7 +176,8 @@ type delivery struct {
 type series struct {
 	dl    *delivery
 	fault string
-	k     int // attempts made in this series
+	to    *Target // a resend's target, the endpoint as it is now; nil: the item's
+	k     int     // attempts made in this series
 }
 
 // New returns a dispatcher. Outage windows count from its first attempt.
@@ -470,7 +471,7 @@ func (d *Dispatcher) run(s *series) {
 	a.At = d.cfg.Now()
 	if d.inOutage(since) {
 		a.Error = OutageError
-	} else if !d.post(it.target, it.ev, attemptID, &a) {
+	} else if !d.post(*cmp.Or(s.to, &it.target), it.ev, attemptID, &a) {
 		return // closed while in flight: abandoned, not logged
 	}
 	d.record(s, a)
@@ -711,11 +712,12 @@ func (d *Dispatcher) Log(endpointID string) []Attempt {
 	return append([]Attempt(nil), log[max(0, len(log)-KeepAttempts):]...)
 }
 
-// Resend delivers that delivery's event again now, as one more series of
+// Resend delivers that delivery's event again now to to, the endpoint as
+// it is now (its URL may have changed since), as one more series of
 // attempts through the schedule (Fault "resend"); its attempts keep the
 // delivery's id and continue its attempt numbers. It returns
 // ErrUnknownDelivery for an id it never issued and ErrClosed after Close.
-func (d *Dispatcher) Resend(deliveryID string) error {
+func (d *Dispatcher) Resend(deliveryID string, to Target) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	dl, ok := d.deliveries[deliveryID]
@@ -725,7 +727,7 @@ func (d *Dispatcher) Resend(deliveryID string) error {
 	if d.closed {
 		return ErrClosed
 	}
-	s := &series{dl: dl, fault: "resend"}
+	s := &series{dl: dl, fault: "resend", to: &to}
 	d.addPendingLocked(1)
 	d.goLocked(func() { d.run(s) })
 	return nil

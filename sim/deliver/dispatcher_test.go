@@ -726,26 +726,29 @@ func TestReproducibleWithSeed(t *testing.T) {
 	}
 }
 
+// TestResend: a resend goes to the endpoint as it is now (here its URL
+// moved to another sink), with the delivery's id and its next attempt
+// number.
 func TestResend(t *testing.T) {
 	t.Parallel()
-	s := newSink(t, nil)
+	s, moved := newSink(t, nil), newSink(t, nil)
 	d := newDispatcher(t, Config{})
 	d.Send(s.target("ep"), event(1))
 	wait(t, d)
 	id := d.Log("ep")[0].DeliveryID
-	if err := d.Resend(id); err != nil {
+	if err := d.Resend(id, moved.target("ep")); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, d)
-	got := s.got()
-	if len(got) != 2 || got[0].EventID != got[1].EventID || got[0].Delivery == got[1].Delivery {
-		t.Errorf("arrivals %+v", got)
+	got, again := s.got(), moved.got()
+	if len(got) != 1 || len(again) != 1 || got[0].EventID != again[0].EventID || got[0].Delivery == again[0].Delivery {
+		t.Errorf("arrivals %+v at the old URL, %+v at the new one; want one each", got, again)
 	}
 	log := d.Log("ep")
 	if len(log) != 2 || log[1].DeliveryID != id || log[1].Fault != "resend" || log[1].N != 2 || log[1].Status != 200 {
 		t.Errorf("log %+v", log)
 	}
-	if err := d.Resend("dlv_nope"); !errors.Is(err, ErrUnknownDelivery) {
+	if err := d.Resend("dlv_nope", moved.target("ep")); !errors.Is(err, ErrUnknownDelivery) {
 		t.Errorf("Resend of an unknown id: %v", err)
 	}
 }
@@ -808,7 +811,7 @@ func TestCloseDoesNotHang(t *testing.T) {
 	if err := other.Wait(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Wait after Close: %v", err)
 	}
-	if err := other.Resend("dlv_x"); err == nil {
+	if err := other.Resend("dlv_x", Target{}); err == nil {
 		t.Error("Resend after Close succeeded")
 	}
 }
