@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -173,8 +174,11 @@ const maxRefusals = 1000
 // Each page is checked whole before any of it is stored, and stored in
 // one transaction; then the run's cursor is recorded. A run cut short (a
 // crash, or a failure) is resumed from that cursor by the next Backfill
-// of the source with the same types and options; then the rest of the
-// window is listed in a run of its own.
+// of the source with the same types and options; then the window asked
+// is listed whole in a run of its own, whether or not the resumed run
+// could be finished (its error is returned, joined with the window's).
+// A resumed run that fails in a way a resume would repeat (a 4xx, a
+// malformed page) is given up (store.DB.GiveUpRun).
 //
 // The API's timeouts, 5xx and 429 are retried with backoff (honouring
 // Retry-After) up to cfg.MaxAttempts per page. A page that cannot be read,
@@ -214,26 +218,47 @@ func Backfill(ctx context.Context, cfg BackfillConfig) (*Summary, error) {
 	if err != nil {
 		return sum, fmt.Errorf("backfill %s: %w", cfg.Source.Name, err)
 	}
-	from := cfg.From
+	var resumeErr error
 	if resumed != nil {
 		cfg.Logger.Info("backfill resumes a run cut short", "source", cfg.Source.Name, "run", resumed.Resumes, "cursor", resumed.Cursor)
-		if err := b.run(ctx, resumed); err != nil {
-			return sum, err
-		}
-		// The rest of the window: what the resumed run did not cover. A
-		// window that starts before the resumed one is listed whole.
-		if resumed.From.IsZero() || (!from.IsZero() && !from.Before(resumed.From)) {
-			if !until.After(resumed.Until) {
-				return sum, nil
+		if resumeErr = b.run(ctx, resumed); resumeErr != nil {
+			if ctx.Err() != nil {
+				return sum, resumeErr
 			}
-			from = resumed.Until
+			// The window asked is listed all the same: a run that cannot
+			// be finished must not stop every later one.
+			cfg.Logger.Warn("backfill could not finish the run it resumed; it lists the window asked all the same",
+				"source", cfg.Source.Name, "run", resumed.ID, "err", resumeErr)
+			if repeats(resumeErr) {
+				// Resumed again, it would fail again: given up.
+				if err := cfg.DB.GiveUpRun(ctx, resumed.ID); err != nil {
+					return sum, errors.Join(resumeErr, fmt.Errorf("backfill %s: %w", cfg.Source.Name, err))
+				}
+			}
 		}
 	}
-	r := &store.Run{Kind: store.RunBackfill, Source: cfg.Source.Name, Params: b.params, From: from, Until: until}
+	// The window asked is listed whole, also where a resumed run covered
+	// it: a provider that lists newest first (Stripe) gave a cut run the
+	// events that existed at its first page, not those its window got
+	// after; the events known already are counted known.
+	r := &store.Run{Kind: store.RunBackfill, Source: cfg.Source.Name, Params: b.params, From: cfg.From, Until: until}
 	if err := cfg.DB.StartRun(ctx, r, cfg.Now()); err != nil {
-		return sum, fmt.Errorf("backfill %s: %w", cfg.Source.Name, err)
+		return sum, errors.Join(resumeErr, fmt.Errorf("backfill %s: %w", cfg.Source.Name, err))
 	}
-	return sum, b.run(ctx, r)
+	return sum, errors.Join(resumeErr, b.run(ctx, r))
+}
+
+// repeats reports whether a run that failed with err would fail the same
+// way when resumed: the provider refused its cursor or query (a 4xx but
+// 408 and 429), or a page was malformed (it repeats events, or goes
+// round). Timeouts, 5xx, 429 and crashes are worth resuming.
+func repeats(err error) bool {
+	var apiErr *adapter.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status >= 400 && apiErr.Status < 500 && apiErr.Status != http.StatusRequestTimeout &&
+			apiErr.Status != http.StatusTooManyRequests
+	}
+	return errors.Is(err, payhook.ErrMalformed)
 }
 
 // OpenEndSkew is how far past Now a window with no Until reaches: a

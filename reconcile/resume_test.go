@@ -1,8 +1,12 @@
 package reconcile_test
 
 import (
+	"cmp"
 	"context"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/reconcile"
+	"github.com/payhook/payhook/sim"
 	"github.com/payhook/payhook/sim/flavour"
 	"github.com/payhook/payhook/store"
 )
@@ -179,6 +184,151 @@ func TestBackfillAliveWhileWaiting(t *testing.T) {
 		}
 		if len(sleeps) != 6 || sleeps[0] != 30*time.Second {
 			t.Fatalf("waits %v; want the 3 minutes asked in steps of 30s", sleeps)
+		}
+	})
+}
+
+// newestFirst lists the simulator's events newest first, paging after the
+// last id of a page, as Stripe's events API does (the simulator's
+// flavours list oldest first). fail, if set, may fail a query.
+type newestFirst struct {
+	p    *sim.Provider
+	f    flavour.Flavour
+	fail func(q adapter.EventQuery) error
+}
+
+func (l *newestFirst) ListEvents(ctx context.Context, q adapter.EventQuery) (adapter.EventPage, error) {
+	if l.fail != nil {
+		if err := l.fail(q); err != nil {
+			return adapter.EventPage{}, err
+		}
+	}
+	all, _ := l.p.Events(sim.EnvTest, flavour.Query{Limit: 1000}) // one page: a test's few events
+	var evs []flavour.Event
+	for _, ev := range slices.Backward(all) {
+		if q.From.IsZero() || !ev.CreatedAt.Before(q.From.Truncate(time.Second)) {
+			evs = append(evs, ev)
+		}
+	}
+	start := 0
+	if q.Cursor != "" {
+		i := slices.IndexFunc(evs, func(e flavour.Event) bool { return l.f.EventID(e) == q.Cursor })
+		if i < 0 {
+			return adapter.EventPage{}, &adapter.APIError{Status: http.StatusBadRequest}
+		}
+		start = i + 1
+	}
+	end := min(start+cmp.Or(q.Limit, 100), len(evs))
+	var bodies [][]byte
+	for _, ev := range evs[start:end] {
+		b, err := l.f.Body(ev, "")
+		if err != nil {
+			return adapter.EventPage{}, err
+		}
+		bodies = append(bodies, b)
+	}
+	next := ""
+	if end < len(evs) {
+		next = l.f.EventID(evs[end-1])
+	}
+	return adapter.NewEventPage(bodies, next != "", next)
+}
+
+// missing lists the provider's events w does not store.
+func (w *world) missing(t *testing.T) []string {
+	t.Helper()
+	all, _ := w.p.Events(sim.EnvTest, flavour.Query{Limit: 1000})
+	got := w.stored(t)
+	var out []string
+	for _, ev := range all {
+		if id := flavour.Billete().EventID(ev); got[id] == nil {
+			out = append(out, fmt.Sprintf("%s (created %s)", id, ev.CreatedAt.Format(time.TimeOnly)))
+		}
+	}
+	return out
+}
+
+// TestBackfillResumedNewestFirst: a run of a lister that pages newest
+// first (Stripe), cut after its first page, covered the events that
+// existed then, not its whole window; the next Backfill resumes it and
+// lists its own window whole, so an event made between the two is stored
+// (it was listed by neither when the rest of the window started at the
+// cut run's end).
+func TestBackfillResumedNewestFirst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		w := newWorld(t, dbURL, flavour.Billete(), 5)
+		ctx := context.Background()
+		cfg := w.cfg
+		cfg.From, cfg.Until, cfg.MaxAttempts = t0.Add(-time.Hour), time.Time{}, 1
+		calls := 0
+		cfg.Lister = &newestFirst{p: w.p, f: flavour.Billete(), fail: func(adapter.EventQuery) error {
+			if calls++; calls == 2 {
+				return &adapter.APIError{Status: http.StatusServiceUnavailable}
+			}
+			return nil
+		}}
+		if _, err := reconcile.Backfill(ctx, cfg); err == nil {
+			t.Fatal("the first run was not cut")
+		}
+		w.clk.set(t0.Add(time.Hour + time.Minute))
+		co, err := w.p.CreateCheckout(sim.EnvTest, 4242, "EUR", "order-late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+			t.Fatal(err)
+		}
+		w.clk.set(t0.Add(time.Hour + 10*time.Minute))
+		if _, err := reconcile.Backfill(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+		if m := w.missing(t); len(m) > 0 {
+			t.Fatalf("events not stored after the resumed backfill: %v", m)
+		}
+	})
+}
+
+// TestBackfillGivesUpARunItCannotFinish: a run cut by a failure a resume
+// repeats (the provider refuses its cursor) is resumed once, given up
+// then, and never stops a later window from being listed: each later
+// backfill stores the events its window holds, and only the first one
+// reports the resumed run's error.
+func TestBackfillGivesUpARunItCannotFinish(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		w := newWorld(t, dbURL, flavour.Billete(), 5)
+		ctx := context.Background()
+		cfg := w.cfg
+		cfg.MaxAttempts = 1
+		bad, calls := "", 0
+		cfg.Lister = &newestFirst{p: w.p, f: flavour.Billete(), fail: func(q adapter.EventQuery) error {
+			if calls++; calls == 2 {
+				bad = q.Cursor
+			}
+			if bad != "" && q.Cursor == bad {
+				return &adapter.APIError{Status: http.StatusBadRequest}
+			}
+			return nil
+		}}
+		if _, err := reconcile.Backfill(ctx, cfg); err == nil {
+			t.Fatal("the first run did not fail")
+		}
+		for i := range 3 {
+			w.clk.set(t0.Add(time.Duration(2+i) * time.Hour))
+			co, err := w.p.CreateCheckout(sim.EnvTest, 5000+int64(i), "EUR", fmt.Sprintf("order-later-%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+				t.Fatal(err)
+			}
+			cfg.From = w.clk.now().Add(-10 * time.Minute)
+			sum, err := reconcile.Backfill(ctx, cfg)
+			if want := i == 0; (err != nil) != want {
+				t.Errorf("backfill %d: %v; want an error: %v", i+1, err, want)
+			}
+			if sum == nil || sum.New != 2 {
+				t.Errorf("backfill %d: summary %+v; want the 2 events of its window stored", i+1, sum)
+			}
 		}
 	})
 }

@@ -57,7 +57,8 @@ type Run struct {
 	// where a resumed run lists on.
 	Cursor string `json:"cursor,omitempty"`
 	// Resumes is the run this one resumes (0 for none); ResumedBy the run
-	// that resumed this one.
+	// that resumed this one, or its own id when it was given up
+	// (GiveUpRun).
 	Resumes   int64 `json:"resumes,omitempty"`
 	ResumedBy int64 `json:"resumed_by,omitempty"`
 }
@@ -194,6 +195,15 @@ func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil
+}
+
+// GiveUpRun marks the run of id, cut short, as one no run resumes: its
+// ResumedBy becomes its own id. A run resumed already is left as it is.
+func (db *DB) GiveUpRun(ctx context.Context, id int64) error {
+	if _, err := db.SQL.ExecContext(ctx, `UPDATE payhook_reconcile_runs SET resumed_by = id WHERE id = $1 AND resumed_by IS NULL`, id); err != nil {
+		return fmt.Errorf("give up run %d: %w", id, err)
+	}
+	return nil
 }
 
 // ResumeRun starts, at time at, the run that resumes the latest run of

@@ -33,7 +33,9 @@ envelope checks is reported and skipped.
 
 A backfill cut short (a crash, an API that kept failing) is resumed from
 its last page by the next backfill of the source with the same --type and
---undelivered. Each run is recorded: payhook reconcile runs.
+--undelivered, which then lists its own window whole all the same; a
+resume that fails as it did (a 4xx, a malformed page) is given up. Each
+run is recorded: payhook reconcile runs.
 
 The source's api_url and api_key come from the config file, read as serve
 reads it (--config or PAYHOOK_CONFIG; --db or PAYHOOK_DB). Stripe lists the
@@ -121,7 +123,7 @@ func (m *Main) backfill(ctx context.Context, args []string) error {
 	if !since.t.IsZero() {
 		from = since.t
 	}
-	end := now
+	var end time.Time // zero: now plus reconcile.OpenEndSkew, as Backfill reads it
 	if *until != "" {
 		t, err := time.Parse(time.RFC3339Nano, *until)
 		if err != nil {

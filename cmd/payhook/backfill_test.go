@@ -19,6 +19,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/sim"
+	"github.com/payhook/payhook/sim/deliver"
 	"github.com/payhook/payhook/sim/flavour"
 	"github.com/payhook/payhook/store"
 )
@@ -253,4 +254,49 @@ func jobsOf(db *store.DB, id int64) string {
 		return "none"
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestBackfillCLIProviderClockAhead: payhook backfill with no
+// --until lists up to 5 minutes past now (reconcile.OpenEndSkew): an
+// event the provider dates two minutes ahead of payhook's clock is
+// stored, not skipped as outside the window (it was while the command
+// passed its own now as the window's end).
+func TestBackfillCLIProviderClockAhead(t *testing.T) {
+	t.Parallel()
+	dbtest.EachEngine(t, func(t *testing.T, engine string) {
+		f := flavour.Billete()
+		d := deliver.New(deliver.Config{TimeScale: 1000})
+		t.Cleanup(d.Close)
+		ahead := func() time.Time { return time.Now().Add(2 * time.Minute) }
+		p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: 9, TestKey: "sk_test_ahead", Now: ahead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		co, err := p.CreateCheckout(sim.EnvTest, 1000, "EUR", "ord_ahead")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.CompleteCheckout(sim.EnvTest, co.ID); err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := p.Events(sim.EnvTest, flavour.Query{Limit: 1000})
+		api := httptest.NewServer(p.Handler())
+		t.Cleanup(api.Close)
+		env := map[string]string{"PAYHOOK_DB": dbtest.URL(t, engine), "PAYHOOK_CONFIG": writeConfig(t, fmt.Sprintf(
+			"sources:\n  - name: s\n    provider: billete\n    secrets: [%q]\n    environment: test\n    api_url: %s\n    api_key: sk_test_ahead\n",
+			f.NewSecret(), api.URL))}
+		if code, _, errOut := run(t, env, "migrate"); code != 0 {
+			t.Fatalf("migrate = %d: %s", code, errOut)
+		}
+		code, out, errOut := run(t, env, "backfill", "--source", "s", "--json")
+		var doc struct {
+			OK          bool
+			Listed, New int
+			Until       time.Time
+		}
+		if err := json.Unmarshal([]byte(out), &doc); code != 0 || err != nil || !doc.OK || doc.New != len(evs) {
+			t.Fatalf("backfill = %d, %v\n%s\n%s; want all %d events (dated 2 minutes ahead) stored, the window ending 5 minutes past now",
+				code, err, out, errOut, len(evs))
+		}
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -144,21 +145,24 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 		src := payhook.Source{Name: s.Name, Provider: s.Provider, Environment: s.Environment}
 		out = append(out, jobs.Periodic{Name: "reconcile:" + name, Every: every, Run: func(ctx context.Context, period time.Time) error {
 			// A backfill first: what it brings is not reported missing.
+			// Failed, it does not stop the comparison.
+			var backfillErr error
 			if lister, ok := client.(adapter.EventLister); ok && a.Envelope != nil {
 				sum, err := reconcile.Backfill(ctx, reconcile.BackfillConfig{
 					DB: db, Inbox: inbox(), Source: src, Envelope: a.Envelope, Lister: lister,
 					From: period.Add(-window), Logger: log, Now: m.Now,
 				})
-				if err != nil {
-					return err
+				if backfillErr = err; err != nil {
+					log.Warn("scheduled backfill failed; reconciling all the same", "source", name, "period", period, "err", err)
+				} else {
+					log.Info("scheduled backfill", "source", name, "period", period, "listed", sum.Listed, "new", sum.New)
 				}
-				log.Info("scheduled backfill", "source", name, "period", period, "listed", sum.Listed, "new", sum.New)
 			}
 			rep, err := reconcile.Reconcile(ctx, reconcile.Config{
 				DB: db, Source: name, Client: client, Since: period.Add(-window), Now: m.Now, APIVersion: version,
 			})
 			if err != nil {
-				return err
+				return errors.Join(backfillErr, err)
 			}
 			level := slog.LevelInfo
 			if len(rep.Differences) > 0 {
@@ -166,7 +170,7 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 			}
 			log.Log(ctx, level, "scheduled reconcile", "source", name, "period", period, "run", rep.Run,
 				"listed", rep.Listed, "differences", len(rep.Differences))
-			return nil
+			return backfillErr
 		}})
 	}
 	return out, nil
