@@ -431,10 +431,12 @@ type takenArgs struct {
 // takeJobsTx takes, in tx, up to n deliveries' jobs (deliverArgs') that are
 // due and were never tried (from the sweep, a batch's
 // EnqueueDeliveries), oldest first as River fetches them, skipping any
-// another transaction holds, and marks them completed after one attempt,
-// as River would once they succeed: a delivery batch commits tx before
-// it sends, and the jobs stay its own until it puts back those that
-// failed (putBackTx). The locking pick decides: on PostgreSQL FOR UPDATE
+// another transaction holds, and marks them running their first attempt,
+// as River's fetch would: a delivery batch commits tx before it sends,
+// and the jobs stay its own, live (no sweep inserts a second job of a
+// delivery being sent), until it completes those sent (completeTakenTx)
+// and puts back those that failed (putBackTx); if the process dies
+// first, River rescues them. The locking pick decides: on PostgreSQL FOR UPDATE
 // SKIP LOCKED reads again a row another transaction changed and drops it
 // unless it is still available, so a job River fetched meanwhile is
 // running and not taken (SQLite's one writer serialises). Jobs of the
@@ -485,10 +487,10 @@ func (q *Queue) pickJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 	query := `SELECT id, ` + argsCol + ` ` + from
 	switch {
 	case claim && q.db.Engine == store.SQLite:
-		query = q.completeJobs(`id IN (SELECT id `+from+`)`, 4) + ` RETURNING id, ` + argsCol
+		query = q.runJobs(`id IN (SELECT id `+from+`)`, 4) + ` RETURNING id, ` + argsCol
 	case claim:
 		query = `WITH picked AS MATERIALIZED (SELECT id ` + from + `) ` +
-			q.completeJobs(`id IN (SELECT id FROM picked)`, 4) + ` RETURNING id, ` + argsCol
+			q.runJobs(`id IN (SELECT id FROM picked)`, 4) + ` RETURNING id, ` + argsCol
 	}
 	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, kind, limit, q.riverStamp())
 	if err != nil {
@@ -553,12 +555,25 @@ func (q *Queue) riverStamp() any {
 // completed after one attempt, as River marks a job that succeeded, at
 // the time of parameter $stamp (riverStamp).
 func (q *Queue) completeJobs(where string, stamp int) string {
-	at := fmt.Sprintf(`coalesce($%d::timestamptz, now())`, stamp)
-	if q.db.Engine == store.SQLite {
-		at = fmt.Sprintf(`coalesce(CAST($%d AS TEXT), datetime('now', 'subsec'))`, stamp)
-	}
+	at := q.stampAt(stamp)
 	return `UPDATE river_job SET state = 'completed', attempt = attempt + 1, attempted_at = ` + at +
 		`, finalized_at = ` + at + ` WHERE ` + where
+}
+
+// runJobs is the statement that marks the jobs where holds running their
+// first attempt, as River's fetch does, at the time of parameter $stamp:
+// live still, so that no second job of theirs is inserted (the sweep's)
+// while they run, and rescued by River if the process dies first.
+func (q *Queue) runJobs(where string, stamp int) string {
+	return `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = ` + q.stampAt(stamp) + ` WHERE ` + where
+}
+
+// stampAt is the SQL time of parameter $stamp (riverStamp).
+func (q *Queue) stampAt(stamp int) string {
+	if q.db.Engine == store.SQLite {
+		return fmt.Sprintf(`coalesce(CAST($%d AS TEXT), datetime('now', 'subsec'))`, stamp)
+	}
+	return fmt.Sprintf(`coalesce($%d::timestamptz, now())`, stamp)
 }
 
 // endJobsTx ends, in tx, the jobs lockJobsTx took (taken) but those in
@@ -608,7 +623,7 @@ func (q *Queue) endJobsTx(ctx context.Context, tx *sql.Tx, taken []takenJob, bac
 	return nil
 }
 
-// putBackTx makes the jobs takeJobsTx took in tx available again, untried.
+// putBackTx makes the jobs takeJobsTx took available again, untried.
 func (q *Queue) putBackTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
 	if len(jobs) == 0 {
 		return nil
@@ -616,8 +631,22 @@ func (q *Queue) putBackTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
 	in, arg := q.db.InIDs("id", 1, jobs)
 	if _, err := tx.ExecContext(ctx, `UPDATE river_job
 		SET state = 'available', attempt = 0, attempted_at = NULL, finalized_at = NULL
-		WHERE `+in+` AND state = 'completed'`, arg); err != nil {
-		return fmt.Errorf("put back %d event jobs: %w", len(jobs), err)
+		WHERE `+in+` AND state = 'running'`, arg); err != nil {
+		return fmt.Errorf("put back %d jobs: %w", len(jobs), err)
+	}
+	return nil
+}
+
+// completeTakenTx marks the jobs takeJobsTx took completed, as River marks
+// a job that succeeded.
+func (q *Queue) completeTakenTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	in, arg := q.db.InIDs("id", 1, jobs)
+	if _, err := tx.ExecContext(ctx, `UPDATE river_job SET state = 'completed', finalized_at = `+q.stampAt(2)+
+		` WHERE `+in+` AND state = 'running'`, arg, q.riverStamp()); err != nil {
+		return fmt.Errorf("complete %d jobs: %w", len(jobs), err)
 	}
 	return nil
 }

@@ -187,13 +187,16 @@ func (q *Queue) deliver(ctx context.Context, job *river.Job[deliverArgs]) error 
 
 // deliverBatch runs the first attempt of delivery id together with those
 // of up to Batch-1 other deliveries waiting theirs (Config.DeliverMany):
-// it takes their jobs, marked completed, in a transaction of its own,
-// sends them all, and in one more transaction records their attempts and
-// puts back untried the jobs of those that failed, which run alone next.
+// it takes their jobs, marked running, in a transaction of its own,
+// sends them all, and in one more transaction records their attempts,
+// completes the jobs of those sent and puts back untried the jobs of
+// those that failed, which run alone next.
 // It reports false when the attempt of id is still to run alone: batching
 // is off, no other delivery was waiting, or id itself failed in the
 // batch (it is tried again at once, alone). A failure of the last
-// transaction fails the attempt of id and leaves the others to the sweep.
+// transaction fails the attempt of id and leaves the others' jobs
+// running, for River to rescue (Config.RescueAfter): sent again then, at
+// least once.
 func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	if q.cfg.DeliverMany == nil || q.cfg.Batch <= 1 {
 		return false, nil
@@ -220,15 +223,17 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	}
 	// The record is written whatever ctx became: the sends happened.
 	ctx = context.WithoutCancel(ctx)
-	var back []int64
+	var back, sent []int64
 	for i, t := range taken {
 		if errs[i+1] != nil {
 			back = append(back, t.job)
 			q.keepAlone(q.aloneDeliveries, t.event)
+		} else {
+			sent = append(sent, t.job)
 		}
 	}
-	if err := q.recordDeliveries(ctx, record, back, nil); err != nil {
-		q.cfg.Logger.Error("record a batch of deliveries; the sweep enqueues those still pending", "deliveries", len(ids), "err", err)
+	if err := q.recordDeliveries(ctx, record, sent, back, nil); err != nil {
+		q.cfg.Logger.Error("record a batch of deliveries; River rescues their jobs, still running", "deliveries", len(ids), "err", err)
 		return true, storable(err)
 	}
 	if errs[0] != nil {
@@ -286,15 +291,15 @@ func (q *Queue) deliverCommitted(ctx context.Context, ids []int64) {
 			}
 		}
 	}
-	if err := q.recordDeliveries(context.WithoutCancel(ctx), record, nil, again); err != nil {
+	if err := q.recordDeliveries(context.WithoutCancel(ctx), record, nil, nil, again); err != nil {
 		q.cfg.Logger.Error("record a batch's deliveries; the sweep enqueues those still pending", "deliveries", len(ids), "err", err)
 	}
 }
 
-// recordDeliveries writes a batch's attempts (record), puts the jobs
-// back and enqueues a job Deliver runs alone for each of again, in one
-// transaction.
-func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Context, *sql.Tx) error, back, again []int64) error {
+// recordDeliveries writes a batch's attempts (record), completes the
+// jobs of sent, puts the jobs of back back and enqueues a job Deliver
+// runs alone for each of again, in one transaction.
+func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Context, *sql.Tx) error, sent, back, again []int64) error {
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("record deliveries: %w", err)
@@ -304,6 +309,9 @@ func (q *Queue) recordDeliveries(ctx context.Context, record func(context.Contex
 		if err := record(ctx, tx); err != nil {
 			return err
 		}
+	}
+	if err := q.completeTakenTx(ctx, tx, sent); err != nil {
+		return err
 	}
 	if err := q.putBackTx(ctx, tx, back); err != nil {
 		return err

@@ -186,7 +186,7 @@ type Config struct {
 	// for what a crash then leaves to the sweep). For the others (from
 	// events processed alone, the sweep, a resend), the worker running a
 	// delivery's first attempt takes the jobs of up to Batch-1 other
-	// deliveries waiting their first try, marked completed in a
+	// deliveries waiting their first try, marked running in a
 	// transaction of its own, and calls DeliverMany with all their ids,
 	// outside any transaction. It returns, in the order of ids, nil for a
 	// delivery that needs nothing more (delivered, or no longer pending)

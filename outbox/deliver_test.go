@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
@@ -443,4 +445,89 @@ func lastDeliveryID(t *testing.T, db *store.DB) int {
 			WHERE sequencename = pg_get_serial_sequence('payhook_deliveries', 'id')::regclass::text::name), 0)`)
 	}
 	return count(t, db, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'payhook_deliveries'), 0)`)
+}
+
+// TestSweepWhileABatchSends: deliveries whose jobs waited past the
+// sweep's age are taken into another delivery's batch; a sweep that runs
+// while the batch sends (another instance's, every 15 s) finds them
+// pending and old, but their jobs still live (running), so it gives them
+// no second job, and each fact reaches its sink once. Their jobs were
+// marked completed at the take: the sweep enqueued each one again and
+// the sink got it twice, without any crash.
+func TestSweepWhileABatchSends(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		const n = 5
+		var sends counts
+		var sweeper atomic.Pointer[jobs.Queue]
+		var first atomic.Bool
+		if err := box.AddFunc("app", nil, func(ctx context.Context, f outbox.Fact) error {
+			sends.add(f.ID)
+			if first.CompareAndSwap(false, true) {
+				if _, err := sweeper.Load().Sweep(ctx); err != nil {
+					t.Error(err)
+				}
+				if again := count(t, db, `SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_deliver' AND state = 'available'`); again != 0 {
+					t.Errorf("the sweep gave %d deliveries being sent a second job", again)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		later := t0.Add(2 * time.Minute) // the jobs have waited past the sweep's age
+		cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
+			Logger: quiet, Outbox: box, Now: func() time.Time { return later }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := jobs.New(db, cfg) // another instance, never started: its sweep only
+		if err != nil {
+			t.Fatal(err)
+		}
+		sweeper.Store(other)
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for i := range n {
+			f, err := outbox.NewFact(outbox.OrderPaid, "shop", fmt.Sprint("ord_", i), fmt.Sprint("ord_", i), t0, map[string]any{"order_id": i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := outbox.Emit(ctx, db, tx, box, f, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, e.Deliveries...)
+		}
+		if err := other.EnqueueDeliveriesTx(ctx, tx, ids, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		// One worker: the first job's batch takes the others.
+		startQueue(t, db, box, nil, false, func(c *jobs.Config) {
+			c.Now = func() time.Time { return later }
+			c.Workers = 1
+		})
+		waitProgress(t, "deliveries delivered, their jobs ended", func() (bool, string) {
+			d := count(t, db, `SELECT COUNT(*) FROM payhook_deliveries WHERE status = 'delivered'`)
+			live := count(t, db, `SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_deliver' AND state <> 'completed'`)
+			return d == n && live == 0, fmt.Sprint(d, live)
+		})
+		for _, id := range ids {
+			var fact string
+			if err := db.SQL.QueryRow(`SELECT f.fact_id FROM payhook_deliveries d JOIN payhook_facts f ON f.id = d.fact WHERE d.id = $1`, id).Scan(&fact); err != nil {
+				t.Fatal(err)
+			}
+			if c := sends.get(fact); c != 1 {
+				t.Errorf("delivery %d (fact %s) sent %d times; want once", id, fact, c)
+			}
+		}
+	})
 }
