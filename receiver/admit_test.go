@@ -315,3 +315,58 @@ func TestInFlightBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimHoldsNoBudget: a delivery that claims a large Content-Length
+// and then stalls holds only the first bytes it is read into, not its
+// claim: two of them, claiming the whole in-flight budget between them,
+// leave room for a provider's delivery. Before, anyone could answer every
+// delivery 503 with a few idle connections that claimed 1 MiB each, no
+// secret needed (the header checks pass with any signature).
+func TestClaimHoldsNoBudget(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		_, q := newQueueOn(t, dbURL)
+		secret := "whsec_claims"
+		v, err := provider.New(provider.Options{Provider: "stripe", Secrets: []string{secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const limit = 64 << 10
+		r, err := receiver.New(receiver.Config{
+			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
+			Inbox:   q, MaxBodyBytes: limit, MaxInFlightBytes: 2 * limit, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wt watched
+		url := wt.serve(t, r)
+		for _, id := range []string{"evt_claim1", "evt_claim2"} {
+			b, h := stripeEvent(id, limit, secret, time.Now())
+			ch := wt.watch(id)
+			pr, pw := io.Pipe()
+			t.Cleanup(func() { pw.CloseWithError(errors.New("test over")) }) // before the server closes
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, url+"/webhooks/stripe", pr)
+				req.Header, req.ContentLength = h, limit
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			if _, err := pw.Write(b[:100]); err != nil {
+				t.Fatal(err)
+			}
+			<-(<-ch).reading // the receiver reads its body, stalled
+		}
+		b, h := stripeEvent("evt_provider", 200, secret, time.Now())
+		req, _ := http.NewRequest(http.MethodPost, url+"/webhooks/stripe", bytes.NewReader(b))
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("a delivery beside two stalled claims of the whole budget = %d; want 200", resp.StatusCode)
+		}
+	})
+}

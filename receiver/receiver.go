@@ -287,49 +287,54 @@ func checkEnvelope(env payhook.Envelope) error {
 // budget.
 var errBusy = fmt.Errorf("%w: too many deliveries in flight", payhook.ErrUnavailable)
 
-// readChunk is how much of a body of unknown length is taken from the
-// budget and read at a time.
-const readChunk = 32 << 10
+// firstChunk and readChunk bound how much of a body is taken from the
+// budget at a time, as it arrives: the first take is small and each next
+// one doubles, up to readChunk, so that a client that claims a large
+// Content-Length and sends nothing holds firstChunk, not its claim.
+const (
+	firstChunk = 4 << 10
+	readChunk  = 32 << 10
+)
 
 // readBody reads the whole body, bounded while it is read, into memory
-// taken from the in-flight budget. It returns how many bytes it took, to
-// be given back once the delivery is answered, also on error.
+// taken from the in-flight budget as the bytes arrive. It returns how
+// many bytes it took, to be given back once the delivery is answered,
+// also on error.
 func (r *Receiver) readBody(w http.ResponseWriter, req *http.Request) (body []byte, held int64, err error) {
 	limit := r.cfg.MaxBodyBytes
 	if req.ContentLength > limit {
 		return nil, 0, fmt.Errorf("body of %d bytes is over the %d-byte limit: %w", req.ContentLength, limit, payhook.ErrTooLarge)
 	}
-	if n := req.ContentLength; n >= 0 {
-		// The server holds the body to its Content-Length.
-		if !r.budget.take(n) {
-			return nil, 0, fmt.Errorf("body of %d bytes: %w", n, errBusy)
+	src, end := io.Reader(req.Body), req.ContentLength // the server holds the body to its Content-Length
+	if end < 0 {
+		if a, ok := w.(*answerWriter); ok {
+			// MaxBytesReader closes the connection past the limit only
+			// when it is handed net/http's own writer.
+			w = a.ResponseWriter
 		}
-		body = make([]byte, n)
-		if _, err := io.ReadFull(req.Body, body); err != nil {
-			return nil, n, fmt.Errorf("read body: %v: %w", err, payhook.ErrMalformed)
-		}
-		return body, n, nil
+		// One byte past the limit is read to tell that it is past.
+		src, end = http.MaxBytesReader(w, req.Body, limit), limit+1
 	}
-	if a, ok := w.(*answerWriter); ok {
-		// MaxBytesReader closes the connection past the limit only when
-		// it is handed net/http's own writer.
-		w = a.ResponseWriter
-	}
-	src := http.MaxBytesReader(w, req.Body, limit)
+	chunk := int64(firstChunk)
 	for {
 		if int64(len(body)) == held {
-			// One byte past the limit is read to tell that it is past.
-			chunk := max(1, min(readChunk, limit+1-held))
-			if !r.budget.take(chunk) {
+			if held == end && req.ContentLength >= 0 {
+				return body, held, nil
+			}
+			take := max(1, min(chunk, end-held))
+			if !r.budget.take(take) {
 				return nil, held, fmt.Errorf("body of more than %d bytes: %w", held, errBusy)
 			}
-			held += chunk
-			body = slices.Grow(body, int(chunk))
+			held += take
+			chunk = min(2*chunk, readChunk)
+			body = slices.Grow(body, int(take))
 		}
 		n, err := src.Read(body[len(body):held])
 		body = body[:len(body)+n]
 		var tooLarge *http.MaxBytesError
 		switch {
+		case err == io.EOF && req.ContentLength >= 0 && int64(len(body)) < req.ContentLength:
+			return nil, held, fmt.Errorf("read body: %d of %d bytes: %w", len(body), req.ContentLength, payhook.ErrMalformed)
 		case err == io.EOF:
 			return body, held, nil
 		case errors.As(err, &tooLarge):
