@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ type Auth struct {
 	tokenHash  [sha256.Size]byte
 	hasToken   bool
 	users      map[string][]byte
+	dummy      []byte // dummyPassword's hash at the users' cost; nil without users
 	key        []byte
 	ttl        time.Duration
 	trustProxy bool
@@ -49,9 +51,10 @@ type Auth struct {
 // sessionCookie is the name of the session cookie.
 const sessionCookie = "payhook_session"
 
-// dummyHash is compared against when the user is unknown, so a login
-// takes as long for a name that exists as for one that does not.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("payhook-no-such-user"), bcrypt.MinCost)
+// dummyPassword is hashed, at the cost of the users' own hashes, into
+// the hash an unknown user's login is compared against (Auth.dummy), so
+// that it takes as long as a known user's.
+const dummyPassword = "payhook-no-such-user"
 
 // CheckToken refuses a token (what names it) that is set but shorter
 // than MinTokenBytes, with an error wrapping payhook.ErrConfig.
@@ -80,13 +83,16 @@ func newAuth(cfg Config) (*Auth, error) {
 		a.tokenHash, a.hasToken = sha256.Sum256([]byte(cfg.Token)), true
 		fmt.Fprintf(mac, "token %d:%s\n", len(cfg.Token), cfg.Token)
 	}
+	cost := 0
 	for i, u := range cfg.Users {
 		if u.Name == "" || strings.ContainsAny(u.Name, "\n|") {
 			return nil, fmt.Errorf("console: user %d: want a name without '|' or newlines: %w", i+1, payhook.ErrConfig)
 		}
-		if _, err := bcrypt.Cost([]byte(u.Hash)); err != nil {
+		c, err := bcrypt.Cost([]byte(u.Hash))
+		if err != nil {
 			return nil, fmt.Errorf("console: user %s: hash is not a bcrypt hash (%v): %w", u.Name, err, payhook.ErrConfig)
 		}
+		cost = max(cost, c)
 		if _, dup := a.users[u.Name]; dup {
 			return nil, fmt.Errorf("console: user %s listed twice: %w", u.Name, payhook.ErrConfig)
 		}
@@ -94,6 +100,12 @@ func newAuth(cfg Config) (*Auth, error) {
 		fmt.Fprintf(mac, "user %s %s\n", u.Name, u.Hash)
 	}
 	a.key = mac.Sum(nil)
+	if cost > 0 {
+		var err error
+		if a.dummy, err = bcrypt.GenerateFromPassword([]byte(dummyPassword), cost); err != nil {
+			return nil, fmt.Errorf("console: %w", err)
+		}
+	}
 	return a, nil
 }
 
@@ -126,7 +138,9 @@ func (a *Auth) checkLogin(user, secret string) bool {
 	}
 	hash, ok := a.users[user]
 	if !ok {
-		bcrypt.CompareHashAndPassword(dummyHash, []byte(secret))
+		if a.dummy != nil {
+			bcrypt.CompareHashAndPassword(a.dummy, []byte(secret))
+		}
 		return false
 	}
 	return bcrypt.CompareHashAndPassword(hash, []byte(secret)) == nil
@@ -210,19 +224,24 @@ func (a *Auth) validCSRF(r *http.Request, s *session) bool {
 }
 
 // clientIP is the address a login attempt is counted against: the peer,
-// or the first X-Forwarded-For hop when the proxy is trusted.
+// or when the proxy is trusted the last X-Forwarded-For hop, the one the
+// proxy added (those before it are the client's to say); an IPv6 address
+// by its /64, which one client holds whole.
 func (a *Auth) clientIP(r *http.Request) string {
-	if a.trustProxy {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			first, _, _ := strings.Cut(xff, ",")
-			return strings.TrimSpace(first)
+	addr := r.RemoteAddr
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	if xff := r.Header.Values("X-Forwarded-For"); a.trustProxy && len(xff) > 0 {
+		hops := strings.Split(xff[len(xff)-1], ",")
+		addr = strings.TrimSpace(hops[len(hops)-1])
+	}
+	if ip, err := netip.ParseAddr(addr); err == nil && ip.Is6() && !ip.Is4In6() {
+		if p, err := ip.Prefix(64); err == nil {
+			return p.String()
 		}
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return addr
 }
 
 // limiter is a token bucket per client address: burst attempts at once,
@@ -233,7 +252,12 @@ type limiter struct {
 	every   time.Duration
 	now     func() time.Time
 	buckets map[string]*bucket
+	swept   time.Time // the last time full buckets were forgotten
 }
+
+// maxBuckets is how many client addresses a limiter keeps before it
+// forgets those whose bucket is full again.
+const maxBuckets = 10000
 
 type bucket struct {
 	tokens float64
@@ -250,7 +274,10 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	if len(l.buckets) > 10000 { // forget the full buckets
+	if len(l.buckets) > maxBuckets && now.Sub(l.swept) >= l.every {
+		// Forget the full buckets; at most once an every, so that many
+		// addresses do not make every attempt walk them all.
+		l.swept = now
 		for k, b := range l.buckets {
 			if b.tokens+float64(now.Sub(b.at))/float64(l.every) >= l.burst {
 				delete(l.buckets, k)
