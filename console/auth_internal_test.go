@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -60,5 +61,25 @@ func TestUnknownUserCostsAKnownOne(t *testing.T) {
 	}
 	if a.checkLogin("nobody", "secret") || !a.checkLogin("ana", "secret") {
 		t.Error("login: an unknown user got in, or a known one did not")
+	}
+}
+
+// TestFlash: a page shows only the console's own messages after an
+// action, never a query's text.
+func TestFlash(t *testing.T) {
+	for _, c := range []struct{ query, want string }{
+		{"done=replayed", "replayed"},
+		{"done=bulk-replay&n=12", "bulk replay of 12 events started"},
+		{"done=bulk-replay&n=x", ""},
+		{"done=Your+session+expired%2C+log+in+at+evil.example", ""},
+		{"", ""},
+	} {
+		q, err := url.ParseQuery(c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := flash(q); got != c.want {
+			t.Errorf("flash(%q) = %q; want %q", c.query, got, c.want)
+		}
 	}
 }

@@ -274,7 +274,7 @@ func (c *Console) page(fn pageFunc) http.HandlerFunc {
 			c.toLogin(w, r)
 			return
 		}
-		v := &view{User: s.User, CSRF: c.auth.csrf(s), Query: r.URL.Query(), Request: r, Flash: r.URL.Query().Get("done")}
+		v := &view{User: s.User, CSRF: c.auth.csrf(s), Query: r.URL.Query(), Request: r, Flash: flash(r.URL.Query())}
 		if err := fn(w, r, v); err != nil {
 			c.fail(w, r, err)
 			return
@@ -371,4 +371,19 @@ func rowID(r *http.Request, what string) (int64, error) {
 // invalid returns an error wrapping payhook.ErrInvalid: a bad parameter.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", payhook.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// flash is the message a page shows after an action redirected to it
+// (its query's done): one of the console's own, never the query's text,
+// so that a link made elsewhere cannot put words in the console's mouth.
+func flash(q url.Values) string {
+	switch done := q.Get("done"); done {
+	case "replayed", "acknowledged", "resent":
+		return done
+	case "bulk-replay":
+		if n, err := strconv.Atoi(q.Get("n")); err == nil && n >= 0 {
+			return fmt.Sprintf("bulk replay of %d events started", n)
+		}
+	}
+	return ""
 }

@@ -189,6 +189,6 @@ func (c *Console) replayBulk(w http.ResponseWriter, r *http.Request, s *session)
 		b.running, b.finished, b.result, b.err = false, c.cfg.Now(), res, err
 		b.mu.Unlock()
 	}()
-	q := url.Values{"source": {f.Source}, "done": {fmt.Sprintf("bulk replay of %d events started", len(plan.IDs))}}
+	q := url.Values{"source": {f.Source}, "done": {"bulk-replay"}, "n": {strconv.Itoa(len(plan.IDs))}}
 	return "/console/events?" + q.Encode(), nil
 }
