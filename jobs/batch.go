@@ -625,28 +625,25 @@ func (q *Queue) endJobsTx(ctx context.Context, tx *sql.Tx, taken []takenJob, bac
 
 // putBackTx makes the jobs takeJobsTx took available again, untried.
 func (q *Queue) putBackTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
-	if len(jobs) == 0 {
-		return nil
-	}
-	in, arg := q.db.InIDs("id", 1, jobs)
-	if _, err := tx.ExecContext(ctx, `UPDATE river_job
-		SET state = 'available', attempt = 0, attempted_at = NULL, finalized_at = NULL
-		WHERE `+in+` AND state = 'running'`, arg); err != nil {
-		return fmt.Errorf("put back %d jobs: %w", len(jobs), err)
-	}
-	return nil
+	return q.setTakenTx(ctx, tx, jobs, "put back", `state = 'available', attempt = 0, attempted_at = NULL, finalized_at = NULL`)
 }
 
 // completeTakenTx marks the jobs takeJobsTx took completed, as River marks
 // a job that succeeded.
 func (q *Queue) completeTakenTx(ctx context.Context, tx *sql.Tx, jobs []int64) error {
+	return q.setTakenTx(ctx, tx, jobs, "complete", `state = 'completed', finalized_at = `+q.stampAt(2), q.riverStamp())
+}
+
+// setTakenTx sets, in tx, the columns of set of the jobs takeJobsTx took
+// and that still run (what names it in an error); args are set's
+// parameters from $2.
+func (q *Queue) setTakenTx(ctx context.Context, tx *sql.Tx, jobs []int64, what, set string, args ...any) error {
 	if len(jobs) == 0 {
 		return nil
 	}
 	in, arg := q.db.InIDs("id", 1, jobs)
-	if _, err := tx.ExecContext(ctx, `UPDATE river_job SET state = 'completed', finalized_at = `+q.stampAt(2)+
-		` WHERE `+in+` AND state = 'running'`, arg, q.riverStamp()); err != nil {
-		return fmt.Errorf("complete %d jobs: %w", len(jobs), err)
+	if _, err := tx.ExecContext(ctx, `UPDATE river_job SET `+set+` WHERE `+in+` AND state = 'running'`, append([]any{arg}, args...)...); err != nil {
+		return fmt.Errorf("%s %d jobs: %w", what, len(jobs), err)
 	}
 	return nil
 }

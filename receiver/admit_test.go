@@ -220,22 +220,8 @@ func stripeEvent(id string, size int, secret string, at time.Time) ([]byte, http
 // no budget: every connection could hold a body.
 func TestInFlightBudget(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		db, q := newQueueOn(t, dbURL)
-		secret := "whsec_budget"
-		v, err := provider.New(provider.Options{Provider: "stripe", Secrets: []string{secret}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		const limit = 4096
-		r, err := receiver.New(receiver.Config{
-			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
-			Inbox:   q, MaxBodyBytes: limit, MaxInFlightBytes: 2 * limit, Logger: slog.New(slog.DiscardHandler),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wt watched
-		url := wt.serve(t, r)
+		const secret, limit = "whsec_budget", 4096
+		db, wt, url := budgeted(t, dbURL, secret, limit)
 		send := func(b io.Reader, h http.Header, length int64) (*http.Response, error) {
 			req, _ := http.NewRequest(http.MethodPost, url+"/webhooks/stripe", b)
 			req.Header = h
@@ -324,22 +310,8 @@ func TestInFlightBudget(t *testing.T) {
 // secret needed (the header checks pass with any signature).
 func TestClaimHoldsNoBudget(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		_, q := newQueueOn(t, dbURL)
-		secret := "whsec_claims"
-		v, err := provider.New(provider.Options{Provider: "stripe", Secrets: []string{secret}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		const limit = 64 << 10
-		r, err := receiver.New(receiver.Config{
-			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
-			Inbox:   q, MaxBodyBytes: limit, MaxInFlightBytes: 2 * limit, Logger: slog.New(slog.DiscardHandler),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var wt watched
-		url := wt.serve(t, r)
+		const secret, limit = "whsec_claims", 64 << 10
+		_, wt, url := budgeted(t, dbURL, secret, limit)
 		for _, id := range []string{"evt_claim1", "evt_claim2"} {
 			b, h := stripeEvent(id, limit, secret, time.Now())
 			ch := wt.watch(id)
@@ -369,4 +341,24 @@ func TestClaimHoldsNoBudget(t *testing.T) {
 			t.Fatalf("a delivery beside two stalled claims of the whole budget = %d; want 200", resp.StatusCode)
 		}
 	})
+}
+
+// budgeted serves, watched, a receiver of one Stripe source signed with
+// secret, whose bodies are of limit bytes at most and whose in-flight
+// budget holds two of them; it returns the database and the server's URL.
+func budgeted(t *testing.T, dbURL, secret string, limit int64) (*store.DB, *watched, string) {
+	db, q := newQueueOn(t, dbURL)
+	v, err := provider.New(provider.Options{Provider: "stripe", Secrets: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := receiver.New(receiver.Config{
+		Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: v}},
+		Inbox:   q, MaxBodyBytes: limit, MaxInFlightBytes: 2 * limit, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt := &watched{}
+	return db, wt, wt.serve(t, r)
 }
