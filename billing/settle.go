@@ -47,12 +47,14 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 				// Rejected for a reference another invoice holds, then
 				// settled with another: credited if that one is free, as
 				// it would have been in the other order.
-				if inserted, err = a.settleRejected(ctx, f); err != nil || !inserted {
-					if err != nil {
-						return err
-					}
+				settled, err := a.settleRejected(ctx, f)
+				if err != nil {
+					return err
+				}
+				if !settled {
 					return a.reused(ctx, f)
 				}
+				inserted = true
 				break
 			}
 			if chainRef != f.ChainRef {
