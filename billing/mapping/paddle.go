@@ -75,11 +75,14 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 	facts := captured(billing.Payment{Ref: ref, OrderID: order, Amount: amount, Currency: currency, CapturedAt: at})
 	// Fetched now with include=adjustments, the transaction also lists
 	// what was refunded or charged back since: each adjustment as its
-	// adjustment.* event maps it (the same references, so once).
+	// adjustment.* event maps it (the same references, so once). A won
+	// chargeback's reversal goes after every chargeback, whatever order
+	// Paddle lists them in: it needs its chargeback applied first.
 	adjustments, err := d.list("adjustments")
 	if err != nil {
 		return nil, err
 	}
+	var won []billing.Fact
 	for _, a := range adjustments {
 		more, err := listed(paddleAdjustment(e, a))
 		var ign ignored
@@ -89,9 +92,15 @@ func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {
 		if err != nil {
 			return nil, err
 		}
-		facts = append(facts, more...)
+		for _, f := range more {
+			if _, ok := f.(billing.ChargebackWon); ok {
+				won = append(won, f)
+			} else {
+				facts = append(facts, f)
+			}
+		}
 	}
-	return facts, nil
+	return append(facts, won...), nil
 }
 
 // paddlePaid is what the customer paid for a transaction: its totals'

@@ -193,6 +193,24 @@ func stripeCharge(e *event, o obj) ([]billing.Fact, error) {
 	return captured(p), nil
 }
 
+// stripeUncaptured reports whether charge o says it was never captured
+// (captured false, or amount_captured 0): an authorization, whose
+// refunds Stripe makes itself to release it (reason
+// expired_uncaptured_charge, or a PaymentIntent cancelled before its
+// capture), moving no money.
+func stripeUncaptured(o obj) (bool, error) {
+	if ok, err := o.has("captured"); err != nil || ok {
+		if err != nil {
+			return false, err
+		}
+		if captured, err := o.flag("captured"); err != nil || !captured {
+			return err == nil, err
+		}
+	}
+	n, ok, err := o.amount("amount_captured")
+	return err == nil && ok && n == 0, err
+}
+
 // stripeChargeAmount is the field of a charge's amount: amount_captured
 // (what a partial capture booked) when there and not zero, else amount.
 func stripeChargeAmount(o obj) string {
@@ -293,6 +311,12 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 		// refund.* events carry them.
 		return ignore("charge.refunded without refunds.data: the refund.* events count its refunds")
 	}
+	if uncaptured, err := stripeUncaptured(o); err != nil || uncaptured {
+		if err != nil {
+			return nil, err
+		}
+		return ignore("the refunds of a charge never captured release its authorization: no money moved")
+	}
 	pay, err := stripePaymentRef(o, "id")
 	if err != nil {
 		return nil, err
@@ -331,6 +355,12 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Payment, onPayment bool) ([]billing.Fact, error) {
 	var facts []billing.Fact
 	for _, r := range list {
+		if released, err := stripeReleased(r); err != nil || released {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		status, err := r.need("status")
 		if err != nil {
 			return nil, err
@@ -380,6 +410,12 @@ func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Pay
 // Refunded (no Payment snapshot: a refund does not carry its payment's
 // amount), failed or canceled a RefundFailed, requires_action nothing yet.
 func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
+	if released, err := stripeReleased(o); err != nil || released {
+		if err != nil {
+			return nil, err
+		}
+		return ignore("a refund Stripe made to release an authorization never captured (expired_uncaptured_charge) moves no money")
+	}
 	status, err := o.need("status")
 	if err != nil {
 		return nil, err
@@ -418,6 +454,14 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 		return []billing.Fact{billing.RefundFailed{PaymentRef: pay, RefundRef: ref, At: at}}, nil
 	}
 	return nil, errStatus(o, "status", status)
+}
+
+// stripeReleased reports whether refund r is one Stripe made itself to
+// release an authorization never captured: reason
+// expired_uncaptured_charge.
+func stripeReleased(r obj) (bool, error) {
+	reason, err := r.str("reason")
+	return reason == "expired_uncaptured_charge", err
 }
 
 // stripeDispute returns a dispute's payment and id.

@@ -32,6 +32,8 @@ type listed struct {
 	ID                string `json:"id"`
 	Amount            int64  `json:"amount"`
 	AmountRefunded    int64  `json:"amount_refunded"`
+	AmountCaptured    *int64 `json:"amount_captured"` // a charge's; nil in older versions and other objects
+	Captured          *bool  `json:"captured"`        // a charge's
 	Currency          string `json:"currency"`
 	Status            string `json:"status"`
 	PaymentIntent     any    `json:"payment_intent"`
@@ -137,8 +139,14 @@ func (l listed) object(kind, version string) (adapter.Object, bool, error) {
 	}
 	switch kind {
 	case adapter.KindPayment:
-		if l.Status != "succeeded" {
+		// An authorization never captured is no payment (Stripe says
+		// succeeded of it all the same); a partial capture is what it
+		// captured, as the mapping reads it.
+		if l.Status != "succeeded" || (l.Captured != nil && !*l.Captured) || (l.AmountCaptured != nil && *l.AmountCaptured == 0) {
 			return o, false, nil
+		}
+		if l.AmountCaptured != nil {
+			o.Amount = *l.AmountCaptured
 		}
 		if pay != "" {
 			o.Ref = pay
@@ -147,7 +155,7 @@ func (l listed) object(kind, version string) (adapter.Object, bool, error) {
 		switch {
 		case l.AmountRefunded <= 0:
 			o.Status = "succeeded"
-		case l.AmountRefunded < l.Amount:
+		case l.AmountRefunded < o.Amount:
 			o.Status = "partially_refunded"
 		default:
 			o.Status = "refunded"
