@@ -76,7 +76,8 @@
 //	                               Payment snapshot of the charge (amount_captured, else amount);
 //	                               PaymentRef is the payment_intent, else the charge's id. Without
 //	                               refunds.data (API versions from 2022-11-15) nil: the refund.*
-//	                               events carry them
+//	                               events carry them; nil for a charge never captured (captured
+//	                               false, amount_captured 0): its refunds release an authorization
 //	refund.created, refund.updated, the refund object: status succeeded or pending →
 //	refund.failed,                 Refunded{payment_intent (else charge), id, amount, currency, at
 //	charge.refund.updated          created} (no Payment snapshot); failed or canceled →
