@@ -81,7 +81,8 @@
 //	refund.created, refund.updated, the refund object: status succeeded or pending →
 //	refund.failed,                 Refunded{payment_intent (else charge), id, amount, currency, at
 //	charge.refund.updated          created} (no Payment snapshot); failed or canceled →
-//	                               RefundFailed; requires_action → nil; another status is an error
+//	                               RefundFailed; requires_action → nil; another status is an error;
+//	                               reason expired_uncaptured_charge (an authorization released) → nil
 //	charge.dispute.created,        ChargedBack{payment_intent (else charge), dispute id, amount (the
 //	charge.dispute.funds_withdrawn disputed amount)} (no Payment snapshot); an inquiry (created with a
 //	                               status warning_*) or a prevented dispute moves no money: nil;
