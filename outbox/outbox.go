@@ -397,12 +397,19 @@ func (o *Outbox) recordTx(ctx context.Context, tx *sql.Tx, d *delivery, status s
 		delivered = now
 	}
 	var attempt int
+	// A delivery is paused only while its sink is: one resumed since the
+	// attempt saw it paused stays pending (the sweep gives it a job), or it
+	// would wait for a resume that has come and gone.
+	stillPaused := ""
+	if status == "paused" {
+		stillPaused = ` AND EXISTS (SELECT 1 FROM payhook_sinks_paused p WHERE p.sink = payhook_deliveries.sink)`
+	}
 	err := tx.QueryRowContext(ctx, `UPDATE payhook_deliveries
 		SET status = $2, attempts = attempts + 1, last_error = $3, updated_at = $4, delivered_at = $5
-		WHERE id = $1 AND status = 'pending'
+		WHERE id = $1 AND status = 'pending'`+stillPaused+`
 		RETURNING attempts`, d.id, status, msg, now, delivered).Scan(&attempt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil // resent, or finished by another attempt meanwhile
+		return nil // resent, finished by another attempt meanwhile, or its sink resumed
 	}
 	if err != nil {
 		return fmt.Errorf("record delivery %d: %w", d.id, err)
@@ -438,15 +445,17 @@ func (o *Outbox) pause(ctx context.Context, d *delivery, r *route, rec Receipt, 
 
 // pauseTx is pause in tx; it returns the pause's reason.
 func (o *Outbox) pauseTx(ctx context.Context, tx *sql.Tx, d *delivery, r *route, rec Receipt, cause error, latency time.Duration) (string, error) {
-	if err := o.recordTx(ctx, tx, d, "paused", rec, cause, latency); err != nil {
-		return "", err
-	}
+	// The sink first: a delivery is recorded paused only while its sink
+	// is (recordTx).
 	reason := payhook.Storable(fmt.Sprintf("sink %s paused: %v (fact %s)", r.name, cause, d.fact.ID))
 	res, err := tx.ExecContext(ctx, `INSERT INTO payhook_sinks_paused (sink, url, reason, paused_at) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (sink) DO UPDATE SET url = excluded.url, reason = excluded.reason, paused_at = excluded.paused_at
 		WHERE payhook_sinks_paused.url <> excluded.url`, r.name, target(r.sink), reason, o.cfg.DB.TimeValue(o.cfg.Now()))
 	if err != nil {
 		return "", fmt.Errorf("pause sink %s: %w", r.name, err)
+	}
+	if err := o.recordTx(ctx, tx, d, "paused", rec, cause, latency); err != nil {
+		return "", err
 	}
 	if n, _ := res.RowsAffected(); n == 1 && o.cfg.OnPause != nil {
 		if err := o.cfg.OnPause(ctx, tx, r.name, reason); err != nil {
