@@ -23,6 +23,9 @@ type deliverArgs struct {
 	Delivery int64 `json:"delivery" river:"unique"`
 	Resend   int64 `json:"resend,omitempty" river:"unique"`
 	Alone    bool  `json:"alone,omitempty"`
+	// Rescue, as processArgs', is the id of a job of the delivery left
+	// running by a dead process: the sweep's stand-in for it.
+	Rescue int64 `json:"rescue,omitempty" river:"unique"`
 }
 
 func (deliverArgs) Kind() string { return "payhook_deliver" }
@@ -339,18 +342,45 @@ func (q *Queue) sweepDeliveries(ctx context.Context, tx *sql.Tx, now time.Time) 
 	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}
-	if q.cfg.DeliveryPostpone == nil {
-		return len(ids), nil
-	}
-	for _, r := range res {
-		if due, ok := retryDue(r, now); ok {
+	// As for events (Sweep): a job running for longer than RescueAfter
+	// belongs to a dead process, and gets a stand-in at once rather than
+	// waiting for River's rescuer; each round inserts stand-ins for the
+	// stuck jobs the previous one met (a stand-in can be stuck too).
+	stuck := now.Add(-q.cfg.RescueAfter)
+	for round := 0; len(res) > 0 && round < 4; round++ {
+		var standIns []river.InsertManyParams
+		for _, r := range res {
+			if !r.UniqueSkippedAsDuplicate {
+				continue
+			}
+			job := r.Job
 			var args deliverArgs
-			if err := json.Unmarshal(r.Job.EncodedArgs, &args); err != nil {
-				return 0, fmt.Errorf("sweep: job %d: %w", r.Job.ID, err)
+			if err := json.Unmarshal(job.EncodedArgs, &args); err != nil {
+				return 0, fmt.Errorf("sweep: job %d: %w", job.ID, err)
 			}
-			if err := q.cfg.DeliveryPostpone(ctx, tx, args.Delivery, due); err != nil {
-				return 0, fmt.Errorf("sweep: %w", err)
+			due, retrying := retryDue(r, now)
+			switch {
+			case job.State == rivertype.JobStateRunning && job.AttemptedAt != nil:
+				if job.AttemptedAt.Before(stuck) {
+					standIns = append(standIns, river.InsertManyParams{Args: deliverArgs{Delivery: args.Delivery, Rescue: job.ID},
+						InsertOpts: &river.InsertOpts{MaxAttempts: q.cfg.DeliveryAttempts}})
+					continue
+				}
+				due = job.AttemptedAt.Add(q.cfg.RescueAfter - q.cfg.SweepAge) // looked at again once it will be stuck
+			case !retrying:
+				continue // it is going to run
 			}
+			if q.cfg.DeliveryPostpone != nil {
+				if err := q.cfg.DeliveryPostpone(ctx, tx, args.Delivery, due); err != nil {
+					return 0, fmt.Errorf("sweep: %w", err)
+				}
+			}
+		}
+		if len(standIns) == 0 {
+			break
+		}
+		if res, err = q.client.InsertManyTx(ctx, tx, standIns); err != nil {
+			return 0, fmt.Errorf("sweep: stand-ins for %d stuck deliveries: %w", len(standIns), err)
 		}
 	}
 	return len(ids), nil

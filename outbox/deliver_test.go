@@ -531,3 +531,85 @@ func TestSweepWhileABatchSends(t *testing.T) {
 		}
 	})
 }
+
+// TestSweepStandsInForAStuckDelivery: a delivery whose job a killed
+// process left running gets a stand-in from the sweep once the job has
+// run longer than any live attempt can (RescueAfter), as an event's does,
+// not after River's rescuer (every 30 s, then the job's backoff: 106 s
+// after the fact in a helper's chaos run); looked at before, it is left to
+// its job, and looked at again the moment it will be stuck.
+func TestSweepStandsInForAStuckDelivery(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		var sends counts
+		if err := box.AddFunc("app", nil, func(_ context.Context, f outbox.Fact) error { sends.add(f.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var offset atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
+			Logger: quiet, Outbox: box, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.JobTimeout, cfg.RescueAfter, cfg.SweepAge = time.Second, 10*time.Second, 5*time.Second
+		q, err := jobs.New(db, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := outbox.NewFact(outbox.OrderPaid, "shop", "ord_stuck", "ord_stuck", clock(), map[string]any{"order_id": "ord_stuck"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := outbox.Emit(ctx, db, tx, box, f, clock())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueDeliveriesTx(ctx, tx, e.Deliveries, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		// The process that ran the job was killed.
+		kill := `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() WHERE kind = 'payhook_deliver'`
+		if db.Engine == store.SQLite {
+			kill = `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = datetime('now', 'subsec') WHERE kind = 'payhook_deliver'`
+		}
+		if _, err := db.SQL.Exec(kill); err != nil {
+			t.Fatal(err)
+		}
+		deliveryJobs := func() int { return count(t, db, `SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_deliver'`) }
+		for _, step := range []struct {
+			at   time.Duration
+			want int
+		}{
+			{6 * time.Second, 1},                       // running for 6 s: alive as far as anyone knows
+			{8 * time.Second, 1},                       // not looked at again before 10 s
+			{10*time.Second + 500*time.Millisecond, 2}, // stuck: its stand-in
+			{16 * time.Second, 2},                      // the same stand-in, not a second one
+		} {
+			offset.Store(int64(step.at))
+			if _, err := q.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n := deliveryJobs(); n != step.want {
+				t.Fatalf("sweep %s after the crash: %d delivery jobs; want %d", step.at, n, step.want)
+			}
+		}
+		startQueue(t, db, box, nil, false, func(c *jobs.Config) { c.Now = clock })
+		waitProgress(t, "the delivery delivered", func() (bool, string) {
+			d := count(t, db, `SELECT COUNT(*) FROM payhook_deliveries WHERE status = 'delivered'`)
+			return d == 1, fmt.Sprint(d)
+		})
+		if n := sends.get(f.ID); n != 1 {
+			t.Errorf("the fact was sent %d times; want once", n)
+		}
+	})
+}

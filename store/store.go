@@ -91,6 +91,14 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		// An acknowledged event must survive a crash of the server.
 		cfg.RuntimeParams["synchronous_commit"] = "on"
 		cfg.RuntimeParams["timezone"] = "UTC"
+		// A session idle in a transaction that long belongs to a process
+		// frozen or cut off (payhook never waits inside one): PostgreSQL
+		// ends it, and the locks it held on events and payments go, which
+		// the other instances' batches wait for. Without it they waited
+		// until TCP gave up on the connection, hours.
+		if _, set := cfg.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+			cfg.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(IdleInTransaction.Milliseconds())
+		}
 		db.SQL = stdlib.OpenDB(*cfg)
 		db.SQL.SetMaxOpenConns(40)
 		db.SQL.SetMaxIdleConns(40)
@@ -108,6 +116,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	return db, nil
 }
+
+// IdleInTransaction is how long a PostgreSQL session of payhook's may sit
+// idle inside a transaction before the server ends it (and rolls it
+// back); a database URL's own idle_in_transaction_session_timeout wins.
+const IdleInTransaction = 30 * time.Second
 
 // ingestConns bounds the Ingest pool: a few group commits at once (see
 // groupcommit.Config.Commits) and deliveries retried alone.

@@ -530,3 +530,43 @@ func TestLockEventsSkipsHeld(t *testing.T) {
 		}
 	})
 }
+
+// TestIdleTransactionEnded: a PostgreSQL session left idle inside a
+// transaction (a process frozen, or cut off, while it held locks) is ended
+// by the server after store.IdleInTransaction (30 s; a URL's own setting
+// wins, here 200 ms), and the row it locked is free for another instance.
+// Before, the other instances' batches waited on its locks until TCP gave
+// up on the connection. SQLite's one writer has no such session.
+func TestIdleTransactionEnded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		if !strings.HasPrefix(dbURL, "postgres") {
+			return
+		}
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		var v string
+		if err := db.SQL.QueryRowContext(ctx, "SHOW idle_in_transaction_session_timeout").Scan(&v); err != nil || v != "30s" {
+			t.Fatalf("idle_in_transaction_session_timeout = %q, %v; want 30s", v, err)
+		}
+		sep := "?"
+		if strings.Contains(dbURL, "?") {
+			sep = "&"
+		}
+		frozen := openDB(t, dbURL+sep+"idle_in_transaction_session_timeout=200")
+		tx, err := frozen.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `SELECT probes FROM payhook_ready WHERE id = 1 FOR UPDATE`); err != nil {
+			t.Fatal(err)
+		}
+		// The frozen one sends nothing more; another takes the row once the
+		// server has ended that session (a generous bound, never a timing).
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		if _, err := db.SQL.ExecContext(wctx, `UPDATE payhook_ready SET probes = probes + 1 WHERE id = 1`); err != nil {
+			t.Fatalf("the row locked by a session idle in its transaction: %v", err)
+		}
+	})
+}
