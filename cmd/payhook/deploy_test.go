@@ -278,7 +278,8 @@ func TestSystemdUnit(t *testing.T) {
 // instances started at once on one PostgreSQL (one on SQLite), each ready,
 // each taking a signed event from the binary's own send, the event
 // processed, an online SQLite backup (VACUUM INTO) holding it, and each
-// instance stopped by SIGTERM with exit status 0.
+// instance stopped by SIGTERM (one of PostgreSQL's by SIGHUP) with exit
+// status 0.
 func TestDeployBinary(t *testing.T) {
 	t.Parallel()
 	// The image cannot be built here (no Docker engine); the binary it
@@ -331,7 +332,11 @@ func TestDeployBinary(t *testing.T) {
 			checkOnlineBackup(t, procs[0], dbURL, dir)
 		}
 		for i, p := range procs {
-			if err := p.stop(); err != nil {
+			sig := syscall.SIGTERM
+			if i == 1 {
+				sig = syscall.SIGHUP // a closed terminal stops it the same way
+			}
+			if err := p.stop(sig); err != nil {
 				t.Errorf("instance %d: %v\n%s", i, err, p.log.String())
 			}
 		}
@@ -472,19 +477,19 @@ func (p *deployed) run(env []string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// stop sends SIGTERM and returns an error unless payhook exits 0 within
-// its shutdown bound and a stall limit.
-func (p *deployed) stop() error {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		return fmt.Errorf("SIGTERM: %w", err)
+// stop sends sig and returns an error unless payhook exits 0 within its
+// shutdown bound and a stall limit.
+func (p *deployed) stop(sig syscall.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%v: %w", sig, err)
 	}
 	select {
 	case err := <-p.exited:
 		if err != nil {
-			return fmt.Errorf("payhook exited with %v after SIGTERM, want 0", err)
+			return fmt.Errorf("payhook exited with %v after %v, want 0", err, sig)
 		}
 		return nil
 	case <-time.After(shutdownTimeout + stallLimit):
-		return fmt.Errorf("payhook did not exit within %v of SIGTERM", shutdownTimeout+stallLimit)
+		return fmt.Errorf("payhook did not exit within %v of %v", shutdownTimeout+stallLimit, sig)
 	}
 }
