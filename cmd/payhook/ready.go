@@ -15,6 +15,9 @@ import (
 // a second whatever the database does.
 const readyTimeout = 800 * time.Millisecond
 
+// readyFresh is how long /readyz answers from a probe that succeeded.
+const readyFresh = time.Second
+
 // readiness answers /readyz: 200 when a committed write to the database
 // returned within readyTimeout, 503 otherwise. A ping is not enough: a
 // SQLite connection busy for seconds, a partitioned PostgreSQL or a full
@@ -28,9 +31,19 @@ type readiness struct {
 	// deadline (a driver that does not stop at once) makes later checks
 	// answer 503 at once instead of piling probes up on the database.
 	probing atomic.Bool
+	// fresh is how long a probe that succeeded answers for the checks
+	// after it, so that anyone polling /readyz (unauthenticated) costs the
+	// database one durable write per fresh at most; ok is when it ended,
+	// in Unix nanoseconds of the machine's clock.
+	fresh time.Duration
+	ok    atomic.Int64
 }
 
 func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if time.Since(time.Unix(0, rd.ok.Load())) < rd.fresh {
+		fmt.Fprintln(w, "ready")
+		return
+	}
 	if !rd.probing.CompareAndSwap(false, true) {
 		rd.notReady(w, "the previous readiness probe has not returned yet")
 		return
@@ -50,6 +63,7 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rd.notReady(w, fmt.Sprintf("database did not take a write: %v", err))
 			return
 		}
+		rd.ok.Store(time.Now().UnixNano())
 		fmt.Fprintln(w, "ready")
 	case <-timer.C:
 		rd.notReady(w, fmt.Sprintf("database did not take a write within %v", rd.timeout))

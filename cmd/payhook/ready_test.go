@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -51,15 +52,42 @@ func TestReadyz(t *testing.T) {
 		if _, err := tx.Exec(lock); err != nil {
 			t.Fatal(err)
 		}
-		start := time.Now()
-		code, body := ready()
-		t.Logf("readyz under the lock = %d %q after %v", code, body, time.Since(start))
-		if code != http.StatusServiceUnavailable {
-			t.Fatalf("readyz while the write is blocked = %d %q, want 503", code, body)
-		}
+		// A probe that succeeded answers for a second (readyFresh); then
+		// the checks probe again and find the write blocked.
+		waitFor(t, func() bool { code, _ := ready(); return code == http.StatusServiceUnavailable })
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, func() bool { code, _ := ready(); return code == 200 })
+	})
+}
+
+// TestReadyzProbesOncePerFresh: checks within readyFresh of a probe that
+// succeeded answer from it, so that whoever polls /readyz (it takes no
+// credentials) costs the database one durable write per readyFresh, not
+// one per request.
+func TestReadyzProbesOncePerFresh(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rd := &readiness{db: db, now: time.Now, log: discardLogger(), timeout: time.Minute, fresh: time.Hour}
+		for range 20 {
+			w := httptest.NewRecorder()
+			rd.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+			if w.Code != 200 {
+				t.Fatalf("readyz = %d %q; want 200", w.Code, w.Body)
+			}
+		}
+		var probes int
+		if err := db.SQL.QueryRow(`SELECT probes FROM payhook_ready WHERE id = 1`).Scan(&probes); err != nil || probes != 1 {
+			t.Fatalf("%d probes written (%v) for 20 checks within readyFresh; want 1", probes, err)
+		}
 	})
 }
