@@ -52,7 +52,19 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 					return err
 				}
 				if !settled {
-					return a.reused(ctx, f)
+					// Still rejected: the reference credits another
+					// invoice. Settled meanwhile by another transaction
+					// (the UPDATE waited for it): decide again on the row
+					// as it is now.
+					var now string
+					if err := a.tx.QueryRowContext(ctx, `SELECT status FROM payhook_payments
+						WHERE source = $1 AND ref = $2`, a.source, f.InvoiceRef).Scan(&now); err != nil {
+						return fmt.Errorf("%s: read payment: %w", what, err)
+					}
+					if now == "rejected" {
+						return a.reused(ctx, f)
+					}
+					return a.settled(ctx, f)
 				}
 				inserted = true
 				break
@@ -76,8 +88,13 @@ func (a *applier) settled(ctx context.Context, f Settled) error {
 	}
 	if !inserted {
 		// The chain reference credits another invoice.
-		if inserted, err = insert("rejected"); err != nil || !inserted {
+		if inserted, err = insert("rejected"); err != nil {
 			return err
+		}
+		if !inserted {
+			// The invoice was stored by another transaction since the
+			// SELECT: decide again on its row.
+			return a.settled(ctx, f)
 		}
 		if f.OrderID != "" {
 			if err := a.heardOfOrder(ctx, f.OrderID); err != nil {
