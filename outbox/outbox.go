@@ -403,6 +403,22 @@ func (o *Outbox) recordTx(ctx context.Context, tx *sql.Tx, d *delivery, status s
 	stillPaused := ""
 	if status == "paused" {
 		stillPaused = ` AND EXISTS (SELECT 1 FROM payhook_sinks_paused p WHERE p.sink = payhook_deliveries.sink)`
+		if o.cfg.DB.Engine == store.Postgres {
+			// The pause's row locked first: a resume (ResendTx) deleting
+			// it is waited for and then seen, or waits for this record
+			// and resumes the delivery with the others. Read without a
+			// lock, a resume not committed yet still showed the row, and
+			// the delivery was paused after the resume had moved the
+			// sink's others back to pending.
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM payhook_sinks_paused WHERE sink = $1 FOR SHARE`, d.sink).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // resumed: the delivery stays pending
+			}
+			if err != nil {
+				return fmt.Errorf("record delivery %d: the pause of sink %s: %w", d.id, d.sink, err)
+			}
+		}
 	}
 	err := tx.QueryRowContext(ctx, `UPDATE payhook_deliveries
 		SET status = $2, attempts = attempts + 1, last_error = $3, updated_at = $4, delivered_at = $5
