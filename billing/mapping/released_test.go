@@ -9,7 +9,6 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/store"
 )
 
 // editFixture reads fixture file, lets edit change its data.object
@@ -69,14 +68,7 @@ func TestUncapturedChargeRefundedMovesNothing(t *testing.T) {
 func TestUncapturedChargeRefundedPaysNoOrder(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db := migrated(t, dbURL)
 		facts, err := mapping.Facts("stripe", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: uncapturedChargeRefunded(t)})
 		if err != nil {
 			t.Fatal(err)
@@ -136,14 +128,7 @@ func TestPaddleFetchedTransactionAdjustmentOrder(t *testing.T) {
 			payload := editFixture(t, "paddle/transaction.completed.json", func(d map[string]any) { d["adjustments"] = list })
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
-				db, err := store.Open(ctx, dbURL)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				if _, err := db.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
+				db := migrated(t, dbURL)
 				facts, err := mapping.Facts("paddle", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: payload})
 				if err != nil {
 					t.Fatal(err)
