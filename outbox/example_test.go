@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -24,23 +25,46 @@ import (
 // transaction after billing, reads the facts that transaction wrote.
 func Example() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "payhook-outbox")
+	dir, err := os.MkdirTemp("", "payhook-outbox")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer os.RemoveAll(dir)
-	db, _ := store.Open(ctx, "sqlite://"+filepath.Join(dir, "payhook.db"))
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "payhook.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer db.Close()
-	db.Migrate(ctx)
-	jobs.Migrate(ctx, db)
+	if _, err := db.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		log.Fatal(err)
+	}
 	logger := slog.New(slog.DiscardHandler)
 
-	box, _ := outbox.New(outbox.Config{DB: db, Logger: logger})
+	box, err := outbox.New(outbox.Config{DB: db, Logger: logger})
+	if err != nil {
+		log.Fatal(err)
+	}
 	emailed := make(chan outbox.Fact, 1)
-	box.AddFunc("welcome-email", []string{"order.paid"}, func(ctx context.Context, f outbox.Fact) error {
+	err = box.AddFunc("welcome-email", []string{"order.paid"}, func(ctx context.Context, f outbox.Fact) error {
 		emailed <- f // send the email here; an error retries it later
 		return nil
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
-	cfg, _ := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
+	cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"}},
 		Outbox: box, Logger: logger})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Under "*", beside billing's own: a handler registered for a type
+	// would take that type from billing (a Mux gives "*" only the types
+	// no handler of their own takes). Two handlers of an event run it one
+	// event at a time, without billing's batches.
 	cfg.Handlers.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
 		facts, err := outbox.ListTx(ctx, tx, outbox.Filter{Source: "shop"})
 		for _, f := range facts {
@@ -49,16 +73,24 @@ func Example() {
 		return err
 	})
 	cfg.PollInterval = 10 * time.Millisecond
-	queue, _ := jobs.New(db, cfg)
-	queue.Start(ctx)
+	queue, err := jobs.New(db, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := queue.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
 	defer queue.Stop(ctx)
 
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	queue.Ingest(ctx, []*payhook.Event{{Source: "shop", EventID: "evt_1", Type: "checkout.session.completed",
+	_, err = queue.Ingest(ctx, []*payhook.Event{{Source: "shop", EventID: "evt_1", Type: "checkout.session.completed",
 		OccurredAt: at, ReceivedAt: at, Payload: []byte(`{"id":"evt_1","type":"checkout.session.completed",
 		"created":1796115600,"livemode":false,"data":{"object":{"id":"cs_1","object":"checkout.session",
 		"mode":"payment","payment_status":"paid","payment_intent":"pi_1","amount_total":2500,
 		"currency":"usd","metadata":{"order_id":"ord_1"}}}}`)}})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	f := <-emailed
 	fmt.Println("after the commit:", f.Type, f.Subject, string(f.Data))

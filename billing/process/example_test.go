@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,25 +23,33 @@ import (
 // it and the queue's workers (queue.Start) process it.
 func Example() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "payhook-process")
+	dir, err := os.MkdirTemp("", "payhook-process")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer os.RemoveAll(dir)
-	db, _ := store.Open(ctx, "sqlite://"+filepath.Join(dir, "payhook.db"))
+	db, err := store.Open(ctx, "sqlite://"+filepath.Join(dir, "payhook.db"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer db.Close()
-	db.Migrate(ctx)
-	jobs.Migrate(ctx, db)
+	if _, err := db.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
+		log.Fatal(err)
+	}
 
 	// The sources are the ones the receiver verifies (Verifier omitted
 	// here); a source with API credentials would also have a Fetch.
 	sources := []payhook.Source{{Name: "shop", Provider: "stripe"}}
 	cfg, err := process.New(process.Config{DB: db, Sources: sources, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	queue, err := jobs.New(db, cfg)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
@@ -49,12 +58,25 @@ func Example() {
 		"created":1796115600,"livemode":false,"data":{"object":{"id":"cs_1","object":"checkout.session",
 		"mode":"payment","payment_status":"paid","payment_intent":"pi_1","amount_total":2500,
 		"currency":"usd","metadata":{"order_id":"ord_1"}}}}`)}
-	queue.Ingest(ctx, []*payhook.Event{ev})
-	queue.Process(ctx, ev.ID)
+	if _, err := queue.Ingest(ctx, []*payhook.Event{ev}); err != nil {
+		log.Fatal(err)
+	}
+	if err := queue.Process(ctx, ev.ID); err != nil {
+		log.Fatal(err)
+	}
 
-	stored, _ := db.Event(ctx, ev.ID)
-	pay, _ := billing.GetPayment(ctx, db, "shop", "pi_1")
-	order, _ := billing.GetOrder(ctx, db, "shop", "ord_1")
+	stored, err := db.Event(ctx, ev.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pay, err := billing.GetPayment(ctx, db, "shop", "pi_1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	order, err := billing.GetOrder(ctx, db, "shop", "ord_1")
+	if err != nil {
+		log.Fatal(err)
+	}
 	fmt.Println("event:", stored.Status)
 	fmt.Println("payment:", pay.Ref, pay.Status, pay.Amount, pay.Currency)
 	fmt.Println("order:", order.OrderID, order.Status, "by", order.PaidBy)

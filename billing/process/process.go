@@ -50,7 +50,10 @@ type Config struct {
 // payhook serve does: Handlers, OnFailed, Logger and Now are set, and
 // Fetch when a source has one;
 // the caller may tune the rest (Workers, MaxAttempts, Backoff, ...) before
-// passing it to jobs.New.
+// passing it to jobs.New. Billing is Handlers' "*": a handler added for a
+// type takes that type from billing (payhook.Mux gives "*" the types no
+// handler of their own takes); one added under "*" runs beside it, after
+// it, and its events are processed one at a time, not in batches.
 //
 // Every event goes through its provider's mapping (mapping.Read) to
 // billing facts, applied (billing.ApplyOutcome) in the transaction that

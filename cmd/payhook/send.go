@@ -18,7 +18,10 @@ const sendHelp = `Usage: payhook send --secret SECRET [--url URL] [--type TYPE] 
 
 Sends one event signed the Standard Webhooks way, shaped like the billete
 provider's (id, type, created_at, environment, api_version, data), and
-prints the answer. Sending the same --id again shows deduplication.
+prints the answer. Sending the same --id again shows deduplication: it is
+answered duplicate and not processed again; its body carries the time of
+sending, so it differs from the first, and payhook also raises an
+event_body_conflict alert, as it does for a provider that changed an event.
 
 Examples:
   payhook send --secret whsec_... 
