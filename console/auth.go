@@ -235,6 +235,12 @@ func (a *Auth) clientIP(r *http.Request) string {
 	if xff := r.Header.Values("X-Forwarded-For"); a.trustProxy && len(xff) > 0 {
 		hops := strings.Split(xff[len(xff)-1], ",")
 		addr = strings.TrimSpace(hops[len(hops)-1])
+		// Some proxies write the client's port too: a port per connection
+		// must not make a bucket per connection.
+		if ap, err := netip.ParseAddrPort(addr); err == nil {
+			addr = ap.Addr().String()
+		}
+		addr = strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]")
 	}
 	if ip, err := netip.ParseAddr(addr); err == nil && ip.Is6() && !ip.Is4In6() {
 		if p, err := ip.Prefix(64); err == nil {

@@ -29,6 +29,9 @@ func TestClientIP(t *testing.T) {
 		{"IPv6 peer", false, "[2001:db8:1:2:3:4:5:6]:4242", nil, "2001:db8:1:2::/64"},
 		{"IPv6 forwarded", true, "10.0.0.1:4242", []string{"2001:db8:1:2:ffff::1"}, "2001:db8:1:2::/64"},
 		{"IPv4 in IPv6", false, "[::ffff:203.0.113.7]:4242", nil, "::ffff:203.0.113.7"},
+		{"forwarded with a port", true, "10.0.0.1:4242", []string{"198.51.100.99, 203.0.113.7:41234"}, "203.0.113.7"},
+		{"forwarded IPv6 with a port", true, "10.0.0.1:4242", []string{"[2001:db8:1:2::1]:443"}, "2001:db8:1:2::/64"},
+		{"forwarded IPv6 in brackets", true, "10.0.0.1:4242", []string{"[2001:db8:1:2::1]"}, "2001:db8:1:2::/64"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := &Auth{trustProxy: c.trust}

@@ -434,6 +434,12 @@ func Migrate(ctx context.Context, db *store.DB) error {
 			return fmt.Errorf("migrate river tables: begin lock: %w", err)
 		}
 		defer lock.Rollback()
+		// Idle while the migrator works, for as long as an index takes to
+		// build: exempt from the pool's store.IdleInTransaction, which
+		// would end it and release the lock halfway.
+		if _, err := lock.ExecContext(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
+			return fmt.Errorf("migrate river tables: begin lock: %w", err)
+		}
 		if _, err := lock.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, riverMigrationLock); err != nil {
 			return fmt.Errorf("migrate river tables: wait for other instances' migrations: %w", err)
 		}

@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,6 +56,86 @@ func TestMigrateFromSeveralInstancesAtOnce(t *testing.T) {
 			if err := dbs[0].CheckSchema(ctx); err != nil {
 				t.Errorf("round %d: schema after concurrent migrations: %v", round, err)
 			}
+		}
+	})
+}
+
+// TestMigrateLockOutlivesIdleTimeout: jobs.Migrate's lock, held in a
+// transaction left idle while River's migrator works on other
+// connections, is exempt from store.IdleInTransaction: with the pool's
+// idle timeout at 200 ms and the migration held up (an index to rebuild
+// behind a writer's lock on river_job), the lock is still held after its
+// session has been idle three times as long. Without the exemption the
+// server ended the session and released the lock halfway, and another
+// instance could migrate at once.
+func TestMigrateLockOutlivesIdleTimeout(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		if !strings.HasPrefix(dbURL, "postgres") {
+			return // SQLite migrates under its one writer, with no lock of this kind
+		}
+		ctx := context.Background()
+		setup, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer setup.Close()
+		if _, err := setup.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := jobs.Migrate(ctx, setup); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := setup.SQL.ExecContext(ctx, `DROP INDEX payhook_river_job_first_tries`); err != nil {
+			t.Fatal(err)
+		}
+		btx, err := setup.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer btx.Rollback()
+		if _, err := btx.ExecContext(ctx, `LOCK TABLE river_job IN ROW EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		sep := "?"
+		if strings.Contains(dbURL, "?") {
+			sep = "&"
+		}
+		inst, err := store.Open(ctx, dbURL+sep+"idle_in_transaction_session_timeout=200")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inst.Close()
+		done := make(chan error, 1)
+		go func() { done <- jobs.Migrate(ctx, inst) }()
+		// Until the lock's session has been idle 600 ms by the server's
+		// clock, or the lock, once taken, is gone.
+		seen := false
+		for {
+			var held, idleLong int
+			if err := setup.SQL.QueryRowContext(ctx, `SELECT count(*),
+				count(*) FILTER (WHERE a.state = 'idle in transaction' AND now() - a.state_change > interval '600 milliseconds')
+				FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`).Scan(&held, &idleLong); err != nil {
+				t.Fatal(err)
+			}
+			if idleLong > 0 {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("the migration returned while held up: %v", err)
+			default:
+			}
+			if seen && held == 0 {
+				t.Fatal("the migration lock was released while the migration still ran")
+			}
+			seen = seen || held > 0
+		}
+		if err := btx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

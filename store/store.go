@@ -92,7 +92,8 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		cfg.RuntimeParams["synchronous_commit"] = "on"
 		cfg.RuntimeParams["timezone"] = "UTC"
 		// A session idle in a transaction that long belongs to a process
-		// frozen or cut off (payhook never waits inside one): PostgreSQL
+		// frozen or cut off (payhook never waits inside one, but for
+		// jobs.Migrate's lock, which sets its own): PostgreSQL
 		// ends it, and the locks it held on events and payments go, which
 		// the other instances' batches wait for. Without it they waited
 		// until TCP gave up on the connection, hours.

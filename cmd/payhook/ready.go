@@ -34,13 +34,15 @@ type readiness struct {
 	// fresh is how long a probe that succeeded answers for the checks
 	// after it, so that anyone polling /readyz (unauthenticated) costs the
 	// database one durable write per fresh at most; ok is when it ended,
-	// in Unix nanoseconds of the machine's clock.
+	// as nanoseconds since start on the monotonic clock (a wall clock
+	// stepped back would stretch fresh by the step), 0 for never.
 	fresh time.Duration
+	start time.Time
 	ok    atomic.Int64
 }
 
 func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if time.Since(time.Unix(0, rd.ok.Load())) < rd.fresh {
+	if at := rd.ok.Load(); at > 0 && time.Since(rd.start)-time.Duration(at) < rd.fresh {
 		fmt.Fprintln(w, "ready")
 		return
 	}
@@ -63,7 +65,7 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rd.notReady(w, fmt.Sprintf("database did not take a write: %v", err))
 			return
 		}
-		rd.ok.Store(time.Now().UnixNano())
+		rd.ok.Store(max(1, int64(time.Since(rd.start))))
 		fmt.Fprintln(w, "ready")
 	case <-timer.C:
 		rd.notReady(w, fmt.Sprintf("database did not take a write within %v", rd.timeout))

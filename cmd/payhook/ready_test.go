@@ -77,7 +77,7 @@ func TestReadyzProbesOncePerFresh(t *testing.T) {
 		if _, err := db.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		rd := &readiness{db: db, now: time.Now, log: discardLogger(), timeout: time.Minute, fresh: time.Hour}
+		rd := &readiness{db: db, now: time.Now, log: discardLogger(), timeout: time.Minute, fresh: time.Hour, start: time.Now()}
 		for range 20 {
 			w := httptest.NewRecorder()
 			rd.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))

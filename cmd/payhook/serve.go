@@ -221,7 +221,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	adminMux.Handle("/metrics", metricsH)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.Handle("GET /readyz", &readiness{db: db, now: m.Now, log: log, timeout: readyTimeout, fresh: readyFresh})
+	mux.Handle("GET /readyz", &readiness{db: db, now: m.Now, log: log, timeout: readyTimeout, fresh: readyFresh, start: time.Now()})
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
