@@ -103,7 +103,7 @@ func WriteText(w io.Writer, results []*Result) error {
 	for _, r := range results {
 		if r.HeldWaiting > 0 {
 			if _, err := fmt.Fprintf(w, "Processing alone, %s %s: %s (%s); processing was held until every delivery was answered.\n",
-				r.Target, r.Load(), ProcessedAloneText(r), AloneVsAcksText(r)); err != nil {
+				r.Target, r.Load(), processedAloneText(r), aloneVsAcksText(r)); err != nil {
 				return err
 			}
 		}
@@ -111,15 +111,15 @@ func WriteText(w io.Writer, results []*Result) error {
 	return nil
 }
 
-// ProcessedAloneText says how fast r's held events were processed once
+// processedAloneText says how fast r's held events were processed once
 // released (Target.Release): "4512 events/s, 20000 waiting".
-func ProcessedAloneText(r *Result) string {
+func processedAloneText(r *Result) string {
 	return fmt.Sprintf("%.0f events/s, %d waiting", r.ProcessedAlone, r.HeldWaiting)
 }
 
-// AloneVsAcksText compares r's processing alone with its acks: "0.52× its
+// aloneVsAcksText compares r's processing alone with its acks: "0.52× its
 // acks/s".
-func AloneVsAcksText(r *Result) string {
+func aloneVsAcksText(r *Result) string {
 	if r.AcksPerSec <= 0 {
 		return "no acks to compare"
 	}
