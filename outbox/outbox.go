@@ -399,33 +399,31 @@ func (o *Outbox) recordTx(ctx context.Context, tx *sql.Tx, d *delivery, status s
 	var attempt int
 	// A delivery is paused only while its sink is: one resumed since the
 	// attempt saw it paused stays pending (the sweep gives it a job), or it
-	// would wait for a resume that has come and gone.
-	stillPaused := ""
+	// would wait for a resume that has come and gone. The pause's row is
+	// locked (under SQLite's one writer, read): a resume (ResendTx)
+	// deleting it is waited for and then seen, or waits for this record
+	// and resumes the delivery with the others. Read without a lock, a
+	// resume not committed yet still showed the row on PostgreSQL.
 	if status == "paused" {
-		stillPaused = ` AND EXISTS (SELECT 1 FROM payhook_sinks_paused p WHERE p.sink = payhook_deliveries.sink)`
+		lock := ""
 		if o.cfg.DB.Engine == store.Postgres {
-			// The pause's row locked first: a resume (ResendTx) deleting
-			// it is waited for and then seen, or waits for this record
-			// and resumes the delivery with the others. Read without a
-			// lock, a resume not committed yet still showed the row, and
-			// the delivery was paused after the resume had moved the
-			// sink's others back to pending.
-			var one int
-			err := tx.QueryRowContext(ctx, `SELECT 1 FROM payhook_sinks_paused WHERE sink = $1 FOR SHARE`, d.sink).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				return nil // resumed: the delivery stays pending
-			}
-			if err != nil {
-				return fmt.Errorf("record delivery %d: the pause of sink %s: %w", d.id, d.sink, err)
-			}
+			lock = " FOR SHARE"
+		}
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM payhook_sinks_paused WHERE sink = $1`+lock, d.sink).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // resumed: the delivery stays pending
+		}
+		if err != nil {
+			return fmt.Errorf("record delivery %d: the pause of sink %s: %w", d.id, d.sink, err)
 		}
 	}
 	err := tx.QueryRowContext(ctx, `UPDATE payhook_deliveries
 		SET status = $2, attempts = attempts + 1, last_error = $3, updated_at = $4, delivered_at = $5
-		WHERE id = $1 AND status = 'pending'`+stillPaused+`
+		WHERE id = $1 AND status = 'pending'
 		RETURNING attempts`, d.id, status, msg, now, delivered).Scan(&attempt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil // resent, finished by another attempt meanwhile, or its sink resumed
+		return nil // resent, or finished by another attempt meanwhile
 	}
 	if err != nil {
 		return fmt.Errorf("record delivery %d: %w", d.id, err)

@@ -15,12 +15,7 @@ import (
 // (Stripe) or data (Paddle), and returns the payload.
 func editFixture(t *testing.T, file string, edit func(obj map[string]any)) []byte {
 	t.Helper()
-	_, b := readFixture(t, file)
-	var root map[string]any
-	if err := json.Unmarshal(b, &root); err != nil {
-		t.Fatal(err)
-	}
-	d := root["data"].(map[string]any)
+	root, d := fixtureData(t, file)
 	if o, ok := d["object"].(map[string]any); ok {
 		d = o
 	}
@@ -30,6 +25,16 @@ func editFixture(t *testing.T, file string, edit func(obj map[string]any)) []byt
 		t.Fatal(err)
 	}
 	return out
+}
+
+// fixtureData decodes fixture file, and returns it and its data.
+func fixtureData(t *testing.T, file string) (root, data map[string]any) {
+	t.Helper()
+	_, b := readFixture(t, file)
+	if err := json.Unmarshal(b, &root); err != nil {
+		t.Fatal(err)
+	}
+	return root, root["data"].(map[string]any)
 }
 
 // uncapturedChargeRefunded is Stripe's charge.refunded for a Charges-API
@@ -63,48 +68,11 @@ func TestUncapturedChargeRefundedMovesNothing(t *testing.T) {
 	}
 }
 
-// TestUncapturedChargeRefundedPaysNoOrder: the same, applied, on both
-// engines: no payment, and its order not paid.
-func TestUncapturedChargeRefundedPaysNoOrder(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
-		db := migrated(t, dbURL)
-		facts, err := mapping.Facts("stripe", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: uncapturedChargeRefunded(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := billing.Begin(ctx, db, occurred)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := billing.ApplyOutcome(ctx, tx, "src", facts)
-		if err != nil {
-			tx.Rollback()
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		st := readFixtureState(ctx, t, db)
-		if len(out.OrdersPaid) > 0 || st.Orders["ord_uncaptured"] != "" && st.Orders["ord_uncaptured"] != "pending" {
-			t.Errorf("order of a never-captured charge: %q (outcome paid %v, facts %v, posted %v)", st.Orders["ord_uncaptured"], out.OrdersPaid, out.Facts, out.Posted)
-		}
-		if len(st.Payments) > 0 {
-			t.Errorf("payments of a never-captured charge: %v", st.Payments)
-		}
-	})
-}
-
-// paddleAdjustmentOf returns the data of fixture file with its transaction_id and
-// status set.
+// paddleAdjustmentOf returns the data of fixture file with its
+// transaction_id and status set.
 func paddleAdjustmentOf(t *testing.T, file, txn, status string) map[string]any {
 	t.Helper()
-	_, b := readFixture(t, file)
-	var root map[string]any
-	if err := json.Unmarshal(b, &root); err != nil {
-		t.Fatal(err)
-	}
-	d := root["data"].(map[string]any)
+	_, d := fixtureData(t, file)
 	d["transaction_id"] = txn
 	d["status"] = status
 	return d
