@@ -33,6 +33,7 @@ var importRules = []importRule{
 	{"groupcommit", []string{"", "internal/..."}, "it batches behind the root's Inbox interface"},
 	{"receiver", []string{"", "internal/..."}, "the webhook handler sees only the root's Source and Inbox"},
 	{"jobs", []string{"", "store", "internal/..."}, "the queue stores and runs events; handlers are injected"},
+	{"jobs/jobsui", []string{"jobs"}, "River's web UI over the queue, apart so that importing jobs does not link it"},
 	{"provider/...", []string{"", "internal/...", "provider/..."}, "adapters verify and read; they never store"},
 	{"outbox", []string{"", "store", "internal/..."}, "facts told after commit; their sinks are injected or stdlib"},
 	{"billing", []string{"", "store", "outbox", "internal/..."}, "billing state: facts in, rows and outbox facts out"},
@@ -62,7 +63,7 @@ var testOnly = []string{"internal/dbtest", "internal/stripemock", "provider/prov
 // serverParts and simParts: no package but cmd may depend on both, even
 // through others.
 var (
-	serverParts = []string{"store", "jobs", "receiver", "groupcommit", "billing/...", "reconcile", "api", "outbox", "console", "metrics"}
+	serverParts = []string{"store", "jobs/...", "receiver", "groupcommit", "billing/...", "reconcile", "api", "outbox", "console", "metrics"}
 	simParts    = []string{"sim/..."}
 )
 
@@ -73,7 +74,8 @@ var thirdParty = []struct {
 	only   []string
 	why    string
 }{
-	{"github.com/riverqueue/", []string{"jobs"}, "jobs is the only package that knows River"},
+	{"github.com/riverqueue/", []string{"jobs/..."}, "jobs is the only package that knows River"},
+	{"riverqueue.com/", []string{"jobs/jobsui"}, "River's web UI is linked only into a program that serves it"},
 	{"github.com/jackc/pgx/", []string{"store", "internal/dbtest"}, "the store translates database errors"},
 	{"modernc.org/sqlite", []string{"store", "internal/dbtest"}, "the store translates database errors"},
 	{"go.yaml.in/yaml/", []string{"cmd/..."}, "configuration files are read only in cmd"},
@@ -144,6 +146,7 @@ func TestImportViolations(t *testing.T) {
 		{"sim and server through a third package", []goPackage{{ImportPath: abs("provider/x"), Deps: []string{abs("sim"), abs("store")}}}, "both sim and store"},
 		{"a package without a rule", []goPackage{pkg("inbox2", "")}, "no rule"},
 		{"River outside jobs", []goPackage{pkg("store", "github.com/riverqueue/river")}, "River"},
+		{"River's web UI in jobs itself", []goPackage{pkg("jobs", "riverqueue.com/riverui")}, "River's web UI"},
 		{"test support in production code", []goPackage{pkg("jobs", "internal/dbtest")}, "test support"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -110,7 +110,7 @@ type Config struct {
 	// ReplayRate is how many events a second the bulk replay re-enqueues.
 	// Default jobs.DefaultReplayRate.
 	ReplayRate float64
-	// Jobs, if set, is River's UI (jobs.Queue.UIHandler with JobsPrefix),
+	// Jobs, if set, is River's UI (jobsui.Handler with JobsPrefix),
 	// served under JobsPrefix behind the login.
 	Jobs http.Handler
 	// Logger logs failures answered with 5xx. Default slog.Default().

@@ -21,6 +21,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/console"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/jobs/jobsui"
 	"github.com/payhook/payhook/store"
 )
 
@@ -91,7 +92,7 @@ func newEnv(t *testing.T, dbURL string, opts ...options) *env {
 	e.queue = q
 	uiCtx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ui, err := q.UIHandler(uiCtx, console.JobsPrefix, slog.New(slog.DiscardHandler))
+	ui, err := jobsui.Handler(uiCtx, q, console.JobsPrefix, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

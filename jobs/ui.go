@@ -2,44 +2,25 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
-	"riverqueue.com/riverui"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/store"
 )
 
-// UIHandler returns River's own web UI (riverui) over the queue's
-// client, serving under prefix (such as "/console/jobs"), and starts its
-// background services, which stop when ctx ends. It has no
-// authentication and no CSRF protection of its own: the caller must put
-// both in front of it.
-func (q *Queue) UIHandler(ctx context.Context, prefix string, logger *slog.Logger) (http.Handler, error) {
-	if logger == nil {
-		logger = q.cfg.Logger
-	}
-	h, err := riverui.NewHandler(&riverui.HandlerOpts{
-		Endpoints: riverui.NewEndpoints(q.client, nil),
-		Logger:    quiet(logger),
-		Prefix:    prefix,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("jobs UI: %w", err)
-	}
-	if err := h.Start(ctx); err != nil {
-		return nil, fmt.Errorf("start jobs UI: %w", err)
-	}
-	return h, nil
-}
+// River returns the queue's River client, for River's own tools over
+// the queue, such as its web UI (package jobs/jobsui). Jobs written or
+// changed through it bypass the queue's rules (an event's job, its
+// attempts): use it to read, or as riverui's operators do.
+func (q *Queue) River() *river.Client[*sql.Tx] { return q.client }
 
 // Attempt is one processing attempt of an event, as River's job rows
 // keep it: each failed attempt with its error, and the attempt that

@@ -10,6 +10,7 @@ import (
 	"github.com/payhook/payhook/console"
 	"github.com/payhook/payhook/internal/signing"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/jobs/jobsui"
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
@@ -66,7 +67,7 @@ func (m *Main) newConsole(ctx context.Context, cfg *fileConfig, db *store.DB, qu
 		}
 		sources = append(sources, cs)
 	}
-	ui, err := queue.UIHandler(ctx, console.JobsPrefix, log)
+	ui, err := jobsui.Handler(ctx, queue, console.JobsPrefix, log)
 	if err != nil {
 		return nil, err
 	}
