@@ -7,8 +7,10 @@ import (
 	"database/sql"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -55,10 +57,26 @@ func goBuildAsDockerfile(dir string) (string, error) {
 	cmd := exec.Command(goTool, args...)
 	cmd.Dir = "../.."
 	cmd.Env = append(os.Environ(), env...)
+	if gitCommit() != "" {
+		// As in the image, whose Go has no GOFLAGS: a machine's
+		// -buildvcs=false (go env -w) would leave the commit out.
+		flags := slices.DeleteFunc(strings.Fields(os.Getenv("GOFLAGS")), func(f string) bool { return strings.HasPrefix(f, "-buildvcs") })
+		cmd.Env = append(cmd.Env, "GOFLAGS="+strings.Join(append(flags, "-buildvcs=auto"), " "))
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s %s: %v\n%s", strings.Join(env, " "), strings.Join(cmd.Args, " "), err, out)
 	}
 	return bin, nil
+}
+
+// gitCommit is the commit of the checkout the tests run in, "" if git
+// cannot tell.
+func gitCommit() string {
+	head, err := exec.Command("git", "-C", "../..", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(head))
 }
 
 // dockerfile is the part of a Dockerfile the tests read: its instructions
@@ -143,6 +161,11 @@ func TestDockerfile(t *testing.T) {
 		}
 		return all[len(all)-1]
 	}
+	raw, err := os.ReadFile("../../.dockerignore")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	ignored := strings.Fields(string(raw))
 	var dbPath string
 	if m := regexp.MustCompile(`PAYHOOK_DB=sqlite://(\S+)`).FindStringSubmatch(strings.Join(d.all("ENV"), " ")); m != nil {
 		dbPath = m[1]
@@ -159,6 +182,8 @@ func TestDockerfile(t *testing.T) {
 			return strings.HasPrefix(dbPath, strings.TrimSuffix(v, "/")+"/")
 		})},
 		{"the default command is serve", strings.Contains(last("CMD"), `"serve"`)},
+		{"a build context with .git (.dockerignore), for the commit payhook version prints", !slices.ContainsFunc(ignored,
+			func(p string) bool { return strings.Trim(p, "/*") == ".git" })},
 	} {
 		if !c.ok {
 			t.Errorf("Dockerfile: want %s", c.what)
@@ -290,6 +315,14 @@ func TestDeployBinary(t *testing.T) {
 	}
 	if static, err := isStatic(bin); err != nil || !static {
 		t.Fatalf("%s is not a static binary (static %v, %v)", bin, static, err)
+	}
+	// Built from a git checkout (as the image is: .dockerignore keeps
+	// .git), it names its commit.
+	if commit := gitCommit(); commit != "" {
+		out, err := exec.Command(bin, "version").Output()
+		if want := "commit " + commit; err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("payhook version = %q, %v; want it to name %q", out, err, want)
+		}
 	}
 	dbtest.EachEngine(t, func(t *testing.T, engine string) {
 		instances := map[string]int{"sqlite": 1, "postgres": 3}[engine]
