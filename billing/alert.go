@@ -56,6 +56,11 @@ const (
 	// SHA-256 digests. Raised once per event by the store at ingest;
 	// subject is source/event id.
 	AlertEventBodyConflict = store.AlertEventBodyConflict
+	// AlertEnvironmentMismatch: an event of another environment than its
+	// source's (or saying none) was stored as ignored, not processed.
+	// Raised by the store at ingest, counted once per such event stored;
+	// subject is the source.
+	AlertEnvironmentMismatch = store.AlertEnvironmentMismatch
 	// AlertAPIVersionDrift: an event or a listed object came in another
 	// API version than its source pins; it is stored and processed all
 	// the same. Subject is the source, raised once per version seen.

@@ -5,7 +5,7 @@
 //	status  case
 //	200     new event stored (and its job enqueued), or a duplicate, or an
 //	        event of another environment, or of none when the source has
-//	        one (stored as ignored)
+//	        one (stored as ignored, with an environment_mismatch alert)
 //	400     missing, malformed, wrong or expired signature, or a signed
 //	        timestamp outside 2000–2200; a signed body that is not one
 //	        strict JSON object (duplicate names, invalid UTF-8 or lone

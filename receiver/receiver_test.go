@@ -448,6 +448,13 @@ func TestEnvironmentFailsClosed(t *testing.T) {
 		if ev, jobs := e.counts(t); ev != 3 || jobs != 1 {
 			t.Fatalf("%d events, %d jobs; want 3 stored and a job for the live one only", ev, jobs)
 		}
+		// The two ignored ones are not silent: the source's alert counts them.
+		var count int
+		var msg string
+		if err := e.db.SQL.QueryRow(`SELECT count, message FROM payhook_alerts WHERE kind = $1 AND subject = $2`,
+			store.AlertEnvironmentMismatch, "stripe-live").Scan(&count, &msg); err != nil || count != 2 || !strings.Contains(msg, "evt_none") {
+			t.Fatalf("environment alert: count %d, message %q, %v; want 2, naming the latest event", count, msg, err)
+		}
 	})
 }
 

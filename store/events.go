@@ -36,6 +36,14 @@ func scanEvent(row interface{ Scan(...any) error }) (*payhook.Event, error) {
 // delivered again with a body other than the one stored.
 const AlertEventBodyConflict = "event_body_conflict"
 
+// AlertEnvironmentMismatch is the kind of the alert raised when an event
+// is stored as ignored at ingest: of another environment than its
+// source's, or saying none (payhook.NewEvent). Subject is the source; each
+// such event stored counts one more and reopens it. Without it, a source
+// given the other environment's secret would drop every event quietly,
+// and an ignored event cannot be replayed once the source is fixed.
+const AlertEnvironmentMismatch = "environment_mismatch"
+
 // InsertEventsTx inserts each event unless an event with the same
 // (Source, EventID) exists, and reports which ones it inserted. The unique
 // index decides, so concurrent deliveries of one event insert one row. For
@@ -45,7 +53,8 @@ const AlertEventBodyConflict = "event_body_conflict"
 // "source/event_id") naming both bodies' SHA-256 digests, unless it is
 // listed (ViaBackfill): an API renders an event its own way. ReceivedAt must be set; Status defaults to
 // received, ReceivedVia to webhook. An event stored as ignored keeps
-// LastError as the reason, made storable (payhook.Storable).
+// LastError as the reason, made storable (payhook.Storable), and raises
+// AlertEnvironmentMismatch for its source in tx.
 //
 // All events go into one statement, one round trip however many there
 // are, and the stored bodies of those not inserted are read with one
@@ -102,6 +111,9 @@ func (db *DB) InsertEventsWithTx(ctx context.Context, tx *sql.Tx, evs []*payhook
 	}
 	inserted, first, dups := matchInserted(evs, ids, func(int) bool { return false })
 	if err := db.noteConflictsTx(ctx, tx, dups, first); err != nil {
+		return nil, err
+	}
+	if err := db.noteIgnoredTx(ctx, tx, evs, inserted); err != nil {
 		return nil, err
 	}
 	return inserted, nil
@@ -238,8 +250,8 @@ func postgresInsert(evs []*payhook.Event, with With) (string, []any) {
 // before StoreEvents returns. A key another transaction holds for longer
 // than IngestLockWait fails the statement, and nothing of it is stored,
 // with an error IsLockTimeout reports. The alerts of events delivered
-// again with another body are raised just after, in a transaction of
-// their own, before StoreEvents returns (a stored body never changes and
+// again with another body, and of events stored as ignored, are raised
+// just after, in a transaction of their own, before StoreEvents returns (a stored body never changes and
 // the alerts' unique index decides, so that is no race); when that fails,
 // the events are stored and the error says so.
 func (db *DB) StoreEvents(ctx context.Context, evs []*payhook.Event, with With) ([]bool, error) {
@@ -302,17 +314,18 @@ func (db *DB) StoreEvents(ctx context.Context, evs []*payhook.Event, with With) 
 		d := differs[i]
 		return d.Valid && !d.Bool // the same body as stored
 	})
-	if len(dups) == 0 {
+	if len(dups) == 0 && !anyIgnored(evs, inserted) {
 		return inserted, nil
 	}
-	if err := db.noteConflicts(ctx, dups, first); err != nil {
+	if err := db.noteAlerts(ctx, dups, first, evs, inserted); err != nil {
 		return nil, fmt.Errorf("%d events stored; then: %w", len(first), err)
 	}
 	return inserted, nil
 }
 
-// noteConflicts is noteConflictsTx in a transaction of its own.
-func (db *DB) noteConflicts(ctx context.Context, dups []*payhook.Event, first map[eventKey]*payhook.Event) error {
+// noteAlerts is noteConflictsTx and noteIgnoredTx in a transaction of
+// their own.
+func (db *DB) noteAlerts(ctx context.Context, dups []*payhook.Event, first map[eventKey]*payhook.Event, evs []*payhook.Event, inserted []bool) error {
 	tx, err := db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("compare events with the stored ones: %w", err)
@@ -321,8 +334,46 @@ func (db *DB) noteConflicts(ctx context.Context, dups []*payhook.Event, first ma
 	if err := db.noteConflictsTx(ctx, tx, dups, first); err != nil {
 		return err
 	}
+	if err := db.noteIgnoredTx(ctx, tx, evs, inserted); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("compare events with the stored ones: commit: %w", err)
+	}
+	return nil
+}
+
+// anyIgnored reports whether one of evs was inserted as ignored.
+func anyIgnored(evs []*payhook.Event, inserted []bool) bool {
+	for i, ev := range evs {
+		if inserted[i] && ev.Status == payhook.StatusIgnored {
+			return true
+		}
+	}
+	return false
+}
+
+// noteIgnoredTx raises AlertEnvironmentMismatch, in tx, for each event of
+// evs that was inserted as ignored, naming it and the reason; duplicates,
+// not inserted, raise nothing.
+func (db *DB) noteIgnoredTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event, inserted []bool) error {
+	for i, ev := range evs {
+		if !inserted[i] || ev.Status != payhook.StatusIgnored {
+			continue
+		}
+		msg := fmt.Sprintf("source %s: event %s (%s) stored as ignored, not processed: %s", ev.Source, ev.EventID, ev.Type, ev.LastError)
+		_, err := tx.ExecContext(ctx, `INSERT INTO payhook_alerts
+			(kind, subject, message, first_seen, last_seen, count, acknowledged)
+			VALUES ($1, $2, $3, $4, $4, 1, FALSE)
+			ON CONFLICT (kind, subject) DO UPDATE SET
+				count = payhook_alerts.count + 1,
+				last_seen = excluded.last_seen,
+				message = excluded.message,
+				acknowledged = FALSE`,
+			AlertEnvironmentMismatch, payhook.Storable(ev.Source), payhook.Storable(msg), db.TimeValue(ev.ReceivedAt))
+		if err != nil {
+			return fmt.Errorf("raise %s for %s/%s: %w", AlertEnvironmentMismatch, ev.Source, ev.EventID, err)
+		}
 	}
 	return nil
 }
