@@ -15,6 +15,8 @@
 //	404     unknown source
 //	405     a method other than POST
 //	413     body over the limit
+//	415     a Content-Encoding other than identity (a compressed body),
+//	        before the signature is judged
 //	503     the database could not store or commit, or the bodies being
 //	        read and stored already hold MaxInFlightBytes (with
 //	        Retry-After): the provider retries
@@ -35,6 +37,7 @@ import (
 	"net/http"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,6 +194,13 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if a, ok := w.(*answerWriter); ok {
 		a.source = name // a configured source: a bounded label
 	}
+	if err := checkEncoding(req.Header); err != nil {
+		// Before the signature is judged: compressed bytes would fail it
+		// as if the secret were wrong, and count towards its alert.
+		w.Header().Set("Accept-Encoding", "identity")
+		r.reject(w, name, http.StatusUnsupportedMediaType, err.Error())
+		return
+	}
 	now := r.cfg.Now()
 	if hc, ok := src.Verifier.(payhook.HeaderChecker); ok {
 		if err := hc.CheckHeader(req.Header, now); err != nil {
@@ -281,6 +291,21 @@ func checkEnvelope(env payhook.Envelope) error {
 		}
 	}
 	return payhook.CheckTime("occurred_at", env.OccurredAt)
+}
+
+// checkEncoding returns an error when the body comes with a
+// Content-Encoding other than identity (gzip, deflate...): providers sign
+// the body they send uncompressed, and payhook verifies the raw bytes as
+// they arrive, so it does not undo a compression.
+func checkEncoding(h http.Header) error {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return fmt.Errorf("Content-Encoding %.40q is not supported: the signature is verified over the body as sent, so send it uncompressed", c)
+			}
+		}
+	}
+	return nil
 }
 
 // errBusy refuses a delivery whose body does not fit in the in-flight
