@@ -77,7 +77,7 @@ func New(cfg Config) (*Metrics, error) {
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_duplicates_total",
 			Help: "Deliveries of an event already stored, answered 200 without a new row."}, []string{"source"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_deliveries_rejected_total",
-			Help: "Deliveries answered with an error, by reason (source is empty for an unknown source)."}, []string{"source", "reason"}),
+			Help: "Deliveries answered with an error, by reason: signature, malformed, unknown_source (source empty), method, too_large, encoding, unavailable, timeout, other."}, []string{"source", "reason"}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_ignored_total",
 			Help: "Events ignored, at receipt (stage=receive) or by processing (stage=process)."}, []string{"source", "stage"}),
 		processed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_processed_total",
@@ -117,21 +117,24 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Answered(source, outcome string, status int, took time.Duration) {
 	// Stored, duplicate and ignored are counted by Committed, at the
 	// commit: an answer lost after it must not lose the count.
-	if outcome == "" {
-		m.rejected.WithLabelValues(source, reason(status)).Inc()
+	if status/100 != 2 {
+		m.rejected.WithLabelValues(source, reason(status, outcome)).Inc()
 	}
 	if source != "" {
 		m.ack.WithLabelValues(source).Observe(took.Seconds())
 	}
 }
 
-// reason names a rejection by its status: a bounded label.
-func reason(status int) string {
+// reason names a rejection by its status, or "signature" for a delivery
+// the receiver's outcome says was refused for its signature (answered 400,
+// as a malformed one is): a bounded label.
+func reason(status int, outcome string) string {
+	if outcome == "signature" {
+		return "signature"
+	}
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return "malformed"
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return "signature"
 	case http.StatusNotFound:
 		return "unknown_source"
 	case http.StatusMethodNotAllowed:
@@ -140,6 +143,8 @@ func reason(status int) string {
 		return "too_large"
 	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		return "unavailable"
+	case http.StatusUnsupportedMediaType:
+		return "encoding"
 	case http.StatusRequestTimeout:
 		return "timeout"
 	}

@@ -85,8 +85,9 @@ type Config struct {
 	StoreTimeout time.Duration
 	// OnAnswer, if set, is called once per delivery after its answer is
 	// written (metrics): source is "" for an unknown source, outcome the
-	// Outcome of a 200 ("" otherwise), status the HTTP status, took the
-	// time since the request was taken. It must be cheap.
+	// Outcome of a 200, SignatureRefused for a delivery refused for its
+	// signature, "" otherwise; status the HTTP status, took the time since
+	// the request was taken. It must be cheap.
 	OnAnswer func(source string, outcome Outcome, status int, took time.Duration)
 	// OnSignature, if set, is called once per delivery to a configured
 	// source whose signature was judged: ok false when it was refused
@@ -97,7 +98,8 @@ type Config struct {
 	OnSignature func(source string, ok bool, at time.Time)
 }
 
-// Outcome is how an accepted delivery was answered (the "status" of a 200).
+// Outcome is how an accepted delivery was answered (the "status" of a
+// 200), or SignatureRefused.
 type Outcome string
 
 // The outcomes of an accepted delivery.
@@ -106,6 +108,12 @@ const (
 	Duplicate Outcome = "duplicate"
 	Ignored   Outcome = "ignored"
 )
+
+// SignatureRefused is the outcome OnAnswer is told of a delivery refused
+// for its signature (payhook.ErrSignature: missing, malformed, wrong or
+// expired), answered 400 as a malformed one is: metrics count the two
+// apart.
+const SignatureRefused Outcome = "signature"
 
 // Receiver is the webhook http.Handler. It is safe for concurrent use.
 type Receiver struct {
@@ -204,7 +212,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	now := r.cfg.Now()
 	if hc, ok := src.Verifier.(payhook.HeaderChecker); ok {
 		if err := hc.CheckHeader(req.Header, now); err != nil {
-			r.signature(name, err, now)
+			r.signature(w, name, err, now)
 			r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 			return
 		}
@@ -219,7 +227,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	env, err := src.Verifier.Verify(payhook.Delivery{Header: req.Header, Body: body, ReceivedAt: now})
-	r.signature(name, err, now)
+	r.signature(w, name, err, now)
 	if err != nil {
 		r.reject(w, name, payhook.HTTPStatus(err), err.Error())
 		return
@@ -395,17 +403,19 @@ func (b *budget) give(n int64) {
 }
 
 // signature tells OnSignature of the signature check of a delivery to
-// source that ended with err: refused if it wraps payhook.ErrSignature,
-// matched if nil; nothing for other errors (a body that could not be
-// judged).
-func (r *Receiver) signature(source string, err error, at time.Time) {
-	if r.cfg.OnSignature == nil {
-		return
+// source that ended with err: refused if it wraps payhook.ErrSignature
+// (and OnAnswer, through w, SignatureRefused), matched if nil; nothing
+// for other errors (a body that could not be judged).
+func (r *Receiver) signature(w http.ResponseWriter, source string, err error, at time.Time) {
+	refused := err != nil && errors.Is(err, payhook.ErrSignature)
+	if a, ok := w.(*answerWriter); ok && refused {
+		a.outcome = SignatureRefused
 	}
 	switch {
+	case r.cfg.OnSignature == nil:
 	case err == nil:
 		r.cfg.OnSignature(source, true, at)
-	case errors.Is(err, payhook.ErrSignature):
+	case refused:
 		r.cfg.OnSignature(source, false, at)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
@@ -44,6 +45,36 @@ func TestMetricsAfterStorm(t *testing.T) {
 		})
 		if code := simRun.stop(); code != 0 {
 			t.Fatalf("sim run storm = %d\n%s\n%s", code, simRun.stdout, simRun.stderr)
+		}
+		// Refused deliveries, counted by reason: a wrong signature, then a
+		// body signed right that is no JSON object (both answered 400),
+		// then an unknown source.
+		for _, d := range []struct {
+			body string
+			sign bool
+			path string
+			code int
+		}{
+			{`{"id":"evt_1"}`, false, name, http.StatusBadRequest},
+			{`[1]`, true, name, http.StatusBadRequest},
+			{`{}`, false, "nowhere", http.StatusNotFound},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, s.url+"/webhooks/"+d.path, strings.NewReader(d.body))
+			h, _ := f.Sign([]string{"whsec_" + strings.Repeat("A", 32)}, flavour.Event{ID: "evt_refused"}, "", []byte(d.body), time.Now())
+			if d.sign {
+				h, _ = f.Sign([]string{secret}, flavour.Event{ID: "evt_refused"}, "", []byte(d.body), time.Now())
+			}
+			for k, v := range h {
+				req.Header[k] = v
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != d.code {
+				t.Fatalf("POST %s (signed %v) = %d, want %d", d.body, d.sign, resp.StatusCode, d.code)
+			}
 		}
 		raw, _ := os.ReadFile(expect)
 		var res sim.Result
@@ -102,6 +133,9 @@ func TestMetricsAfterStorm(t *testing.T) {
 				return v == scraped.sum("payhook_events_processed_total")+scraped.sum(`payhook_events_ignored_total{source="billete",stage="process"}`)+scraped.sum("payhook_events_failed_total")
 			}, "one per processing that ended"},
 			{"payhook_metrics_scrape_errors", func(v float64) bool { return v == 0 }, "0"},
+			{`payhook_deliveries_rejected_total{reason="signature",source="billete"}`, func(v float64) bool { return v == 1 }, "1"},
+			{`payhook_deliveries_rejected_total{reason="malformed",source="billete"}`, func(v float64) bool { return v == 1 }, "1"},
+			{`payhook_deliveries_rejected_total{reason="unknown_source",source=""}`, func(v float64) bool { return v == 1 }, "1"},
 		} {
 			if got := scraped.sum(c.metric); !c.want(got) {
 				t.Errorf("%s = %v, want %s", c.metric, got, c.say)
