@@ -15,10 +15,12 @@ import (
 // A fact whose sinks are all Unrecorded (payhook serve's default, Log)
 // gets no delivery row: Emit writes it with a row of payhook_untold
 // instead, in the fact's transaction, and the caller tells it once that
-// transaction has committed (Tell), which deletes the row. A crash between
-// the commit and the telling, or a sink that failed, leaves the row, and
-// the sweep routes the fact SweepAge after it was written: a delivery per
-// sink, retried as any. At least once, for one row of a single index per
+// transaction has committed (Tell), which claims the row before it sends
+// (so that the sweep never routes a fact Tell is telling, however late
+// Tell comes) and deletes it after. A crash between the commit and the
+// telling, or a sink that failed, leaves the row, and the sweep routes the
+// fact SweepAge after it was written (or claimed): a delivery per sink,
+// retried as any. At least once, for one row of a single index per
 // fact instead of a delivery row per fact and sink (four indexes and a
 // foreign-key check, then deleted).
 
@@ -108,11 +110,23 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 
 // Tell sends facts, whose transaction has committed, to the sinks their
 // types route to, one after the other, and deletes the payhook_untold rows
-// of those every sink took. A fact a sink failed (a warning is logged),
-// or whose sink is paused, not configured here or no longer Unrecorded,
-// keeps its row, and the sweep routes it SweepAge after it was written.
-// It returns the error of reading the paused sinks or of deleting the
-// rows; the facts are then told again by the sweep.
+// of those every sink took. A fact whose sink is paused, not configured
+// here or no longer Unrecorded is left untold as it is, to the sweep,
+// which routes it SweepAge after it was written: a delivery per sink.
+//
+// The sweep and Tell may both look at a fact once SweepAge has gone by
+// (Tell comes late when its worker first sent a batch's deliveries to a
+// slow webhook): before sending, Tell claims its facts with one
+// conditional UPDATE that restarts their age, and sends only those it
+// found still untold. The row decides: one the sweep took first (it
+// deletes it) is not told here, and one Tell claimed first is not the
+// sweep's until SweepAge after the claim; Tell sends for AttemptTimeout
+// at most after it (less than SweepAge: 30 seconds and a minute by
+// default). A fact a sink failed (a warning is logged), or not sent
+// within that time, keeps its row, and the sweep routes it SweepAge after
+// the claim.
+// It returns the error of reading the paused sinks, of claiming the facts
+// or of deleting the rows; the facts are then told by the sweep.
 //
 // Whoever writes facts through billing with an Outbox tells its
 // transaction's billing.Tx.Untold once it has committed; the job queue
@@ -125,51 +139,115 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 	if err != nil {
 		return fmt.Errorf("tell %d facts: %w", len(facts), err)
 	}
-	down := map[string]bool{}
-	told := make([]int64, 0, len(facts))
+	type telling struct {
+		fact   Fact
+		routes []*route
+	}
+	todo := make(map[int64]telling, len(facts))
+	rows := make([]int64, 0, len(facts))
 	for _, u := range facts {
 		// Told as stored (the JSON of a subject that is not valid UTF-8 is
 		// not the subject), parsed here rather than in the transaction
 		// that wrote it: on SQLite that one holds the only connection.
-		var fact Fact
-		if err := json.Unmarshal([]byte(u.body), &fact); err != nil {
+		var t telling
+		if err := json.Unmarshal([]byte(u.body), &t.fact); err != nil {
 			o.cfg.Logger.Warn("fact not told: its stored body does not parse; the sweep sends it", "row", u.row, "err", err)
 			continue
 		}
 		ok := true
-		for _, name := range o.sinksFor(fact.Type) {
+		for _, name := range o.sinksFor(t.fact.Type) {
 			o.mu.RLock()
 			r := o.routes[name]
 			o.mu.RUnlock()
-			if r == nil || !unrecorded(r.sink) || down[name] || pausedAny(paused, name, r) {
+			if r == nil || !unrecorded(r.sink) || pausedAny(paused, name, r) {
+				ok = false // the sweep's, a delivery per sink
+				break
+			}
+			t.routes = append(t.routes, r)
+		}
+		if ok {
+			todo[u.row] = t
+			rows = append(rows, u.row)
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	claimed, err := o.claimUntold(ctx, rows)
+	if err != nil {
+		return fmt.Errorf("tell %d facts: %w", len(rows), err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
+	defer cancel()
+	down := map[string]bool{}
+	told := make([]int64, 0, len(claimed))
+	for _, row := range claimed {
+		if sctx.Err() != nil {
+			break // past the claim's time: left to the sweep
+		}
+		t := todo[row]
+		ok := true
+		for _, r := range t.routes {
+			if down[r.name] {
 				ok = false
 				continue
 			}
-			actx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
-			_, err := send(actx, r.sink, fact)
-			cancel()
+			_, err := send(sctx, r.sink, t.fact)
 			if err != nil {
 				// The bug "told-despite-failure" drops the fact as told.
-				down[name], ok = true, dstBug("told-despite-failure")
+				down[r.name], ok = true, dstBug("told-despite-failure")
 				r.counts.errors.Add(1)
-				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", name, "fact", fact.ID,
-					"type", fact.Type, "err", err)
+				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", r.name, "fact", t.fact.ID,
+					"type", t.fact.Type, "err", err)
 				continue
 			}
 			r.counts.delivered.Add(1)
 		}
 		if ok {
-			told = append(told, u.row)
+			told = append(told, row)
 		}
 	}
 	if len(told) == 0 {
 		return nil
 	}
+	// Deleted whatever ctx became: the sends happened.
 	in, arg := o.cfg.DB.InIDs("fact", 1, told)
-	if _, err := o.cfg.DB.SQL.ExecContext(ctx, `DELETE FROM payhook_untold WHERE `+in, arg); err != nil {
+	if _, err := o.cfg.DB.SQL.ExecContext(context.WithoutCancel(ctx), `DELETE FROM payhook_untold WHERE `+in, arg); err != nil {
 		return fmt.Errorf("tell %d facts: %w", len(told), err)
 	}
 	return nil
+}
+
+// claimUntold restarts the age of the untold rows of facts, so that the
+// sweep leaves them for SweepAge from now, and returns those it found, in
+// the order of facts: the others were taken by the sweep.
+func (o *Outbox) claimUntold(ctx context.Context, facts []int64) ([]int64, error) {
+	in, arg := o.cfg.DB.InIDs("fact", 2, facts)
+	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `UPDATE payhook_untold SET created_at = $1 WHERE `+in+`
+		RETURNING fact`, o.cfg.DB.TimeValue(o.cfg.Now()), arg)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[int64]bool, len(facts))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		found[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	claimed := make([]int64, 0, len(found))
+	for _, id := range facts {
+		if found[id] {
+			claimed = append(claimed, id)
+			delete(found, id)
+		}
+	}
+	return claimed, nil
 }
 
 // sweepUntold routes, in tx, up to limit facts left untold since before,

@@ -1,0 +1,234 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
+)
+
+// untoldFacts writes, in a committed transaction at t0, the facts of a
+// capture of an order (payment.succeeded, order.paid) for box's
+// Unrecorded sinks only, and returns them untold.
+func untoldFacts(t *testing.T, db *store.DB, box *outbox.Outbox) []outbox.Untold {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := billing.Begin(ctx, db, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.WithOutbox(box)
+	if err := billing.Apply(ctx, tx, "shop", []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "pi_1",
+		OrderID: "ord_1", Amount: 1000, Currency: "USD", CapturedAt: t0}}}); err != nil {
+		t.Fatal(errors.Join(err, tx.Rollback()))
+	}
+	untold := tx.Untold()
+	if len(untold) != 2 || len(tx.Deliveries()) != 0 {
+		t.Fatalf("untold %d, deliveries %v; want 2 facts untold, no delivery", len(untold), tx.Deliveries())
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return untold
+}
+
+// sweepAt runs box's sweep in a transaction of its own at now, with a
+// SweepAge of a minute, and delivers what it routed; it returns how many
+// deliveries it routed.
+func sweepAt(t *testing.T, db *store.DB, box *outbox.Outbox, now time.Time) int {
+	t.Helper()
+	ctx := context.Background()
+	stx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stx.Rollback()
+	ids, err := box.Sweep(ctx, stx, now, now.Add(-time.Minute), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if err := box.Deliver(ctx, id, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return len(ids)
+}
+
+// TestTellAfterTheSweep: a Tell that comes more than SweepAge after its
+// facts were written (its worker first sent a batch's deliveries to a
+// slow webhook, one timeout after the other) finds them routed by the
+// sweep already and told by their deliveries: it tells none of them
+// again. Tell sent them and then deleted nothing: each fact reached the
+// log twice, without any crash.
+func TestTellAfterTheSweep(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		late := t0.Add(2 * time.Minute)
+		box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return late }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got counts
+		if err := box.Add("log", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			got.add(f.Type)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		untold := untoldFacts(t, db, box)
+		if n := sweepAt(t, db, box, t0.Add(61*time.Second)); n != 2 {
+			t.Fatalf("the sweep routed %d deliveries; want the 2 untold facts'", n)
+		}
+		if err := box.Tell(ctx, untold); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{"payment.succeeded", "order.paid"} {
+			if n := got.get(id); n != 1 {
+				t.Errorf("%s told %d times; want once", id, n)
+			}
+		}
+		if got.len() != 2 {
+			t.Errorf("told %d facts; want 2", got.len())
+		}
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+			t.Errorf("%d untold rows left", u)
+		}
+	})
+}
+
+// TestSweepWhileTelling: a sweep that runs while Tell sends facts it
+// started telling more than SweepAge after they were written (another
+// instance's sweep, every 15 s) leaves them to Tell: each is told once,
+// and none is left untold. The sweep routed them as Tell sent them, and
+// Tell deleted nothing.
+func TestSweepWhileTelling(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		late := t0.Add(2 * time.Minute)
+		box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return late }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got counts
+		var first atomic.Bool
+		entered, release := make(chan struct{}), make(chan struct{})
+		if err := box.Add("log", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			if first.CompareAndSwap(false, true) {
+				close(entered)
+				<-release
+			}
+			got.add(f.Type)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		untold := untoldFacts(t, db, box)
+		told := make(chan error, 1)
+		go func() { told <- box.Tell(ctx, untold) }()
+		<-entered
+		swept := sweepAt(t, db, box, late.Add(time.Second))
+		close(release)
+		if err := <-told; err != nil {
+			t.Fatal(err)
+		}
+		if swept != 0 {
+			t.Errorf("the sweep routed %d deliveries of facts being told", swept)
+		}
+		if n := sweepAt(t, db, box, late.Add(time.Hour)); n != 0 {
+			t.Errorf("%d deliveries routed of facts told", n)
+		}
+		for _, id := range []string{"payment.succeeded", "order.paid"} {
+			if n := got.get(id); n != 1 {
+				t.Errorf("%s told %d times; want once", id, n)
+			}
+		}
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+			t.Errorf("%d untold rows left", u)
+		}
+	})
+}
+
+// TestSlowWebhookDelaysTell: a batch's worker sends its deliveries to a
+// webhook first (DeliverMany: order.paid) and tells the facts routed to
+// the log only (payment.succeeded) after; a webhook that answers slowly holds the telling back past
+// SweepAge, and the sweep (another instance's) meanwhile routes those
+// facts, which the log gets through deliveries. The worker's Tell then
+// tells none of them again: each fact reaches the log once.
+func TestSlowWebhookDelaysTell(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		var offset atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logged, hooked counts
+		entered, release := make(chan struct{}), make(chan struct{})
+		if err := box.AddFunc("app", []string{"order.*"}, func(_ context.Context, f outbox.Fact) error {
+			if hooked.add(f.ID) == 1 {
+				close(entered)
+				<-release // a webhook answering after its timeout, for each of the batch
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := box.Add("log", []string{"payment.*"}, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			logged.add(f.Type)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		tellDone := make(chan struct{})
+		q := startQueue(t, db, box, nil, false, func(c *jobs.Config) {
+			c.Now = clock
+			c.SweepInterval = time.Hour // the test sweeps
+			tell := c.AfterCommit
+			c.AfterCommit = func(ctx context.Context, items []any) {
+				tell(ctx, items)
+				close(tellDone)
+			}
+		})
+		if _, err := q.Ingest(ctx, checkouts(0, 1)); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		// The webhook is slow: SweepAge goes by, and the sweep routes the
+		// fact written for the log only (payment.succeeded); a worker
+		// delivers it.
+		offset.Store(int64(2 * time.Minute))
+		if _, err := q.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		const paid = "payment.succeeded"
+		waitProgress(t, "the swept fact delivered to the log", func() (bool, string) {
+			d := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE sink = 'log'
+				AND fact = (SELECT id FROM payhook_facts WHERE type = $1)`, paid)
+			return logged.get(paid) == 1 && d == 0, fmt.Sprintf("logged %d, %d deliveries", logged.get(paid), d)
+		})
+		close(release)
+		<-tellDone
+		if n := logged.get(paid); n != 1 {
+			t.Errorf("fact %s reached the log %d times; want once", paid, n)
+		}
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+			t.Errorf("%d untold rows left", u)
+		}
+	})
+}
