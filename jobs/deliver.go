@@ -267,10 +267,11 @@ func (q *Queue) deliverMany(ctx context.Context, ids []int64) (errs []error, rec
 
 // deliverCommitted runs, just after a batch's commit and in its worker,
 // the first attempt of the after-commit deliveries the batch's handlers
-// wrote (DeliverMany), without writing a job for them: in one
+// wrote (DeliverMany), without writing a job for them, for half a
+// SweepAge at most: in one
 // transaction it records their attempts and gives a job of its own
 // (Deliver, then DeliveryBackoff) to each one that failed or that
-// DeliverMany left alone. Once the Queue is stopping it sends nothing
+// DeliverMany left alone (not sent in that time). Once the Queue is stopping it sends nothing
 // and gives each one its job. If the process dies before that commit, or
 // the commit fails, the deliveries are left pending without a job, and
 // the sweep (DeliverySweep) enqueues them SweepAge after they were
@@ -282,7 +283,14 @@ func (q *Queue) deliverCommitted(ctx context.Context, ids []int64) {
 	again := ids
 	var record func(context.Context, *sql.Tx) error
 	if !q.stopping.Load() {
-		errs, rec, err := q.deliverMany(ctx, ids)
+		// They have no job: the sweep gives one to each still pending
+		// SweepAge after it was written, and one sent here after that
+		// would be sent twice. So they are sent for half a SweepAge at
+		// most (a slow webhook, one timeout after the other), and those
+		// left get their job below, as failures do.
+		sctx, cancel := context.WithTimeout(ctx, q.cfg.SweepAge/2)
+		errs, rec, err := q.deliverMany(sctx, ids)
+		cancel()
 		if err != nil {
 			q.cfg.Logger.Error("deliver a batch's deliveries; the sweep enqueues them", "deliveries", len(ids), "err", err)
 			return

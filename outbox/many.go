@@ -22,7 +22,7 @@ var errLeftAlone = errors.New("left to a delivery of its own")
 // whose send failed (its attempt is in record, the delivery stays
 // pending); and an error for one it did not send, which Deliver is left
 // to handle: its sink is paused or not configured here, or failed earlier
-// in this call. A sink that answers gone is paused by record, with the
+// in this call, or ctx was done before its turn. A sink that answers gone is paused by record, with the
 // attempt, as Deliver pauses it (errs[i] nil: the delivery waits, paused,
 // for a resend). If the deliveries cannot be read, every errs[i] is that
 // error and record is nil.
@@ -58,6 +58,13 @@ func (o *Outbox) DeliverMany(ctx context.Context, ids []int64) (errs []error, re
 		o.mu.RUnlock()
 		if r == nil || down[d.sink] || pausedAny(paused, d.sink, r) {
 			errs[i] = fmt.Errorf("delivery %d: sink %s: %w", id, d.sink, errLeftAlone)
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			// Past the caller's time (its job's, or the part of SweepAge
+			// the batch's worker has): left to a job, even for a sink that
+			// would not look at ctx (Log), or the sweep may send it too.
+			errs[i] = fmt.Errorf("delivery %d: sink %s: %w (%w)", id, d.sink, errLeftAlone, err)
 			continue
 		}
 		s := &results[i]

@@ -232,3 +232,130 @@ func TestSlowWebhookDelaysTell(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchSendsWithinHalfSweepAge: the deliveries a batch wrote get no
+// job; its worker sends them just after the commit (DeliverMany), for
+// half a SweepAge at most, and gives those it did not send a job. A
+// webhook that does not answer holds the batch until then; a sweep that
+// runs meanwhile, once SweepAge has gone by (its clock jumps), gives the
+// batch's deliveries jobs, and the log's is sent by its job, never by the
+// batch after that: each fact reaches the log once. The batch sent for as
+// long as its job's JobTimeout, and then sent the log's delivery too,
+// which its job had sent: twice, without any crash.
+func TestBatchSendsWithinHalfSweepAge(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		var logged, hooked counts
+		entered := make(chan struct{})
+		if err := box.AddFunc("app", []string{"order.*"}, func(ctx context.Context, f outbox.Fact) error {
+			if hooked.add(f.Type) == 1 {
+				close(entered)
+				<-ctx.Done() // no answer: the batch's time ends the attempt
+				return ctx.Err()
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := box.Add("log", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			logged.add(f.Type)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		var offset atomic.Int64
+		clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+		var told atomic.Bool
+		q := startQueue(t, db, box, nil, false, func(c *jobs.Config) {
+			c.Now = clock
+			c.SweepInterval = time.Hour // the test sweeps
+			c.SweepAge, c.JobTimeout = 400*time.Millisecond, 3*time.Second
+			tell := c.AfterCommit
+			c.AfterCommit = func(ctx context.Context, items []any) {
+				tell(ctx, items)
+				told.Store(true)
+			}
+		})
+		if _, err := q.Ingest(ctx, checkouts(0, 1)); err != nil {
+			t.Fatal(err)
+		}
+		<-entered
+		offset.Store(int64(time.Second)) // the sweep's clock: past SweepAge
+		if _, err := q.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitProgress(t, "deliveries sent, facts told", func() (bool, string) {
+			p := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE status = 'pending'`)
+			live := count(t, db, `SELECT count(*) FROM river_job WHERE kind = 'payhook_deliver' AND state NOT IN ('completed', 'discarded', 'cancelled')`)
+			return p == 0 && live == 0 && told.Load() && hooked.get("order.paid") == 2,
+				fmt.Sprintf("%d pending, %d live jobs, told %v, %d webhook calls", p, live, told.Load(), hooked.get("order.paid"))
+		})
+		for _, typ := range []string{"order.paid", "payment.succeeded"} {
+			if n := logged.get(typ); n != 1 {
+				t.Errorf("%s reached the log %d times; want once", typ, n)
+			}
+		}
+	})
+}
+
+// TestDeliverManyStopsAtItsEnd: DeliverMany sends nothing once its
+// context is done (the job's JobTimeout), even to a sink that would not
+// look at it (Log): those deliveries are left to a job of their own.
+func TestDeliverManyStopsAtItsEnd(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box := newOutbox(t, db)
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var sent counts
+		if err := box.Add("log", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			sent.add(f.Subject)
+			cancel() // the job's time is up
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for i := range 3 {
+			f, err := outbox.NewFact(outbox.OrderPaid, "shop", fmt.Sprint("ord_", i), fmt.Sprint("ord_", i), t0, map[string]any{"order_id": i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Routed as the sweep routes it: a delivery.
+			e, err := outbox.Emit(ctx, db, tx, nil, f, t0)
+			if err != nil || !e.Written {
+				t.Fatal(e, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		stx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, err = box.Sweep(ctx, stx, t0, t0, 10); err != nil || len(ids) != 3 {
+			t.Fatal(ids, err)
+		}
+		if err := stx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		errs, record := box.DeliverMany(dctx, ids)
+		if sent.len() != 1 {
+			t.Errorf("sent %d deliveries; want 1, none after the end", sent.len())
+		}
+		if errs[0] != nil || errs[1] == nil || errs[2] == nil {
+			t.Errorf("errs = %v; want the first delivered, the others left", errs)
+		}
+		if record == nil {
+			t.Fatal("no record")
+		}
+	})
+}
