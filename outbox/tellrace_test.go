@@ -359,3 +359,53 @@ func TestDeliverManyStopsAtItsEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestTellOneSinkFailing: of two Unrecorded sinks taking a fact, one
+// fails while Tell tells it: the other is not told it again. The fact's
+// untold row made the sweep route it to both, and the sink that had taken
+// it got it twice, without any crash.
+func TestTellOneSinkFailing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return t0 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b counts
+		if err := box.Add("a", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			a.add(f.Type)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		var failed atomic.Bool
+		if err := box.Add("b", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			if failed.CompareAndSwap(false, true) {
+				return errors.New("b down")
+			}
+			b.add(f.Type)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		untold := untoldFacts(t, db, box)
+		if err := box.Tell(ctx, untold); err != nil {
+			t.Fatal(err)
+		}
+		if n := sweepAt(t, db, box, t0.Add(2*time.Minute)); n != 2 {
+			t.Errorf("the sweep routed %d deliveries; want b's 2", n)
+		}
+		for _, typ := range []string{"payment.succeeded", "order.paid"} {
+			if n := a.get(typ); n != 1 {
+				t.Errorf("%s told to a %d times; want once", typ, n)
+			}
+			if n := b.get(typ); n != 1 {
+				t.Errorf("%s told to b %d times; want once", typ, n)
+			}
+		}
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+			t.Errorf("%d untold rows left", u)
+		}
+	})
+}

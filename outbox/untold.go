@@ -124,7 +124,9 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 // at most after it (less than SweepAge: 30 seconds and a minute by
 // default). A fact a sink failed (a warning is logged), or not sent
 // within that time, keeps its row, and the sweep routes it SweepAge after
-// the claim.
+// the claim; one told to some of its sinks but not all gets a pending
+// delivery to each of the others instead, which the sweep enqueues
+// SweepAge after the claim: the sinks that took it do not get it again.
 // It returns the error of reading the paused sinks, of claiming the facts
 // or of deleting the rows; the facts are then told by the sweep.
 //
@@ -181,21 +183,25 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 	defer cancel()
 	down := map[string]bool{}
 	told := make([]int64, 0, len(claimed))
+	var left [][]any // (fact, sink) not told, of facts told to their other sinks
 	for _, row := range claimed {
 		if sctx.Err() != nil {
 			break // past the claim's time: left to the sweep
 		}
 		t := todo[row]
-		ok := true
+		var missed []string
 		for _, r := range t.routes {
 			if down[r.name] {
-				ok = false
+				missed = append(missed, r.name)
 				continue
 			}
 			_, err := send(sctx, r.sink, t.fact)
 			if err != nil {
 				// The bug "told-despite-failure" drops the fact as told.
-				down[r.name], ok = true, dstBug("told-despite-failure")
+				down[r.name] = true
+				if !dstBug("told-despite-failure") {
+					missed = append(missed, r.name)
+				}
 				r.counts.errors.Add(1)
 				o.cfg.Logger.Warn("fact delivery failed; the sweep sends it again", "sink", r.name, "fact", t.fact.ID,
 					"type", t.fact.Type, "err", err)
@@ -203,19 +209,55 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 			}
 			r.counts.delivered.Add(1)
 		}
-		if ok {
+		switch {
+		case len(missed) == 0:
 			told = append(told, row)
+		case len(missed) < len(t.routes):
+			// Told to some of its sinks: a delivery to each of the others
+			// replaces its row, or the sweep would route it to every one.
+			told = append(told, row)
+			for _, name := range missed {
+				left = append(left, []any{row, name})
+			}
 		}
 	}
 	if len(told) == 0 {
 		return nil
 	}
-	// Deleted whatever ctx became: the sends happened.
-	in, arg := o.cfg.DB.InIDs("fact", 1, told)
-	if _, err := o.cfg.DB.SQL.ExecContext(context.WithoutCancel(ctx), `DELETE FROM payhook_untold WHERE `+in, arg); err != nil {
+	// Written whatever ctx became: the sends happened.
+	if err := o.told(context.WithoutCancel(ctx), told, left); err != nil {
 		return fmt.Errorf("tell %d facts: %w", len(told), err)
 	}
 	return nil
+}
+
+// told deletes the untold rows of facts, told, and writes the pending
+// deliveries left, each a (fact, sink) that a fact told to its other
+// sinks still needs, for the sweep to enqueue SweepAge from now, in one
+// transaction when there are any.
+func (o *Outbox) told(ctx context.Context, facts []int64, left [][]any) error {
+	in, arg := o.cfg.DB.InIDs("fact", 1, facts)
+	if len(left) == 0 {
+		_, err := o.cfg.DB.SQL.ExecContext(ctx, `DELETE FROM payhook_untold WHERE `+in, arg)
+		return err
+	}
+	tx, err := o.cfg.DB.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	err = store.QueryRows(ctx, tx, left, `INSERT INTO payhook_deliveries (fact, sink, status, created_at, updated_at, enqueued_at)
+		SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, 'pending', $2, $2, $2
+		FROM `+o.cfg.DB.JSONRows()+`
+		WHERE TRUE
+		ON CONFLICT (fact, sink) DO NOTHING`, []any{o.cfg.DB.TimeValue(o.cfg.Now())}, nil)
+	if err != nil {
+		return fmt.Errorf("deliveries of %d sinks not told: %w", len(left), err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM payhook_untold WHERE `+in, arg); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // claimUntold restarts the age of the untold rows of facts, so that the
