@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/payhook/payhook"
@@ -57,7 +58,11 @@ func (m *Main) paymentsRefund(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *amount < 0 || payhook.CheckAmount("--amount", *amount) != nil {
+	// --amount 0 is no amount to refund, not "all of it": only leaving the
+	// flag out asks for what the payment keeps.
+	amountSet := false
+	fs.Visit(func(f *flag.Flag) { amountSet = amountSet || f.Name == "amount" })
+	if *amount < 0 || (amountSet && *amount == 0) || payhook.CheckAmount("--amount", *amount) != nil {
 		return fmt.Errorf("%w: payments refund: --amount %d: want a positive amount of minor units, at most %d", errUsage, *amount, payhook.MaxAmount)
 	}
 	if err := payhook.CheckRef("--reason", *reason); err != nil {

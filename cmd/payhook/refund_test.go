@@ -55,6 +55,7 @@ func TestPaymentsRefund(t *testing.T) {
 		}{
 			{"no REF", nil, 2, "REF"},
 			{"negative amount", []string{pay.ID, "--amount", "-5"}, 2, "positive"},
+			{"zero amount", []string{pay.ID, "--amount", "0"}, 2, "positive"},
 			{"unknown payment", []string{"pay_nope", "--amount", "5"}, 1, "not found"},
 			{"more than the payment keeps", []string{pay.ID, "--amount", "1001"}, 2, "more than the 1000"},
 		} {
