@@ -142,7 +142,10 @@ func (m *Main) backfill(ctx context.Context, args []string) error {
 	}
 	a, _ := provider.Lookup(src.Provider)
 	lister, _ := client.(adapter.EventLister)
-	db, err := m.openDB(ctx, *dbURL, true)
+	// The inbox's database as serve made it: a mistyped --db is an error,
+	// not a new database that takes the events where no serve reads them
+	// (nor a migration of a live database by whichever binary runs this).
+	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}

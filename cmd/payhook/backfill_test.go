@@ -178,6 +178,9 @@ func TestBackfillAfterOutage(t *testing.T) {
 func TestBackfillUsage(t *testing.T) {
 	t.Parallel()
 	noAPI := writeConfig(t, "sources:\n  - name: b\n    provider: billete\n    secrets: [whsec_eA==]\n")
+	// An API that is never called: each case is refused before.
+	withAPI := writeConfig(t, "sources:\n  - name: b\n    provider: billete\n    secrets: [whsec_eA==]\n"+
+		"    api_url: http://127.0.0.1:1\n    api_key: sk_test_x\n")
 	dbURL := "sqlite://" + filepath.Join(t.TempDir(), "payhook.db")
 	for _, tc := range []struct {
 		name string
@@ -194,6 +197,9 @@ func TestBackfillUsage(t *testing.T) {
 		{"no config", []string{"backfill", "--source", "b"}, 2, "no config file"},
 		{"an unknown source", []string{"backfill", "--source", "x", "--config", noAPI}, 1, `no source "x" (sources: b)`},
 		{"a source without api_url", []string{"backfill", "--source", "b", "--config", noAPI}, 1, `source "b" has no api_url and api_key`},
+		// A mistyped --db: not a new database holding what was listed,
+		// where no serve processes it, and "stored N new" said all the same.
+		{"a database that does not exist", []string{"backfill", "--source", "b", "--config", withAPI}, 1, "does not exist"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
