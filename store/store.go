@@ -181,13 +181,9 @@ func (db *DB) CheckSchema(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	exists := `SELECT to_regclass('payhook_schema_migrations') IS NOT NULL`
-	if db.Engine == SQLite {
-		exists = `SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'payhook_schema_migrations'`
-	}
-	var ok bool
-	if err := db.SQL.QueryRowContext(ctx, exists).Scan(&ok); err != nil {
-		return fmt.Errorf("check schema of %s: %w", db.URL, err)
+	ok, err := db.HasSchema(ctx)
+	if err != nil {
+		return err
 	}
 	if !ok {
 		return fmt.Errorf("database %s has no payhook schema; run payhook migrate: %w", db.URL, payhook.ErrNotFound)
@@ -219,6 +215,20 @@ func (db *DB) CheckSchema(ctx context.Context) error {
 			db.URL, strings.Join(missing, ", "), payhook.ErrNotFound)
 	}
 	return nil
+}
+
+// HasSchema reports whether the database holds a payhook schema, of any
+// version. It changes nothing.
+func (db *DB) HasSchema(ctx context.Context) (bool, error) {
+	exists := `SELECT to_regclass('payhook_schema_migrations') IS NOT NULL`
+	if db.Engine == SQLite {
+		exists = `SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'payhook_schema_migrations'`
+	}
+	var ok bool
+	if err := db.SQL.QueryRowContext(ctx, exists).Scan(&ok); err != nil {
+		return false, fmt.Errorf("check schema of %s: %w", db.URL, err)
+	}
+	return ok, nil
 }
 
 func parseURL(raw string) (Engine, string, error) {

@@ -72,6 +72,13 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 			os.Remove(path + suffix)
 		}
 	}
+	// The summary compares the database with one story: it must hold
+	// nothing else. Checked before serve starts on it: that serve, with
+	// the demo source only, would work an inbox's queue (and on
+	// PostgreSQL join the instances sharing it) until refused.
+	if err := checkEmpty(ctx, *dbURL); err != nil {
+		return err
+	}
 	f := flavour.Billete()
 	secret := f.NewSecret()
 	p := m.newPhases(5)
@@ -90,13 +97,6 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	defer db.Close()
 	if err := db.CheckDurable(ctx); errors.Is(err, store.ErrNotDurable) {
 		fmt.Fprintf(m.Stderr, "warning: running with --unsafe-durability: a crash can lose events already answered 2xx: %v\n", err)
-	}
-	// The summary compares the database with one story: it must hold
-	// nothing else.
-	if evs, err := db.ListEvents(ctx, store.Filter{Limit: 1}); err != nil {
-		return err
-	} else if len(evs) > 0 {
-		return fmt.Errorf("demo: %s already holds events; give --db an empty database", db.URL)
 	}
 	target := srv.url + "/webhooks/demo"
 	p.done("listening on %s", srv.url)
@@ -426,6 +426,26 @@ func startInProcess(ctx context.Context, sub *Main, args ...string) (*inProcess,
 		cancel()
 		return nil, fmt.Errorf("payhook serve exited with status %d", code)
 	}
+}
+
+// checkEmpty refuses a database that holds payhook events, changing
+// nothing: one without payhook's schema (or a SQLite file not there yet)
+// is empty.
+func checkEmpty(ctx context.Context, dbURL string) error {
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if ok, err := db.HasSchema(ctx); err != nil || !ok {
+		return err
+	}
+	if evs, err := db.ListEvents(ctx, store.Filter{Limit: 1}); err != nil {
+		return err
+	} else if len(evs) > 0 {
+		return fmt.Errorf("demo: %s already holds events; give --db an empty database", db.URL)
+	}
+	return nil
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
 )
 
@@ -74,6 +78,50 @@ func TestDemoSaysWhatItDoes(t *testing.T) {
 			if want := cb.Accounts[billing.AccountReceivable] + cb.Accounts[billing.AccountCryptoWallet]; demoKept[cur] != want {
 				t.Errorf("demo kept %s %d; ledger balances shows provider_receivable + crypto_wallet = %d", cur, demoKept[cur], want)
 			}
+		}
+	})
+}
+
+// TestDemoLeavesAnInboxAlone: payhook demo --db naming a database that
+// holds events (someone's inbox) is refused before it starts its serve:
+// that serve, with only the demo source, worked the inbox's queue (an
+// event waiting there was attempted, and failed for want of its source's
+// provider) and on PostgreSQL joined the instances sharing it.
+func TestDemoLeavesAnInboxAlone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := migrateAll(ctx, db); err != nil {
+			t.Fatal(err)
+		}
+		q, err := jobs.New(db, jobs.Config{Logger: discardLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := &payhook.Event{Source: "shop", EventID: "evt_waiting", Type: "checkout.completed", ReceivedAt: time.Now(),
+			Payload: []byte(`{"id":"evt_waiting"}`)}
+		if _, err := q.Ingest(ctx, []*payhook.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := run(t, map[string]string{"PAYHOOK_UNSAFE_DURABILITY": ""},
+			"demo", "--db", dbURL, "--size", "0.1", "--unsafe-durability")
+		if code != 1 || !strings.Contains(errOut, "already holds events") {
+			t.Fatalf("payhook demo on an inbox = %d\n%s\n%s; want 1, refused as holding events", code, out, errOut)
+		}
+		if strings.Contains(out, "starting payhook serve") {
+			t.Errorf("demo started its serve on the inbox before refusing it:\n%s", out)
+		}
+		got, err := db.Event(ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != payhook.StatusReceived || got.Attempts != 0 {
+			t.Errorf("the inbox's waiting event after demo: %s after %d attempts (%s); want untouched", got.Status, got.Attempts, got.LastError)
 		}
 	})
 }
