@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -309,6 +307,14 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			args = append(args, "--unsafe-durability")
 		}
 		for _, dbURL := range dbs {
+			// Checked before its serve starts there: that serve, with the
+			// bench's source only, would work an inbox's queue.
+			if other, err := otherEvents(ctx, dbURL, benchSource); err != nil {
+				return nil, closeAll, fmt.Errorf("bench: %w", err)
+			} else if other != "" {
+				return nil, closeAll, fmt.Errorf("%w: --db %s holds events of source %q (an inbox's database?): the bench would add its own; give it a database of its own",
+					errUsage, store.Redact(dbURL), other)
+			}
 			logs := &headBuffer{max: 64 << 10}
 			sub := &Main{Stdout: io.Discard, Stderr: logs, Getenv: m.subEnv, Now: m.Now}
 			var release func()
@@ -326,15 +332,6 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 				return nil, closeAll, err
 			}
 			closers = append(closers, func() { db.Close() })
-			var other string
-			err = db.SQL.QueryRowContext(ctx, `SELECT source FROM payhook_events WHERE source <> $1 LIMIT 1`, benchSource).Scan(&other)
-			switch {
-			case err == nil:
-				return nil, closeAll, fmt.Errorf("%w: --db %s holds events of source %q (an inbox's database?): the bench would add its own; give it a database of its own",
-					errUsage, store.Redact(dbURL), other)
-			case !errors.Is(err, sql.ErrNoRows):
-				return nil, closeAll, fmt.Errorf("bench: %s: %w", store.Redact(dbURL), err)
-			}
 			name := string(db.Engine)
 			for i := 2; slices.ContainsFunc(targets, func(t benchTarget) bool { return t.Name == name }); i++ {
 				name = fmt.Sprintf("%s-%d", db.Engine, i)

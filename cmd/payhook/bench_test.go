@@ -131,15 +131,18 @@ func TestBenchHold(t *testing.T) {
 }
 
 // TestBenchRefusesAnInbox: bench --db refuses a database holding events
-// of another source (an inbox's), which its load would fill with its own.
+// of another source (an inbox's), which its load would fill with its own,
+// before its serve starts there and works the inbox's queue.
 func TestBenchRefusesAnInbox(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.URL(t, "sqlite")
 	seedEvents(t, dbURL, [2]string{"stripe", "evt_real"})
+	untouched := seedWaiting(t, dbURL, "stripe")
 	code, _, errOut := run(t, nil, "bench", "--db", dbURL, "--events", "5", "--duplicates", "0", "--concurrency", "1")
 	if code != 2 || !strings.Contains(errOut, `holds events of source "stripe"`) {
 		t.Errorf("bench on an inbox's database = %d, %s; want 2 and a refusal", code, errOut)
 	}
+	untouched()
 }
 
 // TestBenchUsage checks that bad command lines are refused before any

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -76,8 +77,10 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	// nothing else. Checked before serve starts on it: that serve, with
 	// the demo source only, would work an inbox's queue (and on
 	// PostgreSQL join the instances sharing it) until refused.
-	if err := checkEmpty(ctx, *dbURL); err != nil {
+	if other, err := otherEvents(ctx, *dbURL, ""); err != nil {
 		return err
+	} else if other != "" {
+		return fmt.Errorf("demo: %s already holds events; give --db an empty database", store.Redact(*dbURL))
 	}
 	f := flavour.Billete()
 	secret := f.NewSecret()
@@ -428,24 +431,29 @@ func startInProcess(ctx context.Context, sub *Main, args ...string) (*inProcess,
 	}
 }
 
-// checkEmpty refuses a database that holds payhook events, changing
-// nothing: one without payhook's schema (or a SQLite file not there yet)
-// is empty.
-func checkEmpty(ctx context.Context, dbURL string) error {
+// otherEvents returns the source of an event stored in the database at
+// dbURL whose source is not except ("" when there is none), changing
+// nothing: a database without payhook's schema (or a SQLite file not
+// there yet) holds none. demo and bench check it before they start a
+// serve of their own there, which would work an inbox's queue.
+func otherEvents(ctx context.Context, dbURL, except string) (string, error) {
 	db, err := store.Open(ctx, dbURL)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer db.Close()
 	if ok, err := db.HasSchema(ctx); err != nil || !ok {
-		return err
+		return "", err
 	}
-	if evs, err := db.ListEvents(ctx, store.Filter{Limit: 1}); err != nil {
-		return err
-	} else if len(evs) > 0 {
-		return fmt.Errorf("demo: %s already holds events; give --db an empty database", db.URL)
+	var other string
+	err = db.SQL.QueryRowContext(ctx, `SELECT source FROM payhook_events WHERE source <> $1 LIMIT 1`, except).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
 	}
-	return nil
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", store.Redact(dbURL), err)
+	}
+	return other, nil
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -90,24 +90,7 @@ func TestDemoSaysWhatItDoes(t *testing.T) {
 func TestDemoLeavesAnInboxAlone(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := migrateAll(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-		q, err := jobs.New(db, jobs.Config{Logger: discardLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev := &payhook.Event{Source: "shop", EventID: "evt_waiting", Type: "checkout.completed", ReceivedAt: time.Now(),
-			Payload: []byte(`{"id":"evt_waiting"}`)}
-		if _, err := q.Ingest(ctx, []*payhook.Event{ev}); err != nil {
-			t.Fatal(err)
-		}
+		untouched := seedWaiting(t, dbURL, "shop")
 		code, out, errOut := run(t, map[string]string{"PAYHOOK_UNSAFE_DURABILITY": ""},
 			"demo", "--db", dbURL, "--size", "0.1", "--unsafe-durability")
 		if code != 1 || !strings.Contains(errOut, "already holds events") {
@@ -116,12 +99,41 @@ func TestDemoLeavesAnInboxAlone(t *testing.T) {
 		if strings.Contains(out, "starting payhook serve") {
 			t.Errorf("demo started its serve on the inbox before refusing it:\n%s", out)
 		}
+		untouched()
+	})
+}
+
+// seedWaiting stores, in a migrated database, an event of source
+// waiting to be processed (received, its job enqueued), and returns a
+// check that it is still so, never attempted.
+func seedWaiting(t *testing.T, dbURL, source string) (untouched func()) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := migrateAll(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	q, err := jobs.New(db, jobs.Config{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &payhook.Event{Source: source, EventID: "evt_waiting", Type: "checkout.completed", ReceivedAt: time.Now(),
+		Payload: []byte(`{"id":"evt_waiting"}`)}
+	if _, err := q.Ingest(ctx, []*payhook.Event{ev}); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
 		got, err := db.Event(ctx, ev.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got.Status != payhook.StatusReceived || got.Attempts != 0 {
-			t.Errorf("the inbox's waiting event after demo: %s after %d attempts (%s); want untouched", got.Status, got.Attempts, got.LastError)
+			t.Errorf("the inbox's waiting event: %s after %d attempts (%s); want untouched", got.Status, got.Attempts, got.LastError)
 		}
-	})
+	}
 }
