@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -136,4 +137,26 @@ func seedWaiting(t *testing.T, dbURL, source string) (untouched func()) {
 			t.Errorf("the inbox's waiting event: %s after %d attempts (%s); want untouched", got.Status, got.Attempts, got.LastError)
 		}
 	}
+}
+
+// TestServeWithoutConfigLeavesAnInboxAlone: serve without --config (the
+// demo source alone) refuses a database holding another source's events,
+// before its workers take their jobs: they failed an attempt of each
+// (mapping: unknown provider), and went on until the last one failed it.
+func TestServeWithoutConfigLeavesAnInboxAlone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		untouched := seedWaiting(t, dbURL, "stripe")
+		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_ADDR": "127.0.0.1:0",
+			"PAYHOOK_DEMO_SECRET_FILE": filepath.Join(t.TempDir(), "demo.secret")}
+		// Before, serve ran: it is stopped after a few seconds.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var stdout, stderr syncBuffer
+		code := (&Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(env)}).Run(ctx, []string{"serve", "--unsafe-durability"})
+		untouched()
+		if code != 1 || !strings.Contains(stderr.String(), `holds events of source "stripe"`) {
+			t.Fatalf("serve without a config on an inbox = %d\n%s\n%s; want 1, refused naming the source", code, stdout.String(), stderr.String())
+		}
+	})
 }

@@ -49,7 +49,9 @@ at least 32 bytes) makes it take that bearer token (or a login) on
 either listener.
 
 Without a config file it serves one demo source, "demo" (provider billete,
-environment test), and prints how to send it a signed event. Its secret is
+environment test), and prints how to send it a signed event; it refuses a
+database holding events of other sources (an inbox whose config was left
+out), whose processing it would fail. Its secret is
 made at the first start and kept (mode 0600) beside the SQLite database
 (payhook.db.demo-secret), or for PostgreSQL in payhook-demo.secret in the
 working directory (env PAYHOOK_DEMO_SECRET_FILE names another file), so a
@@ -130,6 +132,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	batch, err := cfg.Processing.batch()
 	if err != nil {
 		return err
+	}
+	if m.env(*configPath, "PAYHOOK_CONFIG", "") == "" {
+		// The demo source alone on an inbox's database (PAYHOOK_CONFIG
+		// lost in a restart, one instance of several started without
+		// it): its workers would take the inbox's jobs and fail each
+		// attempt for want of the events' sources.
+		url := m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL)
+		if other, err := otherEvents(ctx, url, "demo"); err != nil {
+			return err
+		} else if other != "" {
+			return fmt.Errorf("no --config (or PAYHOOK_CONFIG), yet %s holds events of source %q: without the config "+
+				"that names it, serve would fail their processing; give --config, or another --db for the demo source",
+				store.Redact(url), other)
+		}
 	}
 	db, err := m.openDB(ctx, *dbURL, true)
 	if err != nil {
