@@ -172,16 +172,17 @@ func (m *Main) reconcileRuns(ctx context.Context, args []string) error {
 	fs := m.flags("reconcile runs", reconcileHelp)
 	source := fs.String("source", "", "only the runs of this source")
 	kind := fs.String("kind", "", "only the runs of this kind: backfill or reconcile")
-	limit := fs.Int("limit", 50, "at most this many runs")
+	var limit int
+	limitVar(fs, &limit, "runs, newest first")
 	return m.runView(ctx, fs, args, view{
 		check: func() error {
 			if *kind != "" && *kind != string(store.RunBackfill) && *kind != string(store.RunReconcile) {
 				return fmt.Errorf("%w: reconcile runs: --kind %q is neither backfill nor reconcile", errUsage, *kind)
 			}
-			return nil
+			return checkLimit(limit)
 		},
 		load: func(db *store.DB, _ string) (any, error) {
-			runs, err := db.Runs(ctx, store.RunFilter{Source: *source, Kind: store.RunKind(*kind), Limit: *limit})
+			runs, err := db.Runs(ctx, store.RunFilter{Source: *source, Kind: store.RunKind(*kind), Limit: limit})
 			if runs == nil && err == nil {
 				runs = []*store.Run{}
 			}

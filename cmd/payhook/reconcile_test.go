@@ -423,3 +423,17 @@ func TestReconcileSaysEventsWait(t *testing.T) {
 		}
 	})
 }
+
+// TestReconcileRunsLimit: reconcile runs takes --limit within the bounds
+// of every other list (1 to api.MaxLimit): 0 or a negative number was
+// taken as 100, and any larger number as is.
+func TestReconcileRunsLimit(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"PAYHOOK_DB": "sqlite://" + filepath.Join(t.TempDir(), "none.db")}
+	for _, limit := range []string{"0", "-3", "100000"} {
+		code, out, errOut := run(t, env, "reconcile", "runs", "--limit", limit)
+		if code != 2 || !strings.Contains(errOut, "--limit "+limit+": want 1 to") || out != "" {
+			t.Errorf("reconcile runs --limit %s = %d, stdout %q, stderr %q; want a usage error", limit, code, out, errOut)
+		}
+	}
+}
