@@ -292,8 +292,13 @@ func (a *api) subscriptions(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	status, err := oneOf(r, "status", billing.SubscriptionStatuses)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	ss, err := billing.ListSubscriptions(r.Context(), a.db, billing.SubscriptionFilter{
-		Source: q.Get("source"), Status: q.Get("status"), Customer: q.Get("customer"), Limit: n,
+		Source: q.Get("source"), Status: status, Customer: q.Get("customer"), Limit: n,
 	})
 	if err != nil {
 		a.fail(w, r, err)

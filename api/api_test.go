@@ -403,6 +403,7 @@ func TestAPI(t *testing.T) {
 				"/api/v1/payments?limit=100000",
 				"/api/v1/payments?status=lost",
 				"/api/v1/orders?status=maybe",
+				"/api/v1/subscriptions?status=cancelled", // canceled: a misspelling lists nothing
 			} {
 				var e errorBody
 				c.call("GET", path, 400, &e)

@@ -24,6 +24,10 @@ import (
 // kept as their own statuses.
 var statusRanks = []string{"incomplete", "active", "paused", "past_due", "unpaid", "canceled", "ended"}
 
+// SubscriptionStatuses lists the statuses a subscription can have (every
+// stored one is checked to be among them).
+var SubscriptionStatuses = []string{"active", "canceled", "ended", "incomplete", "past_due", "unpaid", "paused"}
+
 // statusRank is status's rank, from 1; 0 for a status payhook does not
 // know.
 func statusRank(status string) int {

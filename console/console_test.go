@@ -370,6 +370,7 @@ func TestEventPages(t *testing.T) {
 			{"/console/payments", 200, nil, nil},
 			{"/console/ledger", 200, nil, nil},
 			{"/console/subscriptions", 200, nil, nil},
+			{"/console/subscriptions?status=cancelled", 400, []string{"canceled"}, nil},
 			{"/console/orders", 200, nil, nil},
 			{"/console/alerts?all=1", 200, nil, nil},
 			{"/console/runs", 200, nil, nil},

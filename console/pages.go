@@ -73,8 +73,12 @@ func (c *Console) ledger(w http.ResponseWriter, r *http.Request, v *view) error 
 }
 
 func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, v *view) error {
+	status, err := oneOf(r, "status", billing.SubscriptionStatuses)
+	if err != nil {
+		return err
+	}
 	ss, err := billing.ListSubscriptions(r.Context(), c.cfg.DB, billing.SubscriptionFilter{
-		Source: r.URL.Query().Get("source"), Status: r.URL.Query().Get("status"), Limit: ListSize})
+		Source: r.URL.Query().Get("source"), Status: status, Limit: ListSize})
 	if err != nil {
 		return err
 	}

@@ -350,12 +350,14 @@ func (m *Main) subscriptionsList(ctx context.Context, args []string) error {
 	fs := m.flags("subscriptions list", subscriptionsHelp)
 	var f billing.SubscriptionFilter
 	fs.StringVar(&f.Source, "source", "", "only subscriptions of this source")
-	fs.StringVar(&f.Status, "status", "", "only subscriptions with this status (active, canceled, ended, incomplete, past_due, unpaid, paused)")
+	fs.StringVar(&f.Status, "status", "", "only subscriptions with this status: "+strings.Join(billing.SubscriptionStatuses, ", "))
 	fs.StringVar(&f.Customer, "customer", "", "only subscriptions of this customer")
 	limitVar(fs, &f.Limit, "subscriptions, newest first")
 	return m.runView(ctx, fs, args, view{
-		check: func() error { return checkLimit(f.Limit) },
-		load:  func(db *store.DB, _ string) (any, error) { return billing.ListSubscriptions(ctx, db, f) },
+		check: func() error {
+			return cmp.Or(checkOneOf("status", f.Status, billing.SubscriptionStatuses), checkLimit(f.Limit))
+		},
+		load: func(db *store.DB, _ string) (any, error) { return billing.ListSubscriptions(ctx, db, f) },
 		print: table("(no subscriptions)", "SOURCE\tREF\tCUSTOMER\tPLAN\tSTATUS\tPERIOD_END\tENDED_AT\tPROVIDER_UPDATED_AT",
 			func(tw io.Writer, s billing.SubscriptionView) {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Source, s.Ref, dash(s.Customer), dash(s.Plan), dash(s.Status),

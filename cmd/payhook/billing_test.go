@@ -312,6 +312,7 @@ func TestBillingCLI(t *testing.T) {
 				{"orders", "list", "--status", "maybe"},
 				{"orders", "show", "--json"},
 				{"subscriptions", "list", "--limit", "x"},
+				{"subscriptions", "list", "--status", "cancelled"},
 				{"ledger"},
 				{"ledger", "postings"},
 				{"ledger", "balances", "--bogus"},
