@@ -689,7 +689,8 @@ func attempts(ctx context.Context, db *store.DB, delivery int64) ([]AttemptView,
 }
 
 // ResendTx makes the delivery with row id id pending again, whatever its
-// status, and resumes its sink if it was paused; the caller enqueues its
+// status, and resumes its sink if it was paused (clearing its
+// AlertSinkPaused alert); the caller enqueues its
 // job in tx (jobs.Queue.EnqueueDeliveriesTx with resend). It returns an
 // error wrapping payhook.ErrNotFound for an unknown id.
 func ResendTx(ctx context.Context, db *store.DB, tx *sql.Tx, id int64, now time.Time) error {
@@ -702,8 +703,19 @@ func ResendTx(ctx context.Context, db *store.DB, tx *sql.Tx, id int64, now time.
 	if err != nil {
 		return fmt.Errorf("resend delivery %d: %w", id, err)
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM payhook_sinks_paused WHERE sink = $1`, sink); err != nil {
+	res, err := tx.ExecContext(ctx, `DELETE FROM payhook_sinks_paused WHERE sink = $1`, sink)
+	if err != nil {
 		return fmt.Errorf("resend delivery %d: resume sink %s: %w", id, sink, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("resend delivery %d: resume sink %s: %w", id, sink, err)
+	} else if n > 0 {
+		// The sink_paused alert (Config.OnPause) said what no longer
+		// holds: cleared, as a pause raises it again.
+		if _, err := tx.ExecContext(ctx, `UPDATE payhook_alerts SET acknowledged = TRUE
+			WHERE kind = $1 AND subject = $2 AND acknowledged = FALSE`, AlertSinkPaused, sink); err != nil {
+			return fmt.Errorf("resend delivery %d: resume sink %s: clear its alert: %w", id, sink, err)
+		}
 	}
 	// The sink's other paused deliveries go back to pending with it.
 	if _, err := tx.ExecContext(ctx, `UPDATE payhook_deliveries SET status = 'pending', updated_at = $2, enqueued_at = NULL

@@ -23,8 +23,8 @@ or ok or error from a sink without statuses such as log, and how long it
 took); --json adds every attempt (status, response excerpt, latency).
 Statuses: pending, delivered, failed (every attempt failed), paused (its
 sink answered 410 Gone). resend sends one again whatever its status, and
-resumes its sink if paused; a running payhook serve on this database
-sends it. Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
+resumes its sink if paused (clearing its sink_paused alert); a running
+payhook serve on this database sends it. Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook deliveries list --status failed

@@ -352,7 +352,9 @@ func TestServeLogSinkByDefault(t *testing.T) {
 }
 
 // TestSinkGoneRaisesAlert: serve's outbox raises a sink_paused alert when
-// an http sink answers 410 Gone.
+// an http sink answers 410 Gone; deliveries resend, which resumes the
+// sink, clears it (it stayed open, saying the sink was paused, while its
+// deliveries went out).
 func TestSinkGoneRaisesAlert(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
@@ -401,6 +403,13 @@ func TestSinkGoneRaisesAlert(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].Status != outbox.StatusPaused || ds[0].Log[0].Status != http.StatusGone ||
 			!strings.Contains(ds[0].Log[0].Response, "removed") {
 			t.Fatalf("deliveries = %+v, %v", ds, err)
+		}
+		if code, _, errOut := run(t, map[string]string{"PAYHOOK_DB": dbURL}, "deliveries", "resend", fmt.Sprint(ds[0].ID)); code != 0 {
+			t.Fatalf("deliveries resend = %d: %s", code, errOut)
+		}
+		alerts, err = billing.ListAlerts(ctx, db, billing.AlertFilter{Kind: outbox.AlertSinkPaused, Unacknowledged: true})
+		if err != nil || len(alerts) != 0 {
+			t.Errorf("open sink_paused alerts after the sink was resumed: %+v, %v; want none", alerts, err)
 		}
 	})
 }
