@@ -130,6 +130,10 @@ func (m *Main) backfill(ctx context.Context, args []string) error {
 			return fmt.Errorf("%w: backfill: --until %q is not an RFC 3339 time such as 2026-12-01T06:00:00Z", errUsage, *until)
 		}
 		end = t
+		if !end.After(from) {
+			return fmt.Errorf("%w: backfill: --until %s is not after --since (%s): the window would be empty", errUsage,
+				end.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
+		}
 	}
 	for _, t := range types {
 		if err := payhook.CheckRef("--type", t); err != nil {

@@ -193,6 +193,7 @@ func TestBackfillUsage(t *testing.T) {
 		{"a since neither duration nor time", []string{"backfill", "--source", "b", "--since", "yesterday"}, 2, "want a duration such as 3h or an RFC 3339 time"},
 		{"a since time, as reconcile's fixes print it", []string{"backfill", "--source", "b", "--since", "2026-12-01T05:00:00Z", "--config", noAPI}, 1, `source "b" has no api_url and api_key`},
 		{"a bad until", []string{"backfill", "--source", "b", "--until", "yesterday"}, 2, "--until \"yesterday\" is not an RFC 3339 time"},
+		{"an until before since", []string{"backfill", "--source", "b", "--since", "2026-12-01T06:00:00Z", "--until", "2026-12-01T05:00:00Z", "--config", withAPI}, 2, "is not after --since"},
 		{"an argument", []string{"backfill", "--source", "b", "extra"}, 2, "takes no argument"},
 		{"no config", []string{"backfill", "--source", "b"}, 2, "no config file"},
 		{"an unknown source", []string{"backfill", "--source", "x", "--config", noAPI}, 1, `no source "x" (sources: b)`},
