@@ -26,8 +26,9 @@ const eventsHelp = `Usage: payhook events list|show|replay [flags]
   payhook events replay --status failed --source S --since 24h [--type T] [--dry-run] [--rate N/s] [--json]
 
 ID is payhook's row id; EVENT_ID the provider's id (evt_...). When an
-EVENT_ID exists in several sources, give --source. Every subcommand takes
---db URL (env PAYHOOK_DB) like serve.
+EVENT_ID exists in several sources, give --source; a number that is one
+event's ID and another's EVENT_ID is refused, saying how to name each.
+Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
 
 Without an id, replay takes every event of the source with that status
 (failed, or processed to run fixed handlers again) received since that
@@ -211,13 +212,27 @@ func idArg(fs *flag.FlagSet, args []string, thing, list string) (int64, error) {
 
 // findEvent finds one event by row id, or else by provider event id,
 // within source when source is not "". An event id that exists in several
-// sources is a *billing.AmbiguousError naming them; none, an error
-// wrapping payhook.ErrNotFound.
+// sources is a *billing.AmbiguousError naming them; a number that is one
+// event's row id and another's provider event id, a usage error naming
+// how to give each; none, an error wrapping payhook.ErrNotFound.
 func findEvent(ctx context.Context, db *store.DB, key, source string) (*payhook.Event, error) {
 	if id, err := strconv.ParseInt(key, 10, 64); err == nil {
 		ev, err := db.Event(ctx, id)
 		switch {
 		case err == nil && (source == "" || ev.Source == source):
+			// A provider that numbers its events (an hmac source's id
+			// header) may have given another event this number.
+			same, err := db.ListEvents(ctx, store.Filter{EventID: key, Source: source, Limit: 2})
+			if err != nil {
+				return nil, err
+			}
+			for _, other := range same {
+				if other.ID != ev.ID {
+					return nil, fmt.Errorf("%w: %s is both the row id of event %s of source %s and the event id of row %d of source %s: "+
+						"give %s --source %s for the first, %d for the second", errUsage, key, ev.EventID, ev.Source,
+						other.ID, other.Source, ev.EventID, ev.Source, other.ID)
+				}
+			}
 			return ev, nil
 		case err != nil && !errors.Is(err, payhook.ErrNotFound):
 			return nil, err

@@ -91,7 +91,13 @@ func seedEvents(t *testing.T, dbURL string, keys ...[2]string) map[string]int64 
 func TestEventsShowAndReplayByEventID(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ids := seedEvents(t, dbURL, [2]string{"shop-a", "evt_shared"}, [2]string{"shop-b", "evt_shared"}, [2]string{"shop-a", "evt_one"})
+		ids := seedEvents(t, dbURL, [2]string{"shop-a", "evt_shared"}, [2]string{"shop-b", "evt_shared"}, [2]string{"shop-a", "evt_one"},
+			[2]string{"shop-a", "evt_numeric"})
+		// shop-b's provider numbers its events: one has evt_numeric's row id.
+		numeric := fmt.Sprint(ids["shop-a/evt_numeric"])
+		for k, v := range seedEvents(t, dbURL, [2]string{"shop-b", numeric}) {
+			ids[k] = v
+		}
 		env := map[string]string{"PAYHOOK_DB": dbURL}
 		one, sharedB := fmt.Sprint(ids["shop-a/evt_one"]), fmt.Sprint(ids["shop-b/evt_shared"])
 		ambiguous := "event evt_shared exists in several sources: shop-a, shop-b; give --source shop-a or --source shop-b"
@@ -114,6 +120,10 @@ func TestEventsShowAndReplayByEventID(t *testing.T) {
 			{[]string{"events", "replay", "evt_shared", "--source", "shop-b"}, 0, "event " + sharedB + " (shop-b evt_shared) re-enqueued", ""},
 			{[]string{"events", "replay", "evt_one"}, 0, "re-enqueued", ""},
 			{[]string{"events", "replay", one}, 0, "re-enqueued", ""},
+			// A provider's numeric event id that is also another event's
+			// row id names two events: neither is taken for the other.
+			{[]string{"events", "replay", numeric}, 2, "", "is both"},
+			{[]string{"events", "show", numeric}, 2, "", "give evt_numeric --source shop-a for the first, " + fmt.Sprint(ids["shop-b/"+numeric]) + " for the second"},
 		} {
 			code, stdout, stderr := run(t, env, tc.args...)
 			if code != tc.code || (tc.stdout == "") != (stdout == "") || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
@@ -130,6 +140,7 @@ func TestEventsShowAndReplayByEventID(t *testing.T) {
 		}
 		defer db.Close()
 		for key, want := range map[string]payhook.Status{"shop-a/evt_shared": payhook.StatusProcessed,
+			"shop-a/evt_numeric": payhook.StatusProcessed, "shop-b/" + numeric: payhook.StatusProcessed,
 			"shop-b/evt_shared": payhook.StatusReceived, "shop-a/evt_one": payhook.StatusReceived} {
 			if ev, err := db.Event(ctx, ids[key]); err != nil || ev.Status != want {
 				t.Errorf("%s after the replays = %v, %v; want %s", key, ev, err, want)
