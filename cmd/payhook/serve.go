@@ -112,6 +112,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		defer adminLn.Close()
 	}
 
+	if m.env(*configPath, "PAYHOOK_CONFIG", "") == "" {
+		// The demo source alone on an inbox's database (PAYHOOK_CONFIG
+		// lost in a restart, one instance of several started without
+		// it): its workers would take the inbox's jobs and fail each
+		// attempt for want of the events' sources.
+		url := m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL)
+		if other, err := otherEvents(ctx, url, "demo"); err != nil {
+			return err
+		} else if other != "" {
+			return fmt.Errorf("no --config (or PAYHOOK_CONFIG), yet %s holds events of source %q: without the config "+
+				"that names it, serve would fail their processing; give --config, or another --db for the demo source",
+				store.Redact(url), other)
+		}
+	}
 	cfg, demoSecret, secretFile, err := m.serveConfig(m.env(*configPath, "PAYHOOK_CONFIG", ""),
 		m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL))
 	if err != nil {
@@ -132,20 +146,6 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	batch, err := cfg.Processing.batch()
 	if err != nil {
 		return err
-	}
-	if m.env(*configPath, "PAYHOOK_CONFIG", "") == "" {
-		// The demo source alone on an inbox's database (PAYHOOK_CONFIG
-		// lost in a restart, one instance of several started without
-		// it): its workers would take the inbox's jobs and fail each
-		// attempt for want of the events' sources.
-		url := m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL)
-		if other, err := otherEvents(ctx, url, "demo"); err != nil {
-			return err
-		} else if other != "" {
-			return fmt.Errorf("no --config (or PAYHOOK_CONFIG), yet %s holds events of source %q: without the config "+
-				"that names it, serve would fail their processing; give --config, or another --db for the demo source",
-				store.Redact(url), other)
-		}
 	}
 	db, err := m.openDB(ctx, *dbURL, true)
 	if err != nil {
