@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -353,24 +354,46 @@ func anyIgnored(evs []*payhook.Event, inserted []bool) bool {
 	return false
 }
 
-// noteIgnoredTx raises AlertEnvironmentMismatch, in tx, for each event of
-// evs that was inserted as ignored, naming it and the reason; duplicates,
-// not inserted, raise nothing.
+// noteIgnoredTx raises AlertEnvironmentMismatch, in tx, for the events of
+// evs that were inserted as ignored: one upsert per source, counting its
+// events and naming the last one and its reason, in the order of the
+// sources' names, so that concurrent committers take the alerts' row
+// locks in one order (PostgreSQL) and never deadlock; duplicates, not
+// inserted, raise nothing.
 func (db *DB) noteIgnoredTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event, inserted []bool) error {
+	type ignored struct {
+		last *payhook.Event
+		n    int
+		seen time.Time
+	}
+	bySource := map[string]*ignored{}
 	for i, ev := range evs {
 		if !inserted[i] || ev.Status != payhook.StatusIgnored {
 			continue
 		}
+		g := bySource[ev.Source]
+		if g == nil {
+			g = &ignored{}
+			bySource[ev.Source] = g
+		}
+		g.last, g.n = ev, g.n+1
+		if ev.ReceivedAt.After(g.seen) {
+			g.seen = ev.ReceivedAt
+		}
+	}
+	for _, source := range slices.Sorted(maps.Keys(bySource)) {
+		g := bySource[source]
+		ev := g.last
 		msg := fmt.Sprintf("source %s: event %s (%s) stored as ignored, not processed: %s", ev.Source, ev.EventID, ev.Type, ev.LastError)
 		_, err := tx.ExecContext(ctx, `INSERT INTO payhook_alerts
 			(kind, subject, message, first_seen, last_seen, count, acknowledged)
-			VALUES ($1, $2, $3, $4, $4, 1, FALSE)
+			VALUES ($1, $2, $3, $4, $4, $5, FALSE)
 			ON CONFLICT (kind, subject) DO UPDATE SET
-				count = payhook_alerts.count + 1,
+				count = payhook_alerts.count + excluded.count,
 				last_seen = excluded.last_seen,
 				message = excluded.message,
 				acknowledged = FALSE`,
-			AlertEnvironmentMismatch, payhook.Storable(ev.Source), payhook.Storable(msg), db.TimeValue(ev.ReceivedAt))
+			AlertEnvironmentMismatch, payhook.Storable(source), payhook.Storable(msg), db.TimeValue(g.seen), g.n)
 		if err != nil {
 			return fmt.Errorf("raise %s for %s/%s: %w", AlertEnvironmentMismatch, ev.Source, ev.EventID, err)
 		}

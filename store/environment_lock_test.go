@@ -1,0 +1,113 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
+)
+
+// TestIgnoredEventsAlertInSourceOrder: the environment_mismatch alerts
+// of a batch are raised one per source, in the order of the sources'
+// names, whatever the order the events arrived in: a batch of three
+// ignored events of two sources counts each source's (on both engines).
+// On PostgreSQL two committers whose batches hold ignored events of
+// sources a and b in opposite orders then never deadlock: here the
+// other committer is a transaction that holds a's alert (as its upsert
+// does, a before b) while StoreEvents raises those of [b, a], and then
+// takes b's. Before, StoreEvents upserted b's alert, then waited for
+// a's while holding b's: PostgreSQL aborted one of the two, and the
+// batch's events, committed already, were answered through the retry
+// one at a time as duplicates, their alerts never raised.
+func TestIgnoredEventsAlertInSourceOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		ctx := context.Background()
+		event := func(source, id string) *payhook.Event {
+			ev := newEvent(id)
+			return payhook.NewEvent(payhook.Source{Name: source, Environment: "live"},
+				payhook.Envelope{EventID: id, Type: ev.Type, Environment: "test", OccurredAt: ev.OccurredAt}, ev.Payload, ev.ReceivedAt)
+		}
+		counts := func() map[string]int {
+			t.Helper()
+			rows, err := db.SQL.Query(`SELECT subject, count FROM payhook_alerts WHERE kind = $1`, store.AlertEnvironmentMismatch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			got := map[string]int{}
+			for rows.Next() {
+				var s string
+				var n int
+				if err := rows.Scan(&s, &n); err != nil {
+					t.Fatal(err)
+				}
+				got[s] = n
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		insert(t, db, event("b", "evt_b1"), event("a", "evt_a1"), event("b", "evt_b2"))
+		if got := counts(); got["a"] != 1 || got["b"] != 2 || len(got) != 2 {
+			t.Fatalf("alerts %v; want a counting 1, b 2", got)
+		}
+		if db.Engine != store.Postgres {
+			return // one writer: no lock order to keep (and no StoreEvents)
+		}
+		other, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Rollback()
+		hold := func(source string) error {
+			_, err := other.ExecContext(ctx, `UPDATE payhook_alerts SET count = count + 1 WHERE kind = $1 AND subject = $2`,
+				store.AlertEnvironmentMismatch, source)
+			return err
+		}
+		if err := hold("a"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := db.StoreEvents(ctx, []*payhook.Event{event("b", "evt_b3"), event("a", "evt_a2")}, store.With{})
+			done <- err
+		}()
+		// Until StoreEvents waits for a's alert (or has returned).
+		var returned bool
+		var stored error
+		for !returned {
+			select {
+			case stored = <-done:
+				returned = true
+				continue
+			default:
+			}
+			var waiting int
+			if err := db.SQL.QueryRow(`SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+		}
+		if err := hold("b"); err != nil {
+			t.Fatalf("the other committer, raising b's alert after a's: %v", err)
+		}
+		if err := other.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if !returned {
+			stored = <-done
+		}
+		if stored != nil {
+			t.Fatalf("StoreEvents: %v", stored)
+		}
+		if got := counts(); got["a"] != 3 || got["b"] != 4 {
+			t.Errorf("alerts %v; want a counting 3, b 4", got)
+		}
+	})
+}
