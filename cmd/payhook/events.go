@@ -26,8 +26,10 @@ const eventsHelp = `Usage: payhook events list|show|replay [flags]
   payhook events replay --status failed --source S --since 24h [--type T] [--dry-run] [--rate N/s] [--json]
 
 ID is payhook's row id; EVENT_ID the provider's id (evt_...). When an
-EVENT_ID exists in several sources, give --source; a number that is one
-event's ID and another's EVENT_ID is refused, saying how to name each.
+EVENT_ID exists in several sources, give --source; with --source, a
+number is that source's EVENT_ID first, else its ID. Without it, a number
+that is one event's ID and another's EVENT_ID is refused, saying how to
+name each.
 Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
 
 Without an id, replay takes every event of the source with that status
@@ -210,27 +212,40 @@ func idArg(fs *flag.FlagSet, args []string, thing, list string) (int64, error) {
 	return id, nil
 }
 
-// findEvent finds one event by row id, or else by provider event id,
-// within source when source is not "". An event id that exists in several
-// sources is a *billing.AmbiguousError naming them; a number that is one
-// event's row id and another's provider event id, a usage error naming
-// how to give each; none, an error wrapping payhook.ErrNotFound.
+// findEvent finds one event by row id, or else by provider event id;
+// with source (not ""), by that source's event id first (one at most:
+// the unique index), or else by a row id of that source. An event id that
+// exists in several sources is a *billing.AmbiguousError naming them;
+// without source, a number that is one event's row id and another's
+// provider event id, a usage error naming how to give each (EVENT_ID
+// --source, which names one event whatever its id looks like); none, an
+// error wrapping payhook.ErrNotFound.
 func findEvent(ctx context.Context, db *store.DB, key, source string) (*payhook.Event, error) {
+	if source != "" {
+		if evs, err := db.ListEvents(ctx, store.Filter{EventID: key, Source: source, Limit: 1}); err != nil || len(evs) == 1 {
+			if err != nil {
+				return nil, err
+			}
+			return evs[0], nil
+		}
+	}
 	if id, err := strconv.ParseInt(key, 10, 64); err == nil {
 		ev, err := db.Event(ctx, id)
 		switch {
-		case err == nil && (source == "" || ev.Source == source):
+		case err == nil && source != "" && ev.Source == source:
+			return ev, nil // the source has no event of that id (above)
+		case err == nil && source == "":
 			// A provider that numbers its events (an hmac source's id
 			// header) may have given another event this number.
-			same, err := db.ListEvents(ctx, store.Filter{EventID: key, Source: source, Limit: 2})
+			same, err := db.ListEvents(ctx, store.Filter{EventID: key, Limit: 2})
 			if err != nil {
 				return nil, err
 			}
 			for _, other := range same {
 				if other.ID != ev.ID {
 					return nil, fmt.Errorf("%w: %s is both the row id of event %s of source %s and the event id of row %d of source %s: "+
-						"give %s --source %s for the first, %d for the second", errUsage, key, ev.EventID, ev.Source,
-						other.ID, other.Source, ev.EventID, ev.Source, other.ID)
+						"give %s --source %s for the first, %s --source %s for the second", errUsage, key, ev.EventID, ev.Source,
+						other.ID, other.Source, ev.EventID, ev.Source, key, other.Source)
 				}
 			}
 			return ev, nil

@@ -123,7 +123,9 @@ func TestEventsShowAndReplayByEventID(t *testing.T) {
 			// A provider's numeric event id that is also another event's
 			// row id names two events: neither is taken for the other.
 			{[]string{"events", "replay", numeric}, 2, "", "is both"},
-			{[]string{"events", "show", numeric}, 2, "", "give evt_numeric --source shop-a for the first, " + fmt.Sprint(ids["shop-b/"+numeric]) + " for the second"},
+			{[]string{"events", "show", numeric}, 2, "", "give evt_numeric --source shop-a for the first, " + numeric + " --source shop-b for the second"},
+			{[]string{"events", "show", numeric, "--source", "shop-b"}, 0, "shop-b", ""},
+			{[]string{"events", "show", numeric, "--source", "shop-a"}, 0, "evt_numeric", ""},
 		} {
 			code, stdout, stderr := run(t, env, tc.args...)
 			if code != tc.code || (tc.stdout == "") != (stdout == "") || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
