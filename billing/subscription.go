@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,8 +26,9 @@ import (
 var statusRanks = []string{"incomplete", "active", "paused", "past_due", "unpaid", "canceled", "ended"}
 
 // SubscriptionStatuses lists the statuses a subscription can have (every
-// stored one is checked to be among them).
-var SubscriptionStatuses = []string{"active", "canceled", "ended", "incomplete", "past_due", "unpaid", "paused"}
+// stored one is checked to be among them), in statusRanks' order: a copy,
+// so that a caller cannot change the ranks.
+var SubscriptionStatuses = slices.Clone(statusRanks)
 
 // statusRank is status's rank, from 1; 0 for a status payhook does not
 // know.

@@ -122,7 +122,11 @@ type Config struct {
 	// Default 15 seconds.
 	SweepInterval time.Duration
 	// SweepAge is how long after its last enqueue an event still received
-	// is looked at by the sweep. Default 1 minute.
+	// is looked at by the sweep, and a fact or delivery left untold or
+	// pending (DeliverySweep). Default 1 minute. Keep it above the
+	// outbox's AttemptTimeout (30 seconds by default): a Tell sends for
+	// that long after claiming its facts, and the sweep must not route
+	// them meanwhile.
 	SweepAge time.Duration
 	// SweepBatch bounds the events, and the deliveries, that one of a
 	// sweep's transactions looks at; a sweep runs more of them while one

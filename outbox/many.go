@@ -15,14 +15,14 @@ var errLeftAlone = errors.New("left to a delivery of its own")
 
 // DeliverMany runs the first attempt of each of the deliveries ids as
 // Deliver does, sending them one after the other, and writes nothing
-// itself: record writes every attempt in the
-// caller's transaction (the job queue's, which also puts the jobs of the
-// failed ones back; see jobs.Config.DeliverMany). errs[i] is nil for a
-// delivery now delivered or no longer pending; the sink's error for one
-// whose send failed (its attempt is in record, the delivery stays
-// pending); and an error for one it did not send, which Deliver is left
-// to handle: its sink is paused or not configured here, or failed earlier
-// in this call, or ctx was done before its turn. A sink that answers gone is paused by record, with the
+// itself: record writes every attempt in the caller's transaction (the job
+// queue's, which also puts the jobs of the failed ones back; see
+// jobs.Config.DeliverMany). errs[i] is nil for a delivery now delivered or
+// no longer pending; the sink's error for one whose send failed (its
+// attempt is in record, the delivery stays pending); and an error for one
+// it did not send, which Deliver is left to handle: its sink is paused or
+// not configured here, or failed earlier in this call, or ctx was done
+// before its turn. A sink that answers gone is paused by record, with the
 // attempt, as Deliver pauses it (errs[i] nil: the delivery waits, paused,
 // for a resend). If the deliveries cannot be read, every errs[i] is that
 // error and record is nil.

@@ -128,7 +128,8 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 // delivery to each of the others instead, which the sweep enqueues
 // SweepAge after the claim: the sinks that took it do not get it again.
 // It returns the error of reading the paused sinks, of claiming the facts
-// or of deleting the rows; the facts are then told by the sweep.
+// or of deleting the rows; the facts are then told by the sweep (again,
+// to the sinks that took them before the delete failed).
 //
 // Whoever writes facts through billing with an Outbox tells its
 // transaction's billing.Tx.Untold once it has committed; the job queue
@@ -191,7 +192,9 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 		t := todo[row]
 		var missed []string
 		for _, r := range t.routes {
-			if down[r.name] {
+			if down[r.name] || sctx.Err() != nil {
+				// A sink failed earlier, or the claim's time is up: a
+				// delivery of its own (or the sweep, if no sink took it).
 				missed = append(missed, r.name)
 				continue
 			}
