@@ -287,6 +287,12 @@ func TestServeKeepsDemoSecret(t *testing.T) {
 			file = filepath.Join(t.TempDir(), "demo.secret")
 			env["PAYHOOK_DEMO_SECRET_FILE"] = file
 		}
+		// The printed command pastes as it is: quoted when the URL
+		// needs it, its hidden password said.
+		list := "  payhook events list --db " + shellWord(redactedURL(t, dbURL))
+		if store.Redact(dbURL) != dbURL {
+			list += "   # with the database's password in place of xxxxx"
+		}
 		var secrets []string
 		for start := range 2 {
 			s := startServer(t, env)
@@ -294,7 +300,7 @@ func TestServeKeepsDemoSecret(t *testing.T) {
 			secret := regexp.MustCompile(`whsec_\S+`).FindString(out)
 			for _, want := range []string{
 				"  payhook send --url " + s.url + "/webhooks/demo --secret " + secret + "\n",
-				"  payhook events list --db " + redactedURL(t, dbURL) + "\n",
+				list + "\n",
 				"kept in " + file,
 			} {
 				if !strings.Contains(out, want) {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -273,12 +274,18 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		if secretFile != "" {
 			kept = " Its secret is kept in " + secretFile + " for the next start."
 		}
+		// The command is pasted as printed: quoted for the shell, and
+		// saying where its password went.
+		list := shellWord(db.URL)
+		if raw := m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL); store.Redact(raw) != raw {
+			list += "   # with the database's password in place of xxxxx"
+		}
 		fmt.Fprintf(m.Stdout, "\nNo --config: serving the demo source %q (provider billete, environment test).%s\n"+
 			"Send it a signed test event from another terminal:\n\n"+
 			"  payhook send --url %s/webhooks/demo --secret %s\n\n"+
 			"then list what was stored:\n\n"+
 			"  payhook events list --db %s\n\n",
-			"demo", kept, base, demoSecret, db.URL)
+			"demo", kept, base, demoSecret, list)
 	}
 	if m.OnListen != nil {
 		m.OnListen(ln.Addr().String())
@@ -461,4 +468,16 @@ func listen(addr, what string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s (%s, host:port): %w", addr, what, err)
 	}
 	return ln, nil
+}
+
+// shellWord is s as one word of a POSIX shell: as it is when it holds
+// nothing the shell reads (a SQLite path), else single-quoted (a
+// PostgreSQL URL's ? and &).
+func shellWord(s string) string {
+	for _, r := range s {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("@%+=:,./-_", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }
