@@ -442,16 +442,21 @@ func otherEvents(ctx context.Context, dbURL, except string) (string, error) {
 		return "", err
 	}
 	defer db.Close()
+	return otherEventsIn(ctx, db, except)
+}
+
+// otherEventsIn is otherEvents on an open database.
+func otherEventsIn(ctx context.Context, db *store.DB, except string) (string, error) {
 	if ok, err := db.HasSchema(ctx); err != nil || !ok {
 		return "", err
 	}
 	var other string
-	err = db.SQL.QueryRowContext(ctx, `SELECT source FROM payhook_events WHERE source <> $1 LIMIT 1`, except).Scan(&other)
+	err := db.SQL.QueryRowContext(ctx, `SELECT source FROM payhook_events WHERE source <> $1 LIMIT 1`, except).Scan(&other)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", store.Redact(dbURL), err)
+		return "", fmt.Errorf("%s: %w", db.URL, err)
 	}
 	return other, nil
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,6 +70,22 @@ func TestServeRefusesNonDurable(t *testing.T) {
 				}
 				if !tc.starts && !strings.Contains(errOut, "--unsafe-durability") {
 					t.Errorf("refused without naming --unsafe-durability:\n%s", errOut)
+				}
+				if !tc.starts {
+					// Refused before writing anything: no migration, no
+					// demo secret.
+					if _, err := os.Stat(env["PAYHOOK_DEMO_SECRET_FILE"]); !errors.Is(err, fs.ErrNotExist) {
+						t.Errorf("refused, yet the demo secret's file was written (%v)", err)
+					}
+					db, err := store.Open(context.Background(), dbURL)
+					if err != nil {
+						t.Fatal(err)
+					}
+					migrated, err := db.HasSchema(context.Background())
+					db.Close()
+					if err != nil || migrated {
+						t.Errorf("refused, yet the database was migrated (%v, %v)", migrated, err)
+					}
 				}
 				if tc.log != "" && !strings.Contains(errOut, tc.log) {
 					t.Errorf("log without %q:\n%s", tc.log, errOut)

@@ -113,18 +113,36 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		defer adminLn.Close()
 	}
 
+	// The database is opened, and its durability checked, before anything
+	// is written (River's and payhook's migrations, the demo's secret);
+	// with a config file, once that file has been read and checked.
+	var db *store.DB
+	open := func() error {
+		var err error
+		if db, err = m.openDB(ctx, *dbURL, false); err != nil {
+			return err
+		}
+		return m.checkDurable(ctx, db, *unsafeDurability, log)
+	}
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
 	if m.env(*configPath, "PAYHOOK_CONFIG", "") == "" {
+		if err := open(); err != nil {
+			return err
+		}
 		// The demo source alone on an inbox's database (PAYHOOK_CONFIG
 		// lost in a restart, one instance of several started without
 		// it): its workers would take the inbox's jobs and fail each
 		// attempt for want of the events' sources.
-		url := m.env(*dbURL, "PAYHOOK_DB", store.DefaultURL)
-		if other, err := otherEvents(ctx, url, "demo"); err != nil {
+		if other, err := otherEventsIn(ctx, db, "demo"); err != nil {
 			return err
 		} else if other != "" {
 			return fmt.Errorf("no --config (or PAYHOOK_CONFIG), yet %s holds events of source %q: without the config "+
 				"that names it, serve would fail their processing; give --config, or another --db for the demo source",
-				store.Redact(url), other)
+				db.URL, other)
 		}
 	}
 	cfg, demoSecret, secretFile, err := m.serveConfig(m.env(*configPath, "PAYHOOK_CONFIG", ""),
@@ -148,12 +166,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	db, err := m.openDB(ctx, *dbURL, true)
-	if err != nil {
-		return err
+	if db == nil {
+		if err := open(); err != nil {
+			return err
+		}
 	}
-	defer db.Close()
-	if err := m.checkDurable(ctx, db, *unsafeDurability, log); err != nil {
+	if err := migrateAll(ctx, db); err != nil {
 		return err
 	}
 
