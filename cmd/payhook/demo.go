@@ -30,13 +30,15 @@ import (
 
 const demoHelp = `Usage: payhook demo [--db URL] [--size X] [--seed N] [--unsafe-durability]
 
-Runs payhook on SQLite with no configuration (its demo source), plays the
-simulator's storm scenario against it — duplicates, parallel bursts,
-reordering, delays and an outage of the target — sends a few forged
-deliveries, waits until every event is processed, and prints what was
-sent, acknowledged, stored once, deduplicated and rejected. Like serve, it
-refuses a database that could lose acknowledged events (a test cluster
-with fsync off) unless --unsafe-durability.
+Runs payhook with no configuration (its demo source) on SQLite, its own
+file payhook-demo.db made afresh (or on --db, which must hold no events:
+PostgreSQL too), plays the simulator's storm scenario against it —
+duplicates, parallel bursts, reordering, delays and an outage of the
+target — sends a few forged deliveries, waits until every event is
+processed, and prints what was sent, acknowledged, stored once,
+deduplicated and rejected. Like serve, it refuses a database that could
+lose acknowledged events (a test cluster with fsync off) unless
+--unsafe-durability.
 
 Examples:
   payhook demo
