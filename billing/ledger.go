@@ -124,8 +124,22 @@ func (a *applier) entries(ctx context.Context, postingID int64, currency, debit 
 // 9,224 captures of payhook.MaxAmount in one currency) is an error ("ledger
 // balances: ..."), never a wrapped total.
 func Balances(ctx context.Context, db *store.DB) (map[string]map[string]int64, error) {
-	rows, err := db.SQL.QueryContext(ctx, `SELECT currency, account, CAST(COALESCE(SUM(amount), 0) AS BIGINT)
+	return balances(ctx, db, `SELECT currency, account, CAST(COALESCE(SUM(amount), 0) AS BIGINT)
 		FROM payhook_ledger_entries GROUP BY currency, account`)
+}
+
+// SourceBalances is Balances of the postings of source alone: each
+// currency's accounts sum to zero there too, every posting balancing.
+func SourceBalances(ctx context.Context, db *store.DB, source string) (map[string]map[string]int64, error) {
+	return balances(ctx, db, `SELECT e.currency, e.account, CAST(COALESCE(SUM(e.amount), 0) AS BIGINT)
+		FROM payhook_ledger_entries e JOIN payhook_ledger_postings p ON p.id = e.posting_id
+		WHERE p.source = $1 GROUP BY e.currency, e.account`, source)
+}
+
+// balances runs query, which reads (currency, account, balance) rows,
+// into Balances' map.
+func balances(ctx context.Context, db *store.DB, query string, args ...any) (map[string]map[string]int64, error) {
+	rows, err := db.SQL.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger balances: %w", err)
 	}

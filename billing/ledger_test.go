@@ -104,6 +104,21 @@ func TestLedgerBalances(t *testing.T) {
 		if btc := b.Balances["BTC"]; btc.Sum != 0 || btc.Accounts[billing.AccountCryptoWallet] != 5 {
 			t.Errorf("BTC = %+v; want wallet 5, sum 0", btc)
 		}
+		// Another source's money is in the whole ledger's balances, not in
+		// the first source's.
+		applySource(t, db, "other", billing.Captured{Payment: pay("pay_9", "", 50, "USD")})
+		all, err := billing.Balances(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := billing.SourceBalances(ctx, db, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all["USD"][billing.AccountReceivable] != 750 || own["USD"][billing.AccountReceivable] != 700 ||
+			own["USD"][billing.AccountRevenue] != -700 || own["BTC"][billing.AccountCryptoWallet] != 5 {
+			t.Errorf("Balances = %v, SourceBalances(%q) = %v; want receivable 750 and 700", all, src, own)
+		}
 		broken := billing.BalancesView{Balances: map[string]billing.CurrencyBalance{
 			"EUR": {Sum: 1}, "USD": {Sum: 0}, "BTC": {Sum: -1}}}
 		if u := broken.Unbalanced(); !slices.Equal(u, []string{"BTC", "EUR"}) {

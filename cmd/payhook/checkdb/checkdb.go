@@ -78,10 +78,11 @@ func (r Receiver) ReusedReferenceAlerts(ctx context.Context) ([]string, error) {
 	return subjects, nil
 }
 
-// Balances are the whole ledger's, every source together (Kept per
-// currency, and the sum of its accounts, zero when it balances).
+// Balances are those of the source's postings (Kept per currency, and
+// the sum of its accounts, zero when it balances): another source's
+// money in the same database is not the simulated provider's.
 func (r Receiver) Balances(ctx context.Context) (map[string]check.Balance, error) {
-	balances, err := billing.Balances(ctx, r.DB)
+	balances, err := billing.SourceBalances(ctx, r.DB, r.Source)
 	if err != nil {
 		return nil, err
 	}
