@@ -231,6 +231,45 @@ func (db *DB) HasSchema(ctx context.Context) (bool, error) {
 	return ok, nil
 }
 
+// ForeignTables returns the tables and views of the database that are
+// neither payhook's (payhook_...) nor its job queue's (River's, river_...),
+// sorted: another application's, when there are any. SQLite's own
+// (sqlite_...) and PostgreSQL's system schemas are left out; on
+// PostgreSQL each is named schema.table, in every schema. It changes
+// nothing.
+func (db *DB) ForeignTables(ctx context.Context) ([]string, error) {
+	q := `SELECT '', name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`
+	if db.Engine == Postgres {
+		q = `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+			AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%' ESCAPE '\'
+			ORDER BY 1, 2`
+	}
+	rows, err := db.SQL.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list tables of %s: %w", db.URL, err)
+	}
+	defer rows.Close()
+	var foreign []string
+	for rows.Next() {
+		var schema, name string
+		if err := rows.Scan(&schema, &name); err != nil {
+			return nil, fmt.Errorf("list tables of %s: %w", db.URL, err)
+		}
+		if lower := strings.ToLower(name); strings.HasPrefix(lower, "payhook_") || strings.HasPrefix(lower, "river_") {
+			continue
+		}
+		if schema != "" {
+			name = schema + "." + name
+		}
+		foreign = append(foreign, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tables of %s: %w", db.URL, err)
+	}
+	return foreign, nil
+}
+
 func parseURL(raw string) (Engine, string, error) {
 	switch {
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):

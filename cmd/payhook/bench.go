@@ -37,7 +37,9 @@ Targets, measured one after the other for each load, all in one run:
   --floor    a bare net/http server answering 204 to the same requests;
              every other figure is then also printed as a ratio of it
   --db URL   a payhook serve started in this process on that database
-             (sqlite://FILE or postgres://...), with one source for --provider
+             (sqlite://FILE or postgres://...), with one source for --provider;
+             one of its own: a database holding another source's events
+             or another application's tables is refused, unchanged
   --url URL  a payhook already running: the webhook URL of a source of
              --provider holding --secret (drain only with --url-db, one for
              all or one per --url); or any
@@ -314,6 +316,13 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 			} else if other != "" {
 				return nil, closeAll, fmt.Errorf("%w: --db %s holds events of source %q (an inbox's database?): the bench would add its own; give it a database of its own",
 					errUsage, store.Redact(dbURL), other)
+			}
+			if foreign, err := foreignTables(ctx, dbURL); err != nil {
+				return nil, closeAll, fmt.Errorf("bench: %w", err)
+			} else if len(foreign) > 0 {
+				return nil, closeAll, fmt.Errorf("%w: --db %s holds tables that are not payhook's (%s): another application's database? "+
+					"the bench would add payhook's tables and its events to it; give it a database of its own",
+					errUsage, store.Redact(dbURL), listSome(foreign))
 			}
 			logs := &headBuffer{max: 64 << 10}
 			sub := &Main{Stdout: io.Discard, Stderr: logs, Getenv: m.subEnv, Now: m.Now}

@@ -31,14 +31,16 @@ import (
 const demoHelp = `Usage: payhook demo [--db URL] [--size X] [--seed N] [--unsafe-durability]
 
 Runs payhook with no configuration (its demo source) on SQLite, its own
-file payhook-demo.db made afresh (or on --db, which must hold no events:
-PostgreSQL too), plays the simulator's storm scenario against it —
-duplicates, parallel bursts, reordering, delays and an outage of the
-target — sends a few forged deliveries, waits until every event is
-processed, and prints what was sent, acknowledged, stored once,
+file payhook-demo.db made afresh, plays the simulator's storm scenario
+against it — duplicates, parallel bursts, reordering, delays and an
+outage of the target — sends a few forged deliveries, waits until every
+event is processed, and prints what was sent, acknowledged, stored once,
 deduplicated and rejected. Like serve, it refuses a database that could
 lose acknowledged events (a test cluster with fsync off) unless
---unsafe-durability.
+--unsafe-durability. --db (PostgreSQL too) must name a database of the
+demo's own: one that holds events, or tables that are neither payhook's
+nor its job queue's (another application's), is refused and left
+unchanged.
 
 Examples:
   payhook demo
@@ -49,7 +51,7 @@ const demoDB = "sqlite://payhook-demo.db"
 
 func (m *Main) demo(ctx context.Context, args []string) error {
 	fs := m.flags("demo", demoHelp)
-	dbURL := fs.String("db", demoDB, "database URL; the default demo file is removed first, another must hold no events")
+	dbURL := fs.String("db", demoDB, "database URL; the default demo file is removed first, another must hold no events and no tables but payhook's")
 	size := fs.Float64("size", 1, "multiply the story's counts by this")
 	seed := fs.Int64("seed", 1, "seed of the story and the faults")
 	unsafeDurability := fs.Bool("unsafe-durability", false,
@@ -83,6 +85,14 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 		return err
 	} else if other != "" {
 		return fmt.Errorf("demo: %s already holds events; give --db an empty database", store.Redact(*dbURL))
+	}
+	// Nor another application's database: serve would migrate payhook's
+	// and the job queue's tables into it beside the application's own.
+	if foreign, err := foreignTables(ctx, *dbURL); err != nil {
+		return err
+	} else if len(foreign) > 0 {
+		return fmt.Errorf("demo: %s holds tables that are not payhook's (%s): another application's database? "+
+			"demo would add payhook's tables and a story's events to it; give --db an empty database", store.Redact(*dbURL), listSome(foreign))
 	}
 	f := flavour.Billete()
 	secret := f.NewSecret()
@@ -461,6 +471,28 @@ func otherEventsIn(ctx context.Context, db *store.DB, except string) (string, er
 		return "", fmt.Errorf("%s: %w", db.URL, err)
 	}
 	return other, nil
+}
+
+// foreignTables returns the tables of the database at dbURL that are
+// neither payhook's nor the job queue's (store.DB.ForeignTables), changing
+// nothing: another application's. demo and bench check it before their
+// serve migrates payhook's tables into a database they are to have alone.
+func foreignTables(ctx context.Context, dbURL string) ([]string, error) {
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return db.ForeignTables(ctx)
+}
+
+// listSome writes the first few names, then how many more there are.
+func listSome(names []string) string {
+	const few = 5
+	if len(names) <= few {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:few], ", "), len(names)-few)
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

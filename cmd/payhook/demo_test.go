@@ -160,3 +160,47 @@ func TestServeWithoutConfigLeavesAnInboxAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestDemoAndBenchLeaveAnotherAppsDatabaseAlone: demo --db and bench --db
+// naming another application's database (tables of its own, no payhook
+// events) are refused before anything is written: before, demo migrated
+// payhook's and River's tables into it beside the application's, ran its
+// story there and exited 0 (found by an operator's review). demo exits 1
+// as for a database holding events, bench 2 as for an inbox's.
+func TestDemoAndBenchLeaveAnotherAppsDatabaseAlone(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.SQL.ExecContext(ctx, `CREATE TABLE customers (id INTEGER PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		table := "customers"
+		if db.Engine == store.Postgres {
+			table = "public.customers"
+		}
+		for _, c := range []struct {
+			code int
+			args []string
+		}{
+			{1, []string{"demo", "--db", dbURL, "--size", "0.05", "--unsafe-durability"}},
+			{2, []string{"bench", "--db", dbURL, "--events", "5", "--duplicates", "0", "--concurrency", "1", "--unsafe-durability"}},
+		} {
+			code, out, errOut := run(t, map[string]string{"PAYHOOK_UNSAFE_DURABILITY": ""}, c.args...)
+			if code != c.code || !strings.Contains(errOut, "holds tables that are not payhook's ("+table+")") {
+				t.Errorf("payhook %s on another application's database = %d\n%s\n%s; want %d, refused naming its table",
+					c.args[0], code, out, errOut, c.code)
+			}
+			if has, err := db.HasSchema(ctx); err != nil || has {
+				t.Fatalf("after payhook %s: payhook schema %v (%v); want none written", c.args[0], has, err)
+			}
+			if foreign, err := db.ForeignTables(ctx); err != nil || strings.Join(foreign, ",") != table {
+				t.Errorf("after payhook %s: tables %v (%v); want only %s", c.args[0], foreign, err, table)
+			}
+		}
+	})
+}
