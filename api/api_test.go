@@ -404,6 +404,7 @@ func TestAPI(t *testing.T) {
 				"/api/v1/payments?status=lost",
 				"/api/v1/orders?status=maybe",
 				"/api/v1/subscriptions?status=cancelled", // canceled: a misspelling lists nothing
+				"/api/v1/alerts?kind=event_faild",        // event_failed: likewise
 			} {
 				var e errorBody
 				c.call("GET", path, 400, &e)

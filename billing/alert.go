@@ -67,6 +67,51 @@ const (
 	AlertAPIVersionDrift = "api_version_drift"
 )
 
+// Alert kinds raised outside Apply, by the packages that watch sources
+// and sinks; defined here (and named again where they are raised) so
+// that AlertKinds can list them: those packages import billing, not the
+// other way round.
+const (
+	// AlertSinkPaused: a sink answered 410 Gone and is paused until
+	// payhook deliveries resend (outbox.AlertSinkPaused); subject is the
+	// sink.
+	AlertSinkPaused = outbox.AlertSinkPaused
+	// AlertSourceSilent: nothing was received from a source for longer
+	// than its silence setting (reconcile.AlertSilence); subject is the
+	// source.
+	AlertSourceSilent = "source_silent"
+	// AlertSignatureFailures: a burst of deliveries to a source had their
+	// signature refused (reconcile.AlertSignatureFailures); subject is
+	// the source.
+	AlertSignatureFailures = "signature_failures"
+	// AlertReconcileDifference: the provider and payhook disagree about
+	// an object (reconcile.AlertDifference); subject is source/kind/ref.
+	AlertReconcileDifference = "reconcile_difference"
+)
+
+// AlertKinds lists every alert kind payhook raises, sorted: what a filter
+// by kind (payhook alerts list --kind, /api/v1/alerts?kind=, the
+// console's alerts page) may name. A kind missing here would be
+// unlistable by kind; TestAlertKindsComplete finds every Alert constant
+// of the module in it.
+var AlertKinds = []string{
+	AlertAPIVersionDrift,
+	AlertCryptoReferenceReused,
+	AlertCryptoSecondReference,
+	AlertEnvironmentMismatch,
+	AlertEventBodyConflict,
+	AlertEventFailed,
+	AlertOrderPaidTwice,
+	AlertOrderPaymentMismatch,
+	AlertPaymentKindMismatch,
+	AlertPaymentMismatch,
+	AlertReconcileDifference,
+	AlertRefundExceedsPayment,
+	AlertSignatureFailures,
+	AlertSinkPaused,
+	AlertSourceSilent,
+}
+
 // RaiseVersionDrift raises AlertAPIVersionDrift for source inside tx:
 // what (an event, a listed object) came in version seen, not pinned.
 // Once per version seen: it reports whether this call raised it.

@@ -3,6 +3,14 @@ package billing_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +125,65 @@ func TestResolvedAlertRaisesAgain(t *testing.T) {
 			t.Error("the same occurrence after AckAlert raised the alert again")
 		}
 	})
+}
+
+// TestAlertKindsComplete: every alert kind the module defines (a constant
+// named Alert... whose value is a string literal, in any package: store,
+// outbox and reconcile raise kinds of their own) is in
+// billing.AlertKinds, which payhook alerts list --kind, the API and the
+// console check a kind filter against: a kind missing there could not be
+// listed. Fact types (alert.raised) are not alert kinds.
+func TestAlertKindsComplete(t *testing.T) {
+	found := map[string]string{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != ".." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Alert") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					if v, err := strconv.Unquote(lit.Value); err == nil && !strings.Contains(v, ".") {
+						found[v] = path + ": " + name.Name
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) < 10 {
+		t.Fatalf("found %d alert kinds in the module (%v); the scan is broken", len(found), found)
+	}
+	for kind, where := range found {
+		if !slices.Contains(billing.AlertKinds, kind) {
+			t.Errorf("alert kind %q (%s) is not in billing.AlertKinds", kind, where)
+		}
+	}
+	if !slices.IsSorted(billing.AlertKinds) {
+		t.Errorf("billing.AlertKinds is not sorted: %v", billing.AlertKinds)
+	}
 }

@@ -373,6 +373,7 @@ func TestEventPages(t *testing.T) {
 			{"/console/subscriptions?status=cancelled", 400, []string{"canceled"}, nil},
 			{"/console/orders", 200, nil, nil},
 			{"/console/alerts?all=1", 200, nil, nil},
+			{"/console/alerts?all=1&kind=event_faild", 400, []string{"event_failed"}, nil},
 			{"/console/runs", 200, nil, nil},
 			{"/console/nope", 404, nil, nil},
 		} {

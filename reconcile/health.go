@@ -17,7 +17,7 @@ import (
 // configured silence; subject is the source. Raised once per silent
 // spell (per last event received), cleared (acknowledged) when an event
 // comes in again.
-const AlertSilence = "source_silent"
+const AlertSilence = billing.AlertSourceSilent
 
 // CheckSilence raises AlertSilence for source when its last event was
 // received more than silence before now, and clears it when one came in
@@ -61,7 +61,7 @@ func CheckSilence(ctx context.Context, db *store.DB, source string, silence time
 // that more failures and later checks raise nothing more, and neither
 // does acknowledging it by hand while it lasts), cleared (acknowledged)
 // when a valid signature comes after the failures.
-const AlertSignatureFailures = "signature_failures"
+const AlertSignatureFailures = billing.AlertSignatureFailures
 
 // The defaults of a source's signature-failure alert: 20 refused
 // signatures within 5 minutes, none valid after them.

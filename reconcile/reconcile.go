@@ -25,7 +25,7 @@ const (
 	// the object (it is in the run's window) and no longer reports a
 	// difference of the subject (after which the same difference found
 	// again raises it again).
-	AlertDifference = "reconcile_difference"
+	AlertDifference = billing.AlertReconcileDifference
 	// AlertAPIVersionDrift: an event or a listed object came in another
 	// API version than the source pins (billing.AlertAPIVersionDrift).
 	AlertAPIVersionDrift = billing.AlertAPIVersionDrift

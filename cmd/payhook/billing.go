@@ -451,24 +451,27 @@ const alertsHelp = `Usage: payhook alerts list|ack [flags]
   payhook alerts ack ID
 
 Alerts are raised by processing (a reused crypto chain reference, an order
-paid twice, an event that failed its last attempt); raising one again
-counts it and makes it open (unacknowledged) again. --open lists only the
-unacknowledged ones. Every subcommand takes --db URL (env PAYHOOK_DB) like
-serve.
+paid twice, an event that failed its last attempt), by reconcile (a
+difference with the provider), by the source and sink watches (a silent
+source, refused signatures, a paused sink) and at ingest; raising one
+again counts it and makes it open (unacknowledged) again. --open lists
+only the unacknowledged ones; --kind only those of one kind, one of
+payhook's (an unknown kind is refused, naming them). Every subcommand
+takes --db URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook alerts list --open
-  payhook alerts list --json
+  payhook alerts list --kind event_failed --json
   payhook alerts ack 3`
 
 func (m *Main) alertsList(ctx context.Context, args []string) error {
 	fs := m.flags("alerts list", alertsHelp)
 	var f billing.AlertFilter
 	fs.BoolVar(&f.Unacknowledged, "open", false, "only alerts not acknowledged")
-	fs.StringVar(&f.Kind, "kind", "", "only alerts of this kind")
+	fs.StringVar(&f.Kind, "kind", "", "only alerts of this kind: "+strings.Join(billing.AlertKinds, ", "))
 	limitVar(fs, &f.Limit, "alerts, most recently seen first")
 	return m.runView(ctx, fs, args, view{
-		check: func() error { return checkLimit(f.Limit) },
+		check: func() error { return cmp.Or(checkOneOf("kind", f.Kind, billing.AlertKinds), checkLimit(f.Limit)) },
 		load:  func(db *store.DB, _ string) (any, error) { return billing.ListAlerts(ctx, db, f) },
 		print: table("(no alerts)", "ID\tKIND\tSUBJECT\tCOUNT\tACK\tLAST_SEEN\tMESSAGE",
 			func(tw io.Writer, a billing.AlertView) {
