@@ -856,15 +856,16 @@ func handled(err error) (payhook.Status, string, error) {
 // Replay processes an event again on purpose: it puts it back to received
 // and enqueues its job in one transaction. Handlers must be idempotent. It
 // refuses an ignored event (it was ignored for a reason, kept in its
-// LastError) and returns an error wrapping payhook.ErrNotFound for an
-// unknown id.
+// LastError) with an error wrapping payhook.ErrInvalid, as PlanReplay
+// refuses a filter for ignored events, and returns an error wrapping
+// payhook.ErrNotFound for an unknown id.
 func (q *Queue) Replay(ctx context.Context, id int64) error {
 	ev, err := q.db.Event(ctx, id)
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
 	if ev.Status == payhook.StatusIgnored {
-		return fmt.Errorf("replay event %d: it was ignored (%s)", id, ev.LastError)
+		return fmt.Errorf("%w: replay event %d: it was ignored (%s): there is nothing to replay", payhook.ErrInvalid, id, ev.LastError)
 	}
 	tx, err := q.db.SQL.BeginTx(ctx, nil)
 	if err != nil {

@@ -29,8 +29,10 @@ ID is payhook's row id; EVENT_ID the provider's id (evt_...). When an
 EVENT_ID exists in several sources, give --source; with --source, a
 number is that source's EVENT_ID first, else its ID. Without it, a number
 that is one event's ID and another's EVENT_ID is refused, saying how to
-name each.
-Every subcommand takes --db URL (env PAYHOOK_DB) like serve.
+name each. An ignored event was ignored for a reason (events show says
+which) and is not replayed: refused, as a usage error (exit status 2),
+like a replay by --status ignored. Every subcommand takes --db URL (env
+PAYHOOK_DB) like serve.
 
 Without an id, replay takes every event of the source with that status
 (failed, or processed to run fixed handlers again) received since that
@@ -156,6 +158,11 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := q.Replay(ctx, ev.ID); err != nil {
+		// An ignored event: refused as a bulk replay of ignored events is,
+		// a usage error (the console answers 400).
+		if errors.Is(err, payhook.ErrInvalid) {
+			return fmt.Errorf("%w: events replay: %w", errUsage, err)
+		}
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "event %d (%s %s) re-enqueued; a running payhook serve on this database processes it again\n",

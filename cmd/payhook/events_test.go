@@ -85,6 +85,20 @@ func seedEvents(t *testing.T, dbURL string, keys ...[2]string) map[string]int64 
 	return ids
 }
 
+// markIgnored marks the stored event id ignored, with reason.
+func markIgnored(t *testing.T, dbURL string, id int64, reason string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.SQL.ExecContext(ctx, `UPDATE payhook_events SET status = 'ignored', last_error = $1 WHERE id = $2`, reason, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEventsShowAndReplayByEventID: show and replay take a row id or the
 // provider's event id, and --source; an event id that two sources share
 // is refused without --source, naming both, and nothing is replayed.
@@ -92,7 +106,8 @@ func TestEventsShowAndReplayByEventID(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ids := seedEvents(t, dbURL, [2]string{"shop-a", "evt_shared"}, [2]string{"shop-b", "evt_shared"}, [2]string{"shop-a", "evt_one"},
-			[2]string{"shop-a", "evt_numeric"})
+			[2]string{"shop-a", "evt_numeric"}, [2]string{"shop-a", "evt_ignored"})
+		markIgnored(t, dbURL, ids["shop-a/evt_ignored"], "no handler for event type \"checkout.completed\"")
 		// shop-b's provider numbers its events: one has evt_numeric's row id.
 		numeric := fmt.Sprint(ids["shop-a/evt_numeric"])
 		for k, v := range seedEvents(t, dbURL, [2]string{"shop-b", numeric}) {
@@ -126,6 +141,10 @@ func TestEventsShowAndReplayByEventID(t *testing.T) {
 			{[]string{"events", "show", numeric}, 2, "", "give evt_numeric --source shop-a for the first, " + numeric + " --source shop-b for the second"},
 			{[]string{"events", "show", numeric, "--source", "shop-b"}, 0, "shop-b", ""},
 			{[]string{"events", "show", numeric, "--source", "shop-a"}, 0, "evt_numeric", ""},
+			// An ignored event was ignored for a reason: replaying it is
+			// refused as the console refuses it (400) and as a bulk
+			// replay refuses --status ignored (2), not as a failure (1).
+			{[]string{"events", "replay", "evt_ignored"}, 2, "", `it was ignored (no handler for event type "checkout.completed")`},
 		} {
 			code, stdout, stderr := run(t, env, tc.args...)
 			if code != tc.code || (tc.stdout == "") != (stdout == "") || !strings.Contains(stdout, tc.stdout) || !strings.Contains(stderr, tc.stderr) {
@@ -143,7 +162,8 @@ func TestEventsShowAndReplayByEventID(t *testing.T) {
 		defer db.Close()
 		for key, want := range map[string]payhook.Status{"shop-a/evt_shared": payhook.StatusProcessed,
 			"shop-a/evt_numeric": payhook.StatusProcessed, "shop-b/" + numeric: payhook.StatusProcessed,
-			"shop-b/evt_shared": payhook.StatusReceived, "shop-a/evt_one": payhook.StatusReceived} {
+			"shop-b/evt_shared": payhook.StatusReceived, "shop-a/evt_one": payhook.StatusReceived,
+			"shop-a/evt_ignored": payhook.StatusIgnored} {
 			if ev, err := db.Event(ctx, ids[key]); err != nil || ev.Status != want {
 				t.Errorf("%s after the replays = %v, %v; want %s", key, ev, err, want)
 			}
