@@ -145,6 +145,25 @@ type Field struct {
 	Name     string `json:"name"`
 	Here     string `json:"here"`
 	Provider string `json:"provider"`
+	// HereCurrency and ProviderCurrency are the currencies of an amount
+	// (amount, refunded_amount: minor units of the payment's currency
+	// here and at the provider), "" for other fields.
+	HereCurrency     string `json:"here_currency,omitempty"`
+	ProviderCurrency string `json:"provider_currency,omitempty"`
+}
+
+// HereShown is the field's value here, an amount with its currency
+// before it ("EUR 1000", as ledger balances writes amounts).
+func (f Field) HereShown() string { return withCurrency(f.HereCurrency, f.Here) }
+
+// ProviderShown is the field's value at the provider, as HereShown.
+func (f Field) ProviderShown() string { return withCurrency(f.ProviderCurrency, f.Provider) }
+
+func withCurrency(currency, v string) string {
+	if currency == "" || v == "" {
+		return v
+	}
+	return currency + " " + v
 }
 
 // Difference is one row of the report.
@@ -366,10 +385,18 @@ func (c *comparer) payment(p adapter.Object, refunds, disputes []adapter.Object)
 			fields = append(fields, Field{Name: name, Here: here, Provider: provider})
 		}
 	}
+	// Amounts in minor units, each with its side's currency: 1000 is
+	// ten euros or a thousand yen.
+	money := func(name string, here, provider int64) {
+		if here != provider {
+			fields = append(fields, Field{Name: name, Here: fmt.Sprint(here), Provider: fmt.Sprint(provider),
+				HereCurrency: strings.ToUpper(got.Currency), ProviderCurrency: want.Currency})
+		}
+	}
 	diff("status", got.Status, want.Status)
-	diff("amount", fmt.Sprint(got.Amount), fmt.Sprint(want.Amount))
+	money("amount", got.Amount, want.Amount)
 	diff("currency", strings.ToUpper(got.Currency), want.Currency)
-	diff("refunded_amount", fmt.Sprint(got.RefundedAmount), fmt.Sprint(want.RefundedAmount))
+	money("refunded_amount", got.RefundedAmount, want.RefundedAmount)
 	var posts []billing.PostingView
 	if len(refunds) > 0 || len(disputes) > 0 {
 		if posts, err = billing.ListPostings(c.ctx, c.db, c.source, p.Ref); err != nil {
@@ -578,7 +605,7 @@ func clearFixed(ctx context.Context, tx *billing.Tx, source string, compared, re
 func (d Difference) message(source string) string {
 	var parts []string
 	for _, f := range d.Fields {
-		parts = append(parts, fmt.Sprintf("%s %q here, %q at the provider", f.Name, f.Here, f.Provider))
+		parts = append(parts, fmt.Sprintf("%s %q here, %q at the provider", f.Name, f.HereShown(), f.ProviderShown()))
 	}
 	s := fmt.Sprintf("source %s: %s %s %s", source, d.Kind, d.Ref, strings.ReplaceAll(d.What, "_", " "))
 	if len(parts) > 0 {

@@ -22,7 +22,9 @@ const reconcileHelp = `Usage: payhook reconcile --source S [--since 24h] [--json
 Lists the provider's recent payments, refunds, disputes and subscriptions
 (those created since --since ago) and compares them with payhook's billing
 state: missing here, missing at the provider, another status, amount,
-currency or refunded amount, another subscription status or plan. Each
+currency or refunded amount, another subscription status or plan. An
+amount is shown in minor units after its currency (refunded_amount EUR 0 →
+EUR 1000; here_currency and provider_currency in --json). Each
 difference is a row and an alert reconcile_difference (once per
 difference); a later run that ends without error and no longer finds it
 acknowledges the alert. Nothing is corrected: each row says which events would
@@ -153,7 +155,7 @@ func printReport(w io.Writer, rep *reconcile.Report) error {
 	for _, d := range rep.Differences {
 		var fields []string
 		for _, f := range d.Fields {
-			fields = append(fields, fmt.Sprintf("%s %s → %s", f.Name, orDash(f.Here), orDash(f.Provider)))
+			fields = append(fields, fmt.Sprintf("%s %s → %s", f.Name, orDash(f.HereShown()), orDash(f.ProviderShown())))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Ref, d.What, orDash(strings.Join(fields, "; ")), d.Fix)
 	}

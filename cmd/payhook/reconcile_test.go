@@ -167,6 +167,18 @@ func TestReconcileDroppedRefund(t *testing.T) {
 					if !strings.Contains(errOut, "1 difference") {
 						t.Errorf("reconcile #%d stderr %q; want it to say 1 difference", run, errOut)
 					}
+					// An amount says its currency: 1000 is ten euros, or a
+					// thousand yen. Before, the report read "refunded_amount 0
+					// → 1000" and the alert likewise.
+					var text strings.Builder
+					if err := printReport(&text, &rep); err != nil || !strings.Contains(text.String(), "refunded_amount EUR 0 → EUR 1000") {
+						t.Errorf("reconcile #%d report: %v\n%s\nwant refunded_amount EUR 0 → EUR 1000", run, err, text.String())
+					}
+					var msg string
+					w.db.SQL.QueryRow(`SELECT message FROM payhook_alerts WHERE kind = $1`, reconcile.AlertDifference).Scan(&msg)
+					if !strings.Contains(msg, `refunded_amount "EUR 0" here, "EUR 1000" at the provider`) {
+						t.Errorf("reconcile #%d alert message %q; want the refunded amounts with their currency", run, msg)
+					}
 				}
 				if got := w.alerts(); !slices.Equal(got, []int{1}) {
 					t.Errorf("reconcile_difference alerts %v; want one, raised once", got)
