@@ -390,4 +390,12 @@ func TestVersion(t *testing.T) {
 			t.Errorf("payhook %v = %d, %q, %q; want payhook's version and %s", args, code, out, errOut, runtime.Version())
 		}
 	}
+	// A stray argument is refused, as by every command that takes none;
+	// before, it was ignored.
+	for _, args := range [][]string{{"version", "extra"}, {"--version", "extra"}} {
+		code, out, errOut := run(t, nil, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, `payhook version takes no argument, got "extra"`) {
+			t.Errorf("payhook %v = %d, %q, %q; want 2, the stray argument refused", args, code, out, errOut)
+		}
+	}
 }

@@ -15,7 +15,7 @@ had changes, and the Go version. Also payhook --version.`
 
 func (m *Main) version(_ context.Context, args []string) error {
 	fs := m.flags("version", versionHelp)
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintln(m.Stdout, versionText())
