@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -86,7 +87,7 @@ func addFaultFlags(fs *flag.FlagSet) *faultFlags {
 	f := &faultFlags{}
 	fs.Float64Var(&f.duplicate, "duplicate", 0, "probability that an event is delivered once more after its first success")
 	fs.Float64Var(&f.burst, "burst", 0, "probability that an event's first delivery is a parallel burst")
-	fs.IntVar(&f.burstSize, "burst-size", deliver.DefaultBurstSize, "copies in a parallel burst")
+	fs.IntVar(&f.burstSize, "burst-size", deliver.DefaultBurstSize, "copies in a parallel burst (1 or more)")
 	fs.IntVar(&f.reorder, "reorder", 0, "shuffle events within windows of this many")
 	fs.DurationVar(&f.delay, "delay", 0, "maximum random delay before an event's first attempt (scaled)")
 	fs.Float64Var(&f.drop, "drop", 0, "probability that an event is never delivered (only GET /events finds it)")
@@ -104,6 +105,11 @@ func (f *faultFlags) apply(fs *flag.FlagSet, base deliver.Faults) (deliver.Fault
 		case "burst":
 			base.Burst = f.burst
 		case "burst-size":
+			if f.burstSize < 1 {
+				// 0 would be taken for the default, 5, silently.
+				err = fmt.Errorf("%w: --burst-size %d: want 1 or more copies in a parallel burst", errUsage, f.burstSize)
+				return
+			}
 			base.BurstSize = f.burstSize
 		case "reorder":
 			base.ReorderWindow = f.reorder
@@ -140,8 +146,8 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
 	seed := fs.Int64("seed", 1, "seed of the story and the faults")
 	expectPath := fs.String("expect", "", "write the expected final state here (default stdout)")
-	scale := fs.Float64("time-scale", 1000, "divide every delay of the retry schedule and of the faults by this")
-	size := fs.Float64("size", 1, "multiply the story's counts by this")
+	scale := fs.Float64("time-scale", 1000, "divide every delay of the retry schedule and of the faults by this (positive; 1 is real time)")
+	size := fs.Float64("size", 1, "multiply the story's counts by this (positive)")
 	environment := fs.String("environment", sim.EnvTest, "environment of the events: test or live")
 	apiAddr := fs.String("api-addr", "", "serve the provider's API on HOST:PORT while the run lasts, so the target can fetch "+
 		"resources (with --flavour stripe: GET /v1/subscriptions/{id})")
@@ -167,6 +173,14 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	fl, err := faults.apply(fs, sc.Faults)
 	if err != nil {
 		return err
+	}
+	// Both divide or multiply: 0 or less is no speed and no story (the
+	// library would take it for its default, 1000 or 1, silently).
+	if !(*scale > 0) || math.IsInf(*scale, 0) {
+		return fmt.Errorf("%w: --time-scale %v: want a positive number (1 is real time, the default 1000 runs 41 hours of retries in 2.5 minutes)", errUsage, *scale)
+	}
+	if !(*size > 0) || math.IsInf(*size, 0) {
+		return fmt.Errorf("%w: --size %v: want a positive number (1 is the scenario's story, 0.1 a tenth of it)", errUsage, *size)
 	}
 	if *apiAddr == "" {
 		var err error

@@ -10,8 +10,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/sim"
@@ -421,6 +423,38 @@ func TestRefusedEverywhereFails(t *testing.T) {
 		code, _, errOut := run(t, nil, args...)
 		if code != 1 || !strings.Contains(errOut, "--secret") {
 			t.Errorf("payhook %s = %d, %q; want 1 and a hint", strings.Join(args[:2], " "), code, errOut)
+		}
+	}
+}
+
+// TestSimRunUsage: sim run refuses, before it delivers anything, a
+// --time-scale, --size or --burst-size that makes no sense; before, 0 and
+// negative values were taken silently for the defaults (1000, 1 and 5).
+func TestSimRunUsage(t *testing.T) {
+	t.Parallel()
+	base := []string{"sim", "run", "storm", "--target", "http://127.0.0.1:1/webhooks/demo", "--secret", "whsec_x"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--time-scale", "0"}, "--time-scale 0: want a positive number"},
+		{[]string{"--time-scale", "-10"}, "--time-scale -10: want a positive number"},
+		{[]string{"--time-scale", "NaN"}, "--time-scale NaN: want a positive number"},
+		{[]string{"--size", "0"}, "--size 0: want a positive number"},
+		{[]string{"--size", "-1"}, "--size -1: want a positive number"},
+		{[]string{"--size", "+Inf"}, "--size +Inf: want a positive number"},
+		{[]string{"--burst-size", "0"}, "--burst-size 0: want 1 or more"},
+		{[]string{"--burst-size", "-3"}, "--burst-size -3: want 1 or more"},
+	} {
+		// Refused at once; before, the run started (against no target)
+		// until the deadline stopped it.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var stdout, stderr syncBuffer
+		code := (&Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(nil)}).Run(ctx, append(slices.Clone(base), tc.args...))
+		cancel()
+		out, errOut := stdout.String(), stderr.String()
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("payhook sim run %v = %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
 }
