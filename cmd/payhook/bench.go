@@ -116,7 +116,7 @@ func (m *Main) bench(ctx context.Context, args []string) error {
 	unsafeDurability := fs.Bool("unsafe-durability", false,
 		"start the in-process payhook even on a database that could lose acknowledged events (see payhook serve --help)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (generator and in-process payhook) to this file")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	concs, err := parseList(*conc, "--concurrency")

@@ -56,7 +56,7 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	seed := fs.Int64("seed", 1, "seed of the story and the faults")
 	unsafeDurability := fs.Bool("unsafe-durability", false,
 		"run even on a database that could lose acknowledged events, such as a test cluster with fsync off (see payhook serve --help)")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	serveArgs := []string{"--db", *dbURL}

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
@@ -396,6 +398,43 @@ func TestVersion(t *testing.T) {
 		code, out, errOut := run(t, nil, args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, `payhook version takes no argument, got "extra"`) {
 			t.Errorf("payhook %v = %d, %q, %q; want 2, the stray argument refused", args, code, out, errOut)
+		}
+	}
+}
+
+// TestStrayArguments: the commands that take flags only refuse a stray
+// argument (exit 2) before they do anything, as backfill, reconcile and
+// the list views do. Before, it was ignored, and every flag after it with
+// it (the flag package stops at the first argument): payhook migrate
+// extra --db sqlite://given.db migrated the default database instead.
+func TestStrayArguments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	def, given := filepath.Join(dir, "default.db"), filepath.Join(dir, "given.db")
+	env := map[string]string{"PAYHOOK_DB": "sqlite://" + def, "PAYHOOK_ADDR": "127.0.0.1:0",
+		"PAYHOOK_DEMO_SECRET_FILE": filepath.Join(dir, "demo.secret")}
+	for _, args := range [][]string{
+		{"migrate", "extra", "--db", "sqlite://" + given},
+		{"serve", "extra", "--db", "sqlite://" + given},
+		{"demo", "extra", "--db", "sqlite://" + given},
+		{"bench", "extra", "--floor"},
+		{"send", "extra", "--secret", "whsec_eA==", "--url", "http://127.0.0.1:1/webhooks/demo"},
+		{"sim", "serve", "extra", "--addr", "127.0.0.1:0"},
+	} {
+		name := strings.Join(args[:slices.Index(args, "extra")], " ")
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+			code := (&Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(env)}).Run(ctx, args)
+			if code != 2 || !strings.Contains(stderr.String(), `payhook `+name+` takes no argument, got "extra"`) {
+				t.Errorf("payhook %v = %d\n%s\n%s; want 2, the stray argument refused", args, code, stdout.String(), stderr.String())
+			}
+		})
+	}
+	for _, p := range []string{def, given} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was created", p)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func (m *Main) send(ctx context.Context, args []string) error {
 	typ := fs.String("type", "checkout.completed", "event type")
 	id := fs.String("id", "", "event id (default: a new evt_ id)")
 	environment := fs.String("environment", "test", "event environment: test or live")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if *secret == "" {

@@ -88,7 +88,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	adminAddr := fs.String("admin-addr", "", "serve the console and /api/v1 on this address only, not on --addr (env PAYHOOK_ADMIN_ADDR)")
 	unsafeDurability := fs.Bool("unsafe-durability", false,
 		"start even when the database could lose an acknowledged event in a crash (env PAYHOOK_UNSAFE_DURABILITY=1); tests and benchmarks only")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	log := m.logger()
@@ -433,7 +433,7 @@ Examples:
 func (m *Main) migrate(ctx context.Context, args []string) error {
 	fs := m.flags("migrate", migrateHelp)
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB; default "+store.DefaultURL+")")
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	db, err := m.openDB(ctx, *dbURL, false)

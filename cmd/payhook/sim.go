@@ -317,7 +317,7 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	seed := fs.Int64("seed", 0, "seed of ids and faults (default: one at random, printed, so that a restart never hands out an earlier run's ids)")
 	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this")
 	faults := addFaultFlags(fs)
-	if err := parse(fs, args); err != nil {
+	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if !flagGiven(fs, "seed") {
