@@ -234,15 +234,18 @@ func (db *DB) HasSchema(ctx context.Context) (bool, error) {
 // ForeignTables returns the tables and views of the database that are
 // neither payhook's (payhook_...) nor its job queue's (River's, river_...),
 // sorted: another application's, when there are any. SQLite's own
-// (sqlite_...) and PostgreSQL's system schemas are left out; on
-// PostgreSQL each is named schema.table, in every schema. It changes
-// nothing.
+// (sqlite_...), PostgreSQL's system schemas and the members of an
+// extension (pg_stat_statements' views, installed in every new database
+// by some hosts) are left out; on PostgreSQL each is named schema.table,
+// in every schema. It changes nothing.
 func (db *DB) ForeignTables(ctx context.Context) ([]string, error) {
 	q := `SELECT '', name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\_%' ESCAPE '\' ORDER BY name`
 	if db.Engine == Postgres {
 		q = `SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
 			AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\_%' ESCAPE '\'
+			AND NOT EXISTS (SELECT FROM pg_depend d
+				WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e')
 			ORDER BY 1, 2`
 	}
 	rows, err := db.SQL.QueryContext(ctx, q)
