@@ -308,9 +308,11 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 		if unsafeDurability {
 			args = append(args, "--unsafe-durability")
 		}
+		// Every --db is checked before the first serve starts (and
+		// migrates its database): that serve, with the bench's source
+		// only, would work an inbox's queue, or add payhook's tables to
+		// another application's database.
 		for _, dbURL := range dbs {
-			// Checked before its serve starts there: that serve, with the
-			// bench's source only, would work an inbox's queue.
 			if other, err := otherEvents(ctx, dbURL, benchSource); err != nil {
 				return nil, closeAll, fmt.Errorf("bench: %w", err)
 			} else if other != "" {
@@ -324,6 +326,8 @@ func (m *Main) benchTargets(ctx context.Context, floor bool, dbs, urls, urlDBs [
 					"the bench would add payhook's tables and its events to it; give it a database of its own",
 					errUsage, store.Redact(dbURL), listSome(foreign))
 			}
+		}
+		for _, dbURL := range dbs {
 			logs := &headBuffer{max: 64 << 10}
 			sub := &Main{Stdout: io.Discard, Stderr: logs, Getenv: m.subEnv, Now: m.Now}
 			var release func()

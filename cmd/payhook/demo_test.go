@@ -204,3 +204,37 @@ func TestDemoAndBenchLeaveAnotherAppsDatabaseAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestBenchChecksEveryDatabaseFirst: bench --db A --db B, B another
+// application's database, is refused before anything is written to A
+// either: every --db is checked before the first serve starts. Before,
+// A's serve had already migrated payhook's and River's tables into A
+// when B was refused.
+func TestBenchChecksEveryDatabaseFirst(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.SQL.ExecContext(ctx, `CREATE TABLE customers (id INTEGER PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		first := "sqlite://" + filepath.Join(t.TempDir(), "first.db")
+		code, out, errOut := run(t, map[string]string{"PAYHOOK_UNSAFE_DURABILITY": ""}, "bench", "--db", first, "--db", dbURL,
+			"--events", "5", "--duplicates", "0", "--concurrency", "1", "--unsafe-durability")
+		if code != 2 || !strings.Contains(errOut, "holds tables that are not payhook's") {
+			t.Fatalf("payhook bench --db A --db B, B another application's = %d\n%s\n%s; want 2, B refused", code, out, errOut)
+		}
+		a, err := store.Open(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Close()
+		if has, err := a.HasSchema(ctx); err != nil || has {
+			t.Errorf("after the refusal, the first --db has payhook's schema %v (%v); want nothing written", has, err)
+		}
+	})
+}
