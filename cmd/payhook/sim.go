@@ -176,11 +176,11 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	}
 	// Both divide or multiply: 0 or less is no speed and no story (the
 	// library would take it for its default, 1000 or 1, silently).
-	if !(*scale > 0) || math.IsInf(*scale, 0) {
-		return fmt.Errorf("%w: --time-scale %v: want a positive number (1 is real time, the default 1000 runs 41 hours of retries in 2.5 minutes)", errUsage, *scale)
+	if err := positive("time-scale", *scale, "1 is real time, the default 1000 runs 41 hours of retries in 2.5 minutes"); err != nil {
+		return err
 	}
-	if !(*size > 0) || math.IsInf(*size, 0) {
-		return fmt.Errorf("%w: --size %v: want a positive number (1 is the scenario's story, 0.1 a tenth of it)", errUsage, *size)
+	if err := positive("size", *size, "1 is the scenario's story, 0.1 a tenth of it"); err != nil {
+		return err
 	}
 	if *apiAddr == "" {
 		var err error
@@ -240,6 +240,15 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	}
 	fmt.Fprintf(summary, "expected final state written to %s\n", *expectPath)
 	return noneAcked(res, *target)
+}
+
+// positive is the usage error of a --name that is not a positive finite
+// number (hint says what it means), else nil.
+func positive(name string, v float64, hint string) error {
+	if !(v > 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("%w: --%s %v: want a positive number (%s)", errUsage, name, v, hint)
+	}
+	return nil
 }
 
 // noneAcked is the error of a run whose every delivery failed: the
@@ -315,9 +324,13 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address of the provider API")
 	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
 	seed := fs.Int64("seed", 0, "seed of ids and faults (default: one at random, printed, so that a restart never hands out an earlier run's ids)")
-	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this")
+	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this (positive; 1 is real time)")
 	faults := addFaultFlags(fs)
 	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	// As sim run's: 0 or less would be taken for 1, silently.
+	if err := positive("time-scale", *scale, "1, the default, is real time; 60 runs an hour of retries in a minute"); err != nil {
 		return err
 	}
 	if !flagGiven(fs, "seed") {

@@ -458,3 +458,23 @@ func TestSimRunUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestSimServeTimeScale: sim serve refuses a --time-scale that is no
+// speed (0 or less, NaN, infinite) as sim run does, before it listens;
+// before, it was taken silently for 1 and the provider served.
+func TestSimServeTimeScale(t *testing.T) {
+	t.Parallel()
+	// Cancelled: a sim serve that gets past its checks returns at once
+	// (exit 0), having printed its keys.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, scale := range []string{"0", "-10", "NaN", "+Inf"} {
+		var stdout, stderr syncBuffer
+		code := (&Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(nil)}).Run(ctx,
+			[]string{"sim", "serve", "--addr", "127.0.0.1:0", "--time-scale", scale})
+		out, errOut := stdout.String(), stderr.String()
+		if want := "--time-scale " + scale + ": want a positive number"; code != 2 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("payhook sim serve --time-scale %s = %d, stdout %q, stderr %q; want 2 and %q", scale, code, out, errOut, want)
+		}
+	}
+}
