@@ -119,7 +119,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	var db *store.DB
 	open := func() error {
 		var err error
-		if db, err = m.openDB(ctx, *dbURL, false); err != nil {
+		if db, err = m.openDB(ctx, *dbURL); err != nil {
 			return err
 		}
 		return m.checkDurable(ctx, db, *unsafeDurability, log)
@@ -379,20 +379,10 @@ func (m *Main) serveConfig(path, dbURL string) (cfg *fileConfig, secret, secretF
 		Secrets: []string{secret}}}}, secret, secretFile, nil
 }
 
-// openDB opens the database named by the flag or PAYHOOK_DB, migrating it
-// (payhook's schema and River's) when migrate is true.
-func (m *Main) openDB(ctx context.Context, flagURL string, migrate bool) (*store.DB, error) {
-	db, err := store.Open(ctx, m.env(flagURL, "PAYHOOK_DB", store.DefaultURL))
-	if err != nil {
-		return nil, err
-	}
-	if migrate {
-		if err := migrateAll(ctx, db); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
-	return db, nil
+// openDB opens the database named by the flag or PAYHOOK_DB; serve and
+// migrate migrate it (migrateAll) once it is checked.
+func (m *Main) openDB(ctx context.Context, flagURL string) (*store.DB, error) {
+	return store.Open(ctx, m.env(flagURL, "PAYHOOK_DB", store.DefaultURL))
 }
 
 // checkDurable refuses a database on which an acknowledged event could
@@ -436,7 +426,7 @@ func (m *Main) migrate(ctx context.Context, args []string) error {
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
-	db, err := m.openDB(ctx, *dbURL, false)
+	db, err := m.openDB(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
