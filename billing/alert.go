@@ -68,9 +68,9 @@ const (
 )
 
 // Alert kinds raised outside Apply, by the packages that watch sources
-// and sinks; defined here (and named again where they are raised) so
-// that AlertKinds can list them: those packages import billing, not the
-// other way round.
+// and sinks, so that AlertKinds can list them: the outbox's is its own
+// (billing imports outbox); reconcile's are defined here and named again
+// there (reconcile imports billing, not the other way round).
 const (
 	// AlertSinkPaused: a sink answered 410 Gone and is paused until
 	// payhook deliveries resend (outbox.AlertSinkPaused); subject is the

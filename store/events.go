@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -431,13 +432,16 @@ func scanIDs(ctx context.Context, tx *sql.Tx, query string, args []any, ids map[
 // index decides that the alert is raised once, whatever delivery brings a
 // conflicting body first.
 func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.Event, first map[eventKey]*payhook.Event) error {
+	type conflict struct {
+		ev     *payhook.Event
+		stored []byte
+	}
+	var conflicts []conflict
 	var read []*payhook.Event
 	for _, ev := range dups {
 		if f, ok := first[eventKey{ev.Source, ev.EventID}]; ok {
 			if !bytes.Equal(f.Payload, ev.Payload) {
-				if err := db.raiseConflictTx(ctx, tx, ev, f.Payload); err != nil {
-					return err
-				}
+				conflicts = append(conflicts, conflict{ev, f.Payload})
 			}
 			continue
 		}
@@ -454,10 +458,19 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 				return fmt.Errorf("compare event %s/%s with the stored one: %w", ev.Source, ev.EventID, sql.ErrNoRows)
 			}
 			if !bytes.Equal(p, ev.Payload) {
-				if err := db.raiseConflictTx(ctx, tx, ev, p); err != nil {
-					return err
-				}
+				conflicts = append(conflicts, conflict{ev, p})
 			}
+		}
+	}
+	// Raised in the order of their alerts' keys, as noteIgnoredTx raises
+	// its own: two committers whose batches bring the same conflicting
+	// events in opposite orders would otherwise deadlock on PostgreSQL.
+	slices.SortStableFunc(conflicts, func(a, b conflict) int {
+		return cmp.Or(strings.Compare(a.ev.Source, b.ev.Source), strings.Compare(a.ev.EventID, b.ev.EventID))
+	})
+	for _, c := range conflicts {
+		if err := db.raiseConflictTx(ctx, tx, c.ev, c.stored); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -111,3 +111,75 @@ func TestIgnoredEventsAlertInSourceOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestBodyConflictsAlertInKeyOrder: a batch's event_body_conflict alerts
+// are raised in the order of their events' keys, whatever the order the
+// deliveries arrived in, so that two committers bringing the same
+// conflicting events in opposite orders never deadlock on PostgreSQL:
+// here the other committer is a transaction that has raised a's alert
+// (not committed) while StoreEvents raises those of [b, a], and then
+// raises b's. In arrival order StoreEvents would hold b's new alert row
+// while it waits for a's, and the other's b would wait for it.
+func TestBodyConflictsAlertInKeyOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		if db.Engine != store.Postgres {
+			return // one writer: no lock order to keep (and no StoreEvents); the alerts are tested in TestBodyConflict*
+		}
+		ctx := context.Background()
+		event := func(source, id, body string) *payhook.Event {
+			ev := newEvent(id)
+			ev.Source, ev.Payload = source, []byte(body)
+			return ev
+		}
+		insert(t, db, event("a", "evt_1", `{"v":1}`), event("b", "evt_1", `{"v":1}`))
+		other, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Rollback()
+		raise := func(subject string) error {
+			_, err := other.ExecContext(ctx, `INSERT INTO payhook_alerts (kind, subject, message, first_seen, last_seen, count, acknowledged)
+				VALUES ($1, $2, '', $3, $3, 1, FALSE) ON CONFLICT (kind, subject) DO NOTHING`, store.AlertEventBodyConflict, subject, t0)
+			return err
+		}
+		if err := raise("a/evt_1"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := db.StoreEvents(ctx, []*payhook.Event{event("b", "evt_1", `{"v":2}`), event("a", "evt_1", `{"v":2}`)}, store.With{})
+			done <- err
+		}()
+		// Until StoreEvents waits for a's alert (or has returned).
+		var returned bool
+		var stored error
+		for !returned {
+			select {
+			case stored = <-done:
+				returned = true
+				continue
+			default:
+			}
+			var waiting int
+			if err := db.SQL.QueryRow(`SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting > 0 {
+				break
+			}
+		}
+		if err := raise("b/evt_1"); err != nil {
+			t.Fatalf("the other committer, raising b's alert after a's: %v", err)
+		}
+		if err := other.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if !returned {
+			stored = <-done
+		}
+		if stored != nil {
+			t.Fatalf("StoreEvents: %v", stored)
+		}
+	})
+}
