@@ -71,40 +71,16 @@ func TestIgnoredEventsAlertInSourceOrder(t *testing.T) {
 		if err := hold("a"); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := db.StoreEvents(ctx, []*payhook.Event{event("b", "evt_b3"), event("a", "evt_a2")}, store.With{})
-			done <- err
-		}()
 		// Until StoreEvents waits for a's alert (or has returned).
-		var returned bool
-		var stored error
-		for !returned {
-			select {
-			case stored = <-done:
-				returned = true
-				continue
-			default:
-			}
-			var waiting int
-			if err := db.SQL.QueryRow(`SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-			if waiting > 0 {
-				break
-			}
-		}
+		stored := storeEventsBlocked(t, db, []*payhook.Event{event("b", "evt_b3"), event("a", "evt_a2")})
 		if err := hold("b"); err != nil {
 			t.Fatalf("the other committer, raising b's alert after a's: %v", err)
 		}
 		if err := other.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if !returned {
-			stored = <-done
-		}
-		if stored != nil {
-			t.Fatalf("StoreEvents: %v", stored)
+		if err := stored(); err != nil {
+			t.Fatalf("StoreEvents: %v", err)
 		}
 		if got := counts(); got["a"] != 3 || got["b"] != 4 {
 			t.Errorf("alerts %v; want a counting 3, b 4", got)
@@ -146,40 +122,43 @@ func TestBodyConflictsAlertInKeyOrder(t *testing.T) {
 		if err := raise("a/evt_1"); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() {
-			_, err := db.StoreEvents(ctx, []*payhook.Event{event("b", "evt_1", `{"v":2}`), event("a", "evt_1", `{"v":2}`)}, store.With{})
-			done <- err
-		}()
 		// Until StoreEvents waits for a's alert (or has returned).
-		var returned bool
-		var stored error
-		for !returned {
-			select {
-			case stored = <-done:
-				returned = true
-				continue
-			default:
-			}
-			var waiting int
-			if err := db.SQL.QueryRow(`SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-			if waiting > 0 {
-				break
-			}
-		}
+		stored := storeEventsBlocked(t, db, []*payhook.Event{event("b", "evt_1", `{"v":2}`), event("a", "evt_1", `{"v":2}`)})
 		if err := raise("b/evt_1"); err != nil {
 			t.Fatalf("the other committer, raising b's alert after a's: %v", err)
 		}
 		if err := other.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if !returned {
-			stored = <-done
-		}
-		if stored != nil {
-			t.Fatalf("StoreEvents: %v", stored)
+		if err := stored(); err != nil {
+			t.Fatalf("StoreEvents: %v", err)
 		}
 	})
+}
+
+// storeEventsBlocked runs db.StoreEvents(evs) and returns once it waits
+// for a lock another transaction holds (PostgreSQL's pg_locks says so),
+// or has returned: progress, never a deadline. The function it returns
+// waits for StoreEvents' end and gives its error.
+func storeEventsBlocked(t *testing.T, db *store.DB, evs []*payhook.Event) func() error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.StoreEvents(context.Background(), evs, store.With{})
+		done <- err
+	}()
+	for {
+		select {
+		case err := <-done:
+			return func() error { return err }
+		default:
+		}
+		var waiting int
+		if err := db.SQL.QueryRow(`SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return func() error { return <-done }
+		}
+	}
 }
