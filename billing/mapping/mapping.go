@@ -123,9 +123,11 @@
 //	                       credit_reverse and other actions move no money: nil. An unknown
 //	                       refund status is an error (listed on a fetched transaction, that
 //	                       adjustment is left out and the transaction still maps).
-//	subscription.created, subscription.updated
-//	                       Subscription: scheduled_change.action cancel → canceled; status canceled →
-//	                       ended; active/trialing/past_due/paused → active; others are an error
+//	subscription.created, subscription.updated, subscription.activated, .past_due, .paused,
+//	subscription.resumed, subscription.trialing, subscription.imported
+//	                       Subscription: past_due and paused kept (not paid for); else
+//	                       scheduled_change.action cancel → canceled; status canceled → ended;
+//	                       active/trialing → active; others are an error
 //	subscription.canceled  Subscription ended (EndedAt: canceled_at)
 //	notification.test      nil
 //

@@ -21,7 +21,12 @@ func paddle(e *event) ([]billing.Fact, error) {
 		return paddleTransaction(e, d)
 	case "adjustment.created", "adjustment.updated":
 		return paddleAdjustment(e, d)
-	case "subscription.created", "subscription.updated", "subscription.canceled":
+	case "subscription.created", "subscription.updated", "subscription.canceled",
+		// Status changes of their own, and a subscription brought in from
+		// elsewhere: each carries the subscription as subscription.updated
+		// does, and is that snapshot.
+		"subscription.activated", "subscription.past_due", "subscription.paused",
+		"subscription.resumed", "subscription.trialing", "subscription.imported":
 		return paddleSubscription(e, d)
 	}
 	// notification.test and any type payhook does not know.
