@@ -108,7 +108,8 @@
 // # paddle (Paddle Billing)
 //
 //	transaction.completed, transaction.paid
-//	                       Captured{payment_id or id, details.totals.total, currency_code} + OrderPaid
+//	                       Captured{payment_id or id, details.totals.grand_total (else total less
+//	                       credit), currency_code} + OrderPaid
 //	                       (custom_data.order_id); nil for a transaction that carries chain_ref
 //	                       (a crypto invoice is not a Paddle payment); fetched with
 //	                       include=adjustments, also each adjustment as adjustment.* maps it
