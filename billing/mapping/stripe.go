@@ -130,7 +130,9 @@ func stripe(e *event) ([]billing.Fact, error) {
 			return nil, err
 		}
 		return []billing.Fact{billing.ChargebackWon{PaymentRef: pay, DisputeRef: dispute, At: e.at}}, nil
-	case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted":
+	case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted",
+		// A pause and a resume carry the subscription as .updated does.
+		"customer.subscription.paused", "customer.subscription.resumed":
 		return stripeSubscription(e, o)
 	case "invoice.paid":
 		return ignore("a Stripe invoice is paid through its PaymentIntent or subscription events, not invoice.paid")

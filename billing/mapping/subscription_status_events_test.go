@@ -96,3 +96,37 @@ func TestPaddleSubscriptionStatusEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestStripeSubscriptionPausedResumed: Stripe's customer.subscription.paused
+// and .resumed carry the subscription object as .updated does (stripe-go's
+// event types): each is the snapshot it carries, as the README's
+// customer.subscription.* says, not an event to ignore.
+func TestStripeSubscriptionPausedResumed(t *testing.T) {
+	t.Parallel()
+	const file = "stripe/customer.subscription.created.json"
+	_, payload := readFixture(t, file)
+	base, err := mapping.Facts("stripe", &payhook.Event{EventID: "evt_base", OccurredAt: occurred, Payload: payload})
+	if err != nil || len(base) != 1 {
+		t.Fatalf("%s: %v, %v", file, base, err)
+	}
+	for typ, status := range map[string]string{"customer.subscription.paused": "paused", "customer.subscription.resumed": "active"} {
+		var ev map[string]any
+		dec := json.NewDecoder(bytes.NewReader(payload))
+		dec.UseNumber()
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatal(err)
+		}
+		ev["type"] = typ
+		ev["data"].(map[string]any)["object"].(map[string]any)["status"] = status
+		p, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := mapping.Facts("stripe", &payhook.Event{EventID: "evt_" + typ, OccurredAt: occurred, Payload: p})
+		want := base[0].(billing.Subscription)
+		want.Status = status
+		if err != nil || !reflect.DeepEqual(got, []billing.Fact{want}) {
+			t.Errorf("%s: %s, %v; want %s", typ, show(got), err, show([]billing.Fact{want}))
+		}
+	}
+}
