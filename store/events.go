@@ -52,8 +52,9 @@ const AlertEnvironmentMismatch = "environment_mismatch"
 // each inserted event it sets ID. An event not inserted whose payload
 // differs from the stored one keeps the first, and raises, in tx and once
 // per (Source, EventID), an alert of kind AlertEventBodyConflict (subject
-// "source/event_id") naming both bodies' SHA-256 digests, unless it is
-// listed (ViaBackfill): an API renders an event its own way. ReceivedAt must be set; Status defaults to
+// "source/event_id") naming both bodies' SHA-256 digests, unless it or
+// the stored one is listed (ViaBackfill): an API renders an event its own
+// way, and a delivery may come after the backfill that listed it. ReceivedAt must be set; Status defaults to
 // received, ReceivedVia to webhook. An event stored as ignored keeps
 // LastError as the reason, made storable (payhook.Storable), and raises
 // AlertEnvironmentMismatch for its source in tx.
@@ -275,7 +276,7 @@ func (db *DB) StoreEvents(ctx context.Context, evs []*payhook.Event, with With) 
 	q, args := postgresInsert(evs, with)
 	q += ` SELECT id, source, event_id, 0::bigint, NULL::boolean FROM inserted
 		UNION ALL
-		SELECT NULL, i.source, i.event_id, i.ord, e.payload <> i.payload
+		SELECT NULL, i.source, i.event_id, i.ord, e.payload <> i.payload AND e.received_via <> 'backfill'
 		FROM input i LEFT JOIN payhook_events e ON e.source = i.source AND e.event_id = i.event_id
 		WHERE NOT EXISTS (SELECT FROM inserted n WHERE n.source = i.source AND n.event_id = i.event_id)`
 	ids := make(map[eventKey]int64, len(evs))
@@ -440,7 +441,7 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 	var read []*payhook.Event
 	for _, ev := range dups {
 		if f, ok := first[eventKey{ev.Source, ev.EventID}]; ok {
-			if !bytes.Equal(f.Payload, ev.Payload) {
+			if f.ReceivedVia != payhook.ViaBackfill && !bytes.Equal(f.Payload, ev.Payload) {
 				conflicts = append(conflicts, conflict{ev, f.Payload})
 			}
 			continue
@@ -457,7 +458,7 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 			if !ok {
 				return fmt.Errorf("compare event %s/%s with the stored one: %w", ev.Source, ev.EventID, sql.ErrNoRows)
 			}
-			if !bytes.Equal(p, ev.Payload) {
+			if p != nil && !bytes.Equal(p, ev.Payload) {
 				conflicts = append(conflicts, conflict{ev, p})
 			}
 		}
@@ -477,12 +478,14 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 }
 
 // storedPayloadsTx returns the stored payloads of the events with evs'
-// keys, by key.
+// keys, by key: nil for an event stored as listed (ViaBackfill), which
+// the API rendered its own way, so that a delivery coming after it (the
+// provider still retrying) conflicts with nothing.
 func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.Event) (map[eventKey][]byte, error) {
 	var q strings.Builder
 	// A join, not (source, event_id) IN (VALUES ...): SQLite scans the
 	// whole table for that one.
-	q.WriteString(`SELECT e.source, e.event_id, e.payload FROM (VALUES `)
+	q.WriteString(`SELECT e.source, e.event_id, e.payload, e.received_via FROM (VALUES `)
 	args := make([]any, 0, 2*len(evs))
 	for i, ev := range evs {
 		if i > 0 {
@@ -501,8 +504,13 @@ func (db *DB) storedPayloadsTx(ctx context.Context, tx *sql.Tx, evs []*payhook.E
 	for rows.Next() {
 		var k eventKey
 		var p []byte
-		if err := rows.Scan(&k.source, &k.eventID, &p); err != nil {
+		var via string
+		if err := rows.Scan(&k.source, &k.eventID, &p, &via); err != nil {
 			return nil, fmt.Errorf("compare %d events with the stored ones: %w", len(evs), err)
+		}
+		if payhook.Via(via) == payhook.ViaBackfill {
+			// Listed, not delivered: no body a delivery can conflict with.
+			p = nil
 		}
 		stored[k] = p
 	}

@@ -152,3 +152,44 @@ func TestReceivedVia(t *testing.T) {
 		}
 	})
 }
+
+// A listed event stored first (a backfill that ran while the provider
+// was still retrying its delivery) and then delivered with the webhook's
+// body, which the API renders differently (Stripe's pending_webhooks),
+// is a duplicate and no conflict either: through InsertEventsTx and, on
+// PostgreSQL, through StoreEvents (the ack path's one statement).
+func TestWebhookAfterBackfillNoConflict(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		ways := []string{"tx"}
+		if db.Engine == store.Postgres {
+			ways = append(ways, "one-statement")
+		}
+		for _, way := range ways {
+			listed := newEvent("evt_late")
+			listed.Source, listed.ReceivedVia = way, payhook.ViaBackfill
+			listed.Payload = []byte(`{"id":"evt_late","pending_webhooks":0}`)
+			insert(t, db, listed)
+			hook := newEvent("evt_late")
+			hook.Source, hook.Payload = way, []byte(`{"id":"evt_late","pending_webhooks":1}`)
+			var ins []bool
+			if way == "tx" {
+				ins = insert(t, db, hook)
+			} else {
+				var err error
+				if ins, err = db.StoreEvents(ctx, []*payhook.Event{hook}, store.With{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ins[0] {
+				t.Fatalf("%s: the webhook of a backfilled event was inserted again", way)
+			}
+			var alerts int
+			if err := db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_alerts WHERE kind = $1`,
+				store.AlertEventBodyConflict).Scan(&alerts); err != nil || alerts != 0 {
+				t.Fatalf("%s: %d event_body_conflict alerts (%v) after the webhook of a backfilled event; want none", way, alerts, err)
+			}
+		}
+	})
+}
