@@ -339,6 +339,11 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 		return fmt.Errorf("reconcile %s: %w", c.source, err)
 	}
 	for _, p := range here {
+		if !atProvider[p.Ref] && !p.CapturedAt.IsZero() && p.CapturedAt.Before(c.since) {
+			// Made before the window by the provider's time, stored in
+			// it (delivered late, or backfilled): not listed, not compared.
+			continue
+		}
 		c.compare(adapter.KindPayment, p.Ref)
 		if !atProvider[p.Ref] {
 			c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: MissingAtProvider,
