@@ -157,6 +157,13 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 				} else {
 					log.Info("scheduled backfill", "source", name, "period", period, "listed", sum.Listed, "new", sum.New)
 				}
+				if sum != nil && sum.New > 0 {
+					// The workers process what it stored after it: until
+					// they have, it is missing here all the same.
+					if err := waitBackfilled(ctx, db, name, backfillSettle); err != nil {
+						return errors.Join(backfillErr, err)
+					}
+				}
 			}
 			rep, err := reconcile.Reconcile(ctx, reconcile.Config{
 				DB: db, Source: name, Client: client, Since: period.Add(-window), Now: m.Now, APIVersion: version,
@@ -174,4 +181,32 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 		}})
 	}
 	return out, nil
+}
+
+// backfillSettle bounds how long a scheduled reconcile waits for the
+// events its backfill stored to be processed: one that cannot be yet (a
+// refund of a payment payhook has not seen) is reported after it.
+const backfillSettle = 30 * time.Second
+
+// waitBackfilled waits, at most limit, until no backfilled event of the
+// source is still waiting to be processed.
+func waitBackfilled(ctx context.Context, db *store.DB, source string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		evs, err := db.ListEvents(ctx, store.Filter{Source: source, Status: payhook.StatusReceived, Via: payhook.ViaBackfill, Limit: 1})
+		if err != nil || len(evs) == 0 {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil // waited long enough: reconcile all the same
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }
