@@ -183,29 +183,37 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 	return out, nil
 }
 
-// backfillSettle bounds how long a scheduled reconcile waits for the
-// events its backfill stored to be processed: one that cannot be yet (a
-// refund of a payment payhook has not seen) is reported after it.
+// backfillSettle is how long a scheduled reconcile waits for the events
+// its backfill stored while their number does not fall: one that cannot be
+// processed yet (a refund of a payment payhook has not seen) is reported
+// after it. As long as the workers make progress it waits, however large
+// the backfill.
 const backfillSettle = 30 * time.Second
 
-// waitBackfilled waits, at most limit, until no backfilled event of the
-// source is still waiting to be processed.
-func waitBackfilled(ctx context.Context, db *store.DB, source string, limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
+// waitBackfilled waits until no backfilled event of the source is still
+// waiting to be processed, or until their number has not fallen for
+// settle.
+func waitBackfilled(ctx context.Context, db *store.DB, source string, settle time.Duration) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	last, since := -1, time.Now()
 	for {
-		evs, err := db.ListEvents(ctx, store.Filter{Source: source, Status: payhook.StatusReceived, Via: payhook.ViaBackfill, Limit: 1})
-		if err != nil || len(evs) == 0 {
-			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-				return nil // waited long enough: reconcile all the same
-			}
-			return err
+		var n int
+		if err := db.SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_events
+			WHERE status = 'received' AND source = $1 AND received_via = $2`, source, string(payhook.ViaBackfill)).Scan(&n); err != nil {
+			return fmt.Errorf("wait for the backfilled events of %s: %w", source, err)
+		}
+		switch {
+		case n == 0:
+			return nil
+		case last < 0 || n < last:
+			last, since = n, time.Now()
+		case time.Since(since) >= settle:
+			return nil // no progress: reconcile all the same
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return ctx.Err()
 		case <-tick.C:
 		}
 	}
