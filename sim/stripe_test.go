@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook/sim/flavour"
 )
 
 // With the stripe flavour, GET /v1/subscriptions/{id} returns a
 // subscription's current state as its events render it in data.object,
-// plus updated_at_ns, which orders states that Stripe's whole seconds
+// plus created (as Stripe's) and updated_at_ns, which orders states that Stripe's whole seconds
 // cannot: here every change happens at the same instant of the clock.
 func TestStripeRetrieveSubscription(t *testing.T) {
 	t.Parallel()
@@ -55,7 +56,13 @@ func TestStripeRetrieveSubscription(t *testing.T) {
 			t.Fatalf("change %d: updated_at %v; the clock did not move from %v", i, got["updated_at"], lastSeconds)
 		}
 		lastNS, lastSeconds = ns, got["updated_at"]
+		// created, Stripe's creation time, which the sim's events leave
+		// out (they carry created_at).
+		if created, _ := time.Parse(time.RFC3339Nano, sub["created_at"].(string)); got["created"] != float64(created.Unix()) {
+			t.Fatalf("change %d: created %v; want %d, the subscription's created_at", i, got["created"], created.Unix())
+		}
 		delete(got, "updated_at_ns")
+		delete(got, "created")
 		if !reflect.DeepEqual(got, delivered.Data.Object) {
 			t.Fatalf("change %d (%s): GET returned\n%v\nthe event carried\n%v", i, ev.Type, got, delivered.Data.Object)
 		}

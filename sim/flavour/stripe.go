@@ -186,7 +186,8 @@ func (stripeFlavour) Sign(secrets []string, _ Event, _ string, body []byte, at t
 func (stripeFlavour) SubscriptionPath() string { return "/v1/subscriptions/{id}" }
 
 // Subscription renders a subscription as GET /v1/subscriptions/{id}
-// returns it: the object its events carry in data.object, plus
+// returns it: the object its events carry in data.object, with created
+// (when it was created, in unix seconds, as Stripe's), plus
 // updated_at_ns, when it last changed in unix nanoseconds. Stripe has no
 // such field (its times are whole seconds and a subscription has no
 // version); the sim adds it so that a receiver can order two states of one
@@ -195,6 +196,9 @@ func (stripeFlavour) SubscriptionPath() string { return "/v1/subscriptions/{id}"
 func (stripeFlavour) Subscription(ev Event) ([]byte, error) {
 	o := stripeObject(ev)
 	o["updated_at_ns"] = ev.CreatedAt.UnixNano()
+	if v, ok := ev.Data["created_at"]; ok {
+		o["created"] = unix(v) // Stripe's: when it was created
+	}
 	b, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("stripe: render subscription %s: %w", ev.ObjectID, err)
