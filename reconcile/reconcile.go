@@ -36,7 +36,8 @@ const (
 	// MissingHere: the provider has the object, payhook does not.
 	MissingHere = "missing_here"
 	// MissingAtProvider: payhook has the object, the provider's list in
-	// the window does not.
+	// the window does not (a payment), or the provider does not know it
+	// (a subscription: retrieved, a 404; see Config.Client).
 	MissingAtProvider = "missing_at_provider"
 	// Different: both have it, some fields differ.
 	Different = "different"
@@ -57,7 +58,12 @@ type Config struct {
 	// Source is the source's name (required).
 	Source string
 	// Client is the source's API client; it must be an
-	// adapter.ObjectLister (required).
+	// adapter.ObjectLister (required). When it is also an
+	// adapter.ObjectGetter, each subscription payhook stored in the
+	// window that the list did not have (created at the provider before
+	// the window) is retrieved and compared, and one the provider does
+	// not know (a 404) is MissingAtProvider; without one, such a
+	// subscription is neither compared nor reported.
 	Client adapter.Client
 	// Since is the start of the window: objects created at or after it
 	// are compared. If zero, Now minus DefaultSince.
@@ -67,8 +73,9 @@ type Config struct {
 	// APIVersion is the version the source pins; a listed object of
 	// another version raises AlertAPIVersionDrift. If empty, no check.
 	APIVersion string
-	// MaxAttempts bounds the requests for one page: a timeout, a 5xx or a
-	// 429 is retried after a backoff until then. Default 5.
+	// MaxAttempts bounds the requests for one page, or one object's
+	// retrieve: a timeout, a 5xx or a 429 is retried after a backoff
+	// until then. Default 5.
 	MaxAttempts int
 	// Backoff is the wait before retry n (1 for the first) when the API
 	// asked for none. Default 1s, doubling, at most 1 minute.
@@ -189,6 +196,11 @@ type Report struct {
 	At     time.Time `json:"at"`
 	// Listed counts the provider's objects read, by kind.
 	Listed map[string]int `json:"listed"`
+	// Retrieved counts the objects retrieved one by one, by kind: the
+	// subscriptions payhook stored in the window that the list did not
+	// have (created at the provider before the window), when the client
+	// is an adapter.ObjectGetter.
+	Retrieved map[string]int `json:"retrieved,omitempty"`
 	// Differences are sorted by kind and ref; empty when all agree.
 	Differences []Difference `json:"differences"`
 	// Run is the id of the run's record (payhook reconcile runs).
@@ -201,8 +213,8 @@ type Report struct {
 // Each run is recorded (store.Run, kind reconcile: its window, the objects
 // listed, the differences, its error). It returns an error wrapping
 // payhook.ErrConfig when the config is incomplete or the client lists no
-// objects, and the listing's error (nothing raised, the run recorded as
-// failed) when the provider's API fails.
+// objects, and the listing's or a retrieve's error (nothing raised, the
+// run recorded as failed) when the provider's API fails.
 func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
 	_, ok := cfg.Client.(adapter.ObjectLister)
 	if cfg.DB == nil || cfg.Source == "" || !ok {
@@ -244,7 +256,7 @@ func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
 // reconcile is Reconcile's work, between the start and the end of its run.
 func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, error) {
 	lister := cfg.Client.(adapter.ObjectLister)
-	rep := &Report{Source: cfg.Source, Since: since.UTC(), At: at, Listed: map[string]int{}, Differences: []Difference{}}
+	rep := &Report{Source: cfg.Source, Since: since.UTC(), At: at, Listed: map[string]int{}, Retrieved: map[string]int{}, Differences: []Difference{}}
 
 	listed := map[string][]adapter.Object{}
 	for _, kind := range adapter.ObjectKinds {
@@ -256,7 +268,8 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 		rep.Listed[kind] = len(objs)
 	}
 
-	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep, compared: map[string]bool{}}
+	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep, compared: map[string]bool{}, retrier: cfg.retrier()}
+	c.getter, _ = cfg.Client.(adapter.ObjectGetter)
 	if err := c.payments(listed); err != nil {
 		return nil, err
 	}
@@ -267,7 +280,10 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 		a, b := rep.Differences[i], rep.Differences[j]
 		return a.Kind < b.Kind || (a.Kind == b.Kind && a.Ref < b.Ref)
 	})
-	if err := raise(ctx, cfg, at, rep, listed, c.compared); err != nil {
+	for _, o := range c.retrieved {
+		rep.Retrieved[o.Kind]++
+	}
+	if err := raise(ctx, cfg, at, rep, listed, c.retrieved, c.compared); err != nil {
 		return nil, err
 	}
 	return rep, nil
@@ -280,6 +296,13 @@ type comparer struct {
 	source string
 	since  time.Time
 	rep    *Report
+	// getter retrieves one object, nil when the client cannot; retrier
+	// retries its requests as the listing's pages are.
+	getter  adapter.ObjectGetter
+	retrier retrier
+	// retrieved are the objects retrieved one by one (subscriptions
+	// payhook stored in the window that the list did not have).
+	retrieved []adapter.Object
 	// compared holds the alert subjects of the objects this run compared:
 	// only their open differences can be found fixed by it.
 	compared map[string]bool
@@ -507,7 +530,16 @@ func paymentStatus(amount, refunded int64) string {
 }
 
 // subscriptions compares the listed subscriptions and those payhook
-// stored in the window.
+// stored in the window. The provider lists by its own creation time,
+// payhook's window is of when payhook first stored each one: a
+// subscription created at the provider before the window and first seen
+// by payhook inside it (the renewal of a subscription older than
+// payhook's deployment) is not listed. Each one stored in the window and
+// not listed is retrieved, when the client is an adapter.ObjectGetter,
+// and compared as a listed one (status, plan), wherever its creation
+// time falls; only a 404 makes it missing at the provider. Without an
+// ObjectGetter such a one is neither compared nor reported: nothing says
+// whether the provider has it.
 func (c *comparer) subscriptions(listed []adapter.Object) error {
 	atProvider := map[string]bool{}
 	for _, s := range listed {
@@ -524,31 +556,65 @@ func (c *comparer) subscriptions(listed []adapter.Object) error {
 		if err != nil {
 			return fmt.Errorf("reconcile %s: %w", c.source, err)
 		}
-		c.compare(adapter.KindSubscription, s.Ref)
-		var fields []Field
-		if got.Status != s.Status {
-			fields = append(fields, Field{Name: "status", Here: got.Status, Provider: s.Status})
-		}
-		if got.Plan != s.Plan {
-			fields = append(fields, Field{Name: "plan", Here: got.Plan, Provider: s.Plan})
-		}
-		if len(fields) > 0 {
-			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: Different, Fields: fields,
-				Fix: c.backfillFix("the subscription's latest event", s.Created)})
-		}
+		c.subscription(s, got)
 	}
 	here, err := billing.ListSubscriptions(c.ctx, c.db, billing.SubscriptionFilter{Source: c.source, CreatedFrom: c.since, Limit: 1 << 30})
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", c.source, err)
 	}
-	for _, s := range here {
-		c.compare(adapter.KindSubscription, s.Ref)
-		if !atProvider[s.Ref] {
-			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: MissingAtProvider,
-				Fix: "none from the provider: check the subscription at the provider and the events that created it here"})
+	for i := range here {
+		s := &here[i]
+		if atProvider[s.Ref] {
+			continue // compared above
 		}
+		if c.getter == nil {
+			continue // cannot tell: see above
+		}
+		var o adapter.Object
+		err := c.retrier.object(c.ctx, "reconcile "+c.source, adapter.KindSubscription, s.Ref, func() (err error) {
+			o, err = c.getter.GetObject(c.ctx, adapter.KindSubscription, s.Ref)
+			return err
+		})
+		switch {
+		case errors.Is(err, payhook.ErrNotFound):
+			c.compare(adapter.KindSubscription, s.Ref)
+			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: MissingAtProvider,
+				Fix: "none from the provider: check the subscription at the provider (another account or environment?) and the events that created it here (payhook events list)"})
+			continue
+		case errors.Is(err, payhook.ErrInvalid):
+			continue // the client retrieves no subscriptions: cannot tell
+		case err != nil:
+			return err
+		}
+		c.retrieved = append(c.retrieved, o)
+		c.subscription(o, s)
 	}
 	return nil
+}
+
+// subscription compares subscription s at the provider (listed or
+// retrieved) with got, payhook's.
+func (c *comparer) subscription(s adapter.Object, got *billing.SubscriptionView) {
+	c.compare(adapter.KindSubscription, s.Ref)
+	var fields []Field
+	if got.Status != s.Status {
+		fields = append(fields, Field{Name: "status", Here: got.Status, Provider: s.Status})
+	}
+	if got.Plan != s.Plan {
+		fields = append(fields, Field{Name: "plan", Here: got.Plan, Provider: s.Plan})
+	}
+	if len(fields) == 0 {
+		return
+	}
+	// The event missed is later than the snapshot payhook holds: a
+	// subscription created long ago (retrieved) is not backfilled from
+	// its creation.
+	from := s.Created
+	if from.Before(c.since) && got.ProviderUpdatedAt.After(from) {
+		from = got.ProviderUpdatedAt
+	}
+	c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: Different, Fields: fields,
+		Fix: c.backfillFix("the subscription's latest event", from)})
 }
 
 func ids(objs []adapter.Object) []string {
@@ -624,10 +690,10 @@ func (d Difference) message(source string) string {
 }
 
 // raise raises, in one transaction, the alert of each difference (once)
-// and of each API version the listed objects came in other than the
-// pinned one (once per version), and clears the fixed differences of the
-// compared objects.
-func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed map[string][]adapter.Object, compared map[string]bool) error {
+// and of each API version the listed and retrieved objects came in other
+// than the pinned one (once per version), and clears the fixed
+// differences of the compared objects.
+func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed map[string][]adapter.Object, retrieved []adapter.Object, compared map[string]bool) error {
 	tx, err := billing.Begin(ctx, cfg.DB, at)
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
@@ -647,14 +713,25 @@ func raise(ctx context.Context, cfg Config, at time.Time, rep *Report, listed ma
 		return err
 	}
 	if cfg.APIVersion != "" {
+		drift := func(how string, o adapter.Object) error {
+			if o.APIVersion == "" || o.APIVersion == cfg.APIVersion {
+				return nil
+			}
+			if _, err := billing.RaiseVersionDrift(ctx, tx, cfg.Source, cfg.APIVersion, o.APIVersion, how+" "+o.Kind+" "+o.Ref); err != nil {
+				return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
+			}
+			return nil
+		}
 		for _, kind := range adapter.ObjectKinds {
 			for _, o := range listed[kind] {
-				if o.APIVersion == "" || o.APIVersion == cfg.APIVersion {
-					continue
+				if err := drift("listed", o); err != nil {
+					return err
 				}
-				if _, err := billing.RaiseVersionDrift(ctx, tx, cfg.Source, cfg.APIVersion, o.APIVersion, "listed "+o.Kind+" "+o.Ref); err != nil {
-					return fmt.Errorf("reconcile %s: %w", cfg.Source, err)
-				}
+			}
+		}
+		for _, o := range retrieved {
+			if err := drift("retrieved", o); err != nil {
+				return err
 			}
 		}
 	}

@@ -17,9 +17,16 @@ import (
 // asked); failing to reach the API, or an answer over 1 MiB, is a plain
 // error. All but the 404 are worth retrying.
 func Object(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.Values, h http.Header) ([]byte, error) {
+	b, _, err := ObjectWith(ctx, hc, baseURL, key, path, q, h)
+	return b, err
+}
+
+// ObjectWith is Object that also returns the answer's headers (the API
+// version it was rendered in, ...) with its body.
+func ObjectWith(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.Values, h http.Header) ([]byte, http.Header, error) {
 	resp, b, err := get(ctx, hc, baseURL, key, path, q, h, maxBody+1)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		now, err := http.ParseTime(resp.Header.Get("Date"))
@@ -30,12 +37,12 @@ func Object(ctx context.Context, hc *http.Client, baseURL, key, path string, q u
 			RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), now),
 			Body:       payhook.Storable(string(b[:min(len(b), 200)]))}
 		if resp.StatusCode == http.StatusNotFound {
-			return nil, fmt.Errorf("%w: %w", e, payhook.ErrNotFound)
+			return nil, nil, fmt.Errorf("%w: %w", e, payhook.ErrNotFound)
 		}
-		return nil, e
+		return nil, nil, e
 	}
 	if len(b) > maxBody {
-		return nil, fmt.Errorf("GET /%s: an answer over %d bytes", path, maxBody)
+		return nil, nil, fmt.Errorf("GET /%s: an answer over %d bytes", path, maxBody)
 	}
-	return b, nil
+	return b, resp.Header, nil
 }

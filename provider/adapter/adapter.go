@@ -80,7 +80,8 @@ type ClientConfig struct {
 // Client is a provider's API, read with one source's key.
 //
 // A Client may offer more of the API (listing events for backfill, listing
-// objects for reconciliation) through further interfaces that callers find
+// objects and retrieving one for reconciliation: EventLister,
+// ObjectLister, ObjectGetter) through further interfaces that callers find
 // by type assertion, as net/http finds an http.Flusher, so that a
 // provider gains a part without every other one changing.
 type Client interface {

@@ -93,3 +93,25 @@ type ObjectPage struct {
 	// Next is the cursor of the next page; "" on the last one.
 	Next string
 }
+
+// ObjectGetter is a Client that also retrieves one of the provider's
+// objects by its reference, as an ObjectLister lists it (Client says how
+// callers find it). Reconciliation asks it for the subscriptions payhook
+// stored in its window that the provider's list (by the provider's
+// creation time) did not have: one created at the provider before the
+// window (a renewal of an old subscription) is no missing one. Its
+// stripe, paddle and billete clients are ones, for KindSubscription.
+type ObjectGetter interface {
+	Client
+	// GetObject returns the object of kind whose reference is ref, in
+	// the shape ListObjects gives it (Ref, Created, Status, Plan, the API
+	// version it was rendered in). Its errors are an *APIError for
+	// another status than 200 (a 429 or a 5xx worth retrying, after its
+	// RetryAfter), one that also wraps payhook.ErrNotFound for a 404 (the
+	// provider has no such object), one wrapping payhook.ErrInvalid for
+	// a kind the client cannot retrieve, one wrapping
+	// payhook.ErrMalformed for an answer that cannot be read (not the
+	// object asked for, no id or creation time), others (the API
+	// unreachable, a timeout) worth retrying.
+	GetObject(ctx context.Context, kind, ref string) (Object, error)
+}

@@ -1,0 +1,50 @@
+package billete
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/provider/adapter"
+)
+
+var _ adapter.ObjectGetter = (*Client)(nil)
+
+// getPaths are the retrieve routes by object kind, "{id}" standing for
+// the object's (path-escaped) id.
+var getPaths = map[string]string{adapter.KindSubscription: "subscriptions/{id}"}
+
+// GetObject returns subscription ref as GET /subscriptions/{id} answers
+// it, in the version the client pins if any, read as ListObjects reads a
+// listed one (status, plan, created_at; APIVersion the answer's
+// Billete-Version, if it says one). Its errors are adapter.ObjectGetter's:
+// a 404 wraps payhook.ErrNotFound, another kind than a subscription
+// payhook.ErrInvalid, an answer that is not that subscription
+// payhook.ErrMalformed.
+func (c *Client) GetObject(ctx context.Context, kind, ref string) (adapter.Object, error) {
+	route, ok := getPaths[kind]
+	if !ok {
+		return adapter.Object{}, fmt.Errorf("billete: no retrieve route of %s objects: %w", kind, payhook.ErrInvalid)
+	}
+	path := strings.ReplaceAll(route, "{id}", url.PathEscape(ref))
+	b, got, err := apiget.ObjectWith(ctx, c.HTTP, c.BaseURL, c.Key, path, nil, c.versionHeader())
+	if err != nil {
+		return adapter.Object{}, fmt.Errorf("billete: retrieve %s %s: %w", kind, ref, err)
+	}
+	var l listed
+	if err := json.Unmarshal(b, &l); err != nil {
+		return adapter.Object{}, fmt.Errorf("billete: retrieve %s %s: the answer is not a billete object (%.100q): %w", kind, ref, b, payhook.ErrMalformed)
+	}
+	o, err := l.object(kind, got.Get(VersionHeader))
+	if err == nil && o.Ref != ref {
+		err = fmt.Errorf("the answer is %s %q: %w", kind, o.Ref, payhook.ErrMalformed)
+	}
+	if err != nil {
+		return adapter.Object{}, fmt.Errorf("billete: retrieve %s %s: %w", kind, ref, err)
+	}
+	return o, nil
+}
