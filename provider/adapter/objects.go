@@ -2,7 +2,13 @@ package adapter
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
+
+	"github.com/payhook/payhook"
 )
 
 // Object kinds an ObjectLister lists.
@@ -114,4 +120,29 @@ type ObjectGetter interface {
 	// object asked for, no id or creation time), others (the API
 	// unreachable, a timeout) worth retrying.
 	GetObject(ctx context.Context, kind, ref string) (Object, error)
+}
+
+// GetObject is what the clients' ObjectGetter.GetObject share: the route
+// of kind in routes ("{id}" standing for ref, path-escaped; none is
+// payhook.ErrInvalid), its answer from get (body and headers), read by
+// parse, and that answer checked to be the object ref (not one wraps
+// payhook.ErrMalformed). A client wraps its errors with its name.
+func GetObject(kind, ref string, routes map[string]string, get func(path string) ([]byte, http.Header, error),
+	parse func(body []byte, h http.Header) (Object, error)) (Object, error) {
+	route, ok := routes[kind]
+	if !ok {
+		return Object{}, fmt.Errorf("no retrieve route of %s objects: %w", kind, payhook.ErrInvalid)
+	}
+	body, h, err := get(strings.ReplaceAll(route, "{id}", url.PathEscape(ref)))
+	if err != nil {
+		return Object{}, fmt.Errorf("retrieve %s %s: %w", kind, ref, err)
+	}
+	o, err := parse(body, h)
+	if err == nil && o.Ref != ref {
+		err = fmt.Errorf("the answer is %s %q: %w", kind, o.Ref, payhook.ErrMalformed)
+	}
+	if err != nil {
+		return Object{}, fmt.Errorf("retrieve %s %s: %w", kind, ref, err)
+	}
+	return o, nil
 }

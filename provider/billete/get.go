@@ -4,8 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strings"
+	"net/http"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
@@ -26,25 +25,17 @@ var getPaths = map[string]string{adapter.KindSubscription: "subscriptions/{id}"}
 // payhook.ErrInvalid, an answer that is not that subscription
 // payhook.ErrMalformed.
 func (c *Client) GetObject(ctx context.Context, kind, ref string) (adapter.Object, error) {
-	route, ok := getPaths[kind]
-	if !ok {
-		return adapter.Object{}, fmt.Errorf("billete: no retrieve route of %s objects: %w", kind, payhook.ErrInvalid)
-	}
-	path := strings.ReplaceAll(route, "{id}", url.PathEscape(ref))
-	b, got, err := apiget.ObjectWith(ctx, c.HTTP, c.BaseURL, c.Key, path, nil, c.versionHeader())
+	o, err := adapter.GetObject(kind, ref, getPaths, func(path string) ([]byte, http.Header, error) {
+		return apiget.ObjectWith(ctx, c.HTTP, c.BaseURL, c.Key, path, nil, c.versionHeader())
+	}, func(b []byte, h http.Header) (adapter.Object, error) {
+		var l listed
+		if err := json.Unmarshal(b, &l); err != nil {
+			return adapter.Object{}, fmt.Errorf("the answer is not a billete object (%.100q): %w", b, payhook.ErrMalformed)
+		}
+		return l.object(kind, h.Get(VersionHeader))
+	})
 	if err != nil {
-		return adapter.Object{}, fmt.Errorf("billete: retrieve %s %s: %w", kind, ref, err)
-	}
-	var l listed
-	if err := json.Unmarshal(b, &l); err != nil {
-		return adapter.Object{}, fmt.Errorf("billete: retrieve %s %s: the answer is not a billete object (%.100q): %w", kind, ref, b, payhook.ErrMalformed)
-	}
-	o, err := l.object(kind, got.Get(VersionHeader))
-	if err == nil && o.Ref != ref {
-		err = fmt.Errorf("the answer is %s %q: %w", kind, o.Ref, payhook.ErrMalformed)
-	}
-	if err != nil {
-		return adapter.Object{}, fmt.Errorf("billete: retrieve %s %s: %w", kind, ref, err)
+		return adapter.Object{}, fmt.Errorf("billete: %w", err)
 	}
 	return o, nil
 }
