@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/payhook/payhook"
@@ -99,16 +100,40 @@ func TestIgnoredEventsAlertInSourceOrder(t *testing.T) {
 func TestBodyConflictsAlertInKeyOrder(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
-		if db.Engine != store.Postgres {
-			return // one writer: no lock order to keep (and no StoreEvents); the alerts are tested in TestBodyConflict*
-		}
 		ctx := context.Background()
 		event := func(source, id, body string) *payhook.Event {
 			ev := newEvent(id)
 			ev.Source, ev.Payload = source, []byte(body)
 			return ev
 		}
-		insert(t, db, event("a", "evt_1", `{"v":1}`), event("b", "evt_1", `{"v":1}`))
+		insert(t, db, event("a", "evt_1", `{"v":1}`), event("b", "evt_1", `{"v":1}`), event("a", "evt_2", `{"v":1}`))
+		// Sorted or not, each conflict of a batch is raised (both engines).
+		insert(t, db, event("b", "evt_1", `{"v":0}`), event("a", "evt_2", `{"v":0}`))
+		var raised []string
+		rows, err := db.SQL.Query(`SELECT subject FROM payhook_alerts WHERE kind = $1 ORDER BY subject`, store.AlertEventBodyConflict)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			raised = append(raised, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if !slices.Equal(raised, []string{"a/evt_2", "b/evt_1"}) {
+			t.Fatalf("body conflicts raised for %v; want a/evt_2, b/evt_1", raised)
+		}
+		if db.Engine != store.Postgres {
+			return // one writer: no lock order to keep (and no StoreEvents)
+		}
+		if _, err := db.SQL.Exec(`DELETE FROM payhook_alerts`); err != nil {
+			t.Fatal(err)
+		}
 		other, err := db.SQL.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
