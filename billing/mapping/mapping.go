@@ -67,7 +67,8 @@
 //	payment_intent.succeeded       Captured{id, amount_received (or amount)} + OrderPaid (metadata.order_id);
 //	                               fetched with latest_charge.refunds expanded, also its refunds as
 //	                               charge.refunded maps them (a refund in a status unknown here is
-//	                               left out: its refund.* event reports it)
+//	                               left out: its refund.* event reports it; the release of a
+//	                               partial capture too)
 //	charge.succeeded,              a charge without a payment intent (the Charges API):
 //	charge.captured                Captured{id, amount_captured (or amount)} + OrderPaid; nil when it
 //	                               has a payment intent (payment_intent.succeeded captures it) or is
@@ -77,12 +78,23 @@
 //	                               PaymentRef is the payment_intent, else the charge's id. Without
 //	                               refunds.data (API versions from 2022-11-15) nil: the refund.*
 //	                               events carry them; nil for a charge never captured (captured
-//	                               false, amount_captured 0): its refunds release an authorization
+//	                               false, amount_captured 0): its refunds release an authorization.
+//	                               A charge captured in part (0 < amount_captured < amount): the
+//	                               refund Stripe made at the capture to release the rest moves
+//	                               nothing and is left out: the one of reason
+//	                               expired_uncaptured_charge, else the oldest without a reason of
+//	                               exactly amount − amount_captured
 //	refund.created, refund.updated, the refund object: status succeeded or pending →
 //	refund.failed,                 Refunded{payment_intent (else charge), id, amount, currency, at
 //	charge.refund.updated          created} (no Payment snapshot); failed or canceled →
 //	                               RefundFailed; requires_action → nil; another status is an error;
-//	                               reason expired_uncaptured_charge (an authorization released) → nil
+//	                               reason expired_uncaptured_charge (an authorization released) → nil;
+//	                               fetched with charge.refunds expanded, the release of a partial
+//	                               capture (as charge.refunded tells it; without the charge's
+//	                               refunds, a refund of the remainder while amount_refunded is only
+//	                               that remainder) → nil. Not fetched, a refund says nothing of its
+//	                               charge: the release of a partial capture without a reason is
+//	                               booked as a refund, bounded by billing by the amount captured
 //	charge.dispute.created,        ChargedBack{payment_intent (else charge), dispute id, amount (the
 //	charge.dispute.funds_withdrawn disputed amount)} (no Payment snapshot); an inquiry (created with a
 //	                               status warning_*) or a prevented dispute moves no money: nil;

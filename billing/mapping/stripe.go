@@ -64,7 +64,11 @@ func stripe(e *event) ([]billing.Fact, error) {
 			if err != nil {
 				return nil, err
 			}
-			more, err := stripeRefundList(e, charge, list, ref, nil, true)
+			release, err := stripePartialRelease(charge, list)
+			if err != nil {
+				return nil, err
+			}
+			more, err := stripeRefundList(e, charge, list, ref, nil, release, true)
 			if err != nil {
 				return nil, err
 			}
@@ -338,11 +342,18 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts, err := stripeRefundList(e, o, list, pay, snap, false)
+	release, err := stripePartialRelease(o, list)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := stripeRefundList(e, o, list, pay, snap, release, false)
 	if err != nil {
 		return nil, err
 	}
 	if len(facts) == 0 {
+		if release != "" {
+			return ignore("the only refund of the charge (%s) released what its partial capture left uncaptured: no money moved", release)
+		}
 		return ignore("no refund of the charge has succeeded or failed yet")
 	}
 	return facts, nil
@@ -353,8 +364,10 @@ func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
 // pending is a Refunded with the payment snapshot snap (nil: none), failed
 // or canceled a RefundFailed, requires_action nothing yet, any other
 // status malformed, or, when onPayment (the list is on a payment's own
-// event), left out as listed says.
-func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Payment, onPayment bool) ([]billing.Fact, error) {
+// event), left out as listed says. The refund release (stripePartialRelease:
+// the one that released what a partial capture left) moves no money and
+// is left out.
+func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Payment, release string, onPayment bool) ([]billing.Fact, error) {
 	var facts []billing.Fact
 	for _, r := range list {
 		if released, err := stripeReleased(r); err != nil || released {
@@ -362,6 +375,14 @@ func stripeRefundList(e *event, o obj, list []obj, pay string, snap *billing.Pay
 				return nil, err
 			}
 			continue
+		}
+		if release != "" {
+			if id, err := r.str("id"); err != nil || id == release {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 		}
 		status, err := r.need("status")
 		if err != nil {
@@ -418,6 +439,51 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 		}
 		return ignore("a refund Stripe made to release an authorization never captured (expired_uncaptured_charge) moves no money")
 	}
+	if kind, err := o.kind("charge"); err != nil {
+		return nil, err
+	} else if kind == '{' {
+		// Fetched with its charge expanded (and the charge's refunds): a
+		// charge captured in part says which of its refunds released the
+		// rest, as charge.refunded does.
+		charge, err := o.child("charge")
+		if err != nil {
+			return nil, err
+		}
+		refunds, err := charge.child("refunds")
+		if err != nil {
+			return nil, err
+		}
+		list, err := refunds.list("data")
+		if err != nil {
+			return nil, err
+		}
+		if ok, err := refunds.has("data"); err != nil {
+			return nil, err
+		} else if !ok {
+			// The charge's refunds not listed: this one decides alone only
+			// while the charge counts no other refund (amount_refunded is
+			// what the partial capture left uncaptured).
+			list = nil
+			a, _, err1 := charge.amount("amount")
+			x, _, err2 := charge.amount("amount_captured")
+			r, _, err3 := charge.amount("amount_refunded")
+			if err := cmp.Or(err1, err2, err3); err != nil {
+				return nil, err
+			}
+			if x < a && r == a-x {
+				list = []obj{o}
+			}
+		}
+		release, err := stripePartialRelease(charge, list)
+		if err != nil {
+			return nil, err
+		}
+		if id, err := o.str("id"); err != nil {
+			return nil, err
+		} else if release != "" && id == release {
+			return ignore("refund %s released what the partial capture of charge %s left uncaptured: no money moved", id, release)
+		}
+	}
 	status, err := o.need("status")
 	if err != nil {
 		return nil, err
@@ -464,6 +530,75 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 func stripeReleased(r obj) (bool, error) {
 	reason, err := r.str("reason")
 	return reason == "expired_uncaptured_charge", err
+}
+
+// stripePartialRelease returns the id of the refund of list (the refunds
+// of charge o, as listed on it) that released what a partial capture left
+// uncaptured, "" when there is none. Stripe refunds the part of an
+// authorization not captured by a refund of its own, made at the capture
+// (Charges API capture amount, PaymentIntents amount_to_capture: "any
+// additional amount will be automatically refunded"): the charge then
+// says amount A (authorized), amount_captured X < A, and its refunds
+// (amount_refunded) count that release of A−X. That refund moves no
+// money payhook booked (the payment is captured at X).
+//
+// The charge decides: one that is captured with 0 < amount_captured <
+// amount has exactly one release of amount − amount_captured. A refund
+// with reason expired_uncaptured_charge is that release when there is one
+// (stripeReleased leaves it out: ""). Else it is the refund, not failed or
+// canceled, without a reason (a reason is either one a user gave or
+// Stripe's expired_uncaptured_charge), of exactly that amount, and the
+// oldest of them: the release is made at the capture, before any refund
+// of captured money. Of several equally old, the last listed (Stripe
+// lists the newest first); they move the same amount either way. None
+// such (the list is cut short): "", and billing bounds what is refunded
+// by the amount captured.
+func stripePartialRelease(o obj, list []obj) (string, error) {
+	if uncaptured, err := stripeUncaptured(o); err != nil || uncaptured {
+		return "", err
+	}
+	authorized, ok, err := o.amount("amount")
+	if err != nil || !ok {
+		return "", err
+	}
+	captured, ok, err := o.amount("amount_captured")
+	if err != nil || !ok || captured == 0 || captured >= authorized {
+		return "", err
+	}
+	remainder := authorized - captured
+	release, oldest := "", int64(0)
+	for _, r := range list {
+		reason, err := r.str("reason")
+		if err != nil {
+			return "", err
+		}
+		if reason == "expired_uncaptured_charge" {
+			return "", nil
+		}
+		status, err := r.str("status")
+		if err != nil {
+			return "", err
+		}
+		amount, _, err := r.amount("amount")
+		if err != nil {
+			return "", err
+		}
+		if reason != "" || amount != remainder || status == "failed" || status == "canceled" {
+			continue
+		}
+		id, err := r.need("id")
+		if err != nil {
+			return "", err
+		}
+		created, _, err := r.integer("created")
+		if err != nil {
+			return "", err
+		}
+		if release == "" || created <= oldest {
+			release, oldest = id, created
+		}
+	}
+	return release, nil
 }
 
 // stripeDispute returns a dispute's payment and id.
