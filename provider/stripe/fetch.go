@@ -19,7 +19,10 @@ var object = []string{"data", "object"}
 // (expand[]=refunds: API versions from 2022-11-15 leave them out), so that
 // charge.refunded maps each refund by its current status; a payment
 // intent with its latest charge's (expand[]=latest_charge.refunds), so
-// that a payment_intent.succeeded delivered after a refund applies it too.
+// that a payment_intent.succeeded delivered after a refund applies it too;
+// a refund with its charge and the charge's refunds
+// (expand[]=charge.refunds), so that a refund that released what a
+// partial capture left uncaptured is told from a refund of captured money.
 var resources = adapter.Resources{
 	"checkout.session.completed":               {Path: object, Route: "v1/checkout/sessions/{id}"},
 	"checkout.session.async_payment_succeeded": {Path: object, Route: "v1/checkout/sessions/{id}"},
@@ -28,8 +31,8 @@ var resources = adapter.Resources{
 	"charge.succeeded":        {Path: object, Route: "v1/charges/{id}"},
 	"charge.captured":         {Path: object, Route: "v1/charges/{id}"},
 	"charge.refunded":         {Path: object, Route: "v1/charges/{id}", Query: url.Values{"expand[]": {"refunds"}}},
-	"refund.*":                {Path: object, Route: "v1/refunds/{id}"},
-	"charge.refund.updated":   {Path: object, Route: "v1/refunds/{id}"},
+	"refund.*":                {Path: object, Route: "v1/refunds/{id}", Query: url.Values{"expand[]": {"charge.refunds"}}},
+	"charge.refund.updated":   {Path: object, Route: "v1/refunds/{id}", Query: url.Values{"expand[]": {"charge.refunds"}}},
 	"charge.dispute.*":        {Path: object, Route: "v1/disputes/{id}"},
 	"customer.subscription.*": {Path: object, Route: "v1/subscriptions/{id}"},
 }
@@ -58,6 +61,8 @@ func (c *Client) Fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
 			return c.allRefunds(ctx, b)
 		case "latest_charge.refunds":
 			return c.allRefunds(ctx, b, "latest_charge")
+		case "charge.refunds":
+			return c.allRefunds(ctx, b, "charge")
 		}
 		return b, nil
 	})
