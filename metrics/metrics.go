@@ -199,7 +199,12 @@ var (
 	pausedDesc  = prometheus.NewDesc("payhook_outbox_paused", "Deliveries waiting for their sink to resume.", []string{"sink"}, nil)
 	alertsDesc  = prometheus.NewDesc("payhook_alerts_open", "Alerts not acknowledged, by kind.", []string{"kind"}, nil)
 	diffsDesc   = prometheus.NewDesc("payhook_reconcile_differences",
-		"Differences found by the last finished reconcile run of each source.", []string{"source"}, nil)
+		"Differences found by the last reconcile run of each source that finished without an error "+
+			"(a failed run compared nothing: see payhook_runs_last_failed).", []string{"source"}, nil)
+	runFailedDesc = prometheus.NewDesc("payhook_runs_last_failed",
+		"1 when the last finished backfill or reconcile run of a source ended with an error, else 0.", []string{"kind", "source"}, nil)
+	runSuccessDesc = prometheus.NewDesc("payhook_runs_last_success_timestamp_seconds",
+		"When the last backfill or reconcile run of a source that finished without an error ended (Unix time).", []string{"kind", "source"}, nil)
 	scrapeErrDesc = prometheus.NewDesc("payhook_metrics_scrape_errors",
 		"Database reads of this scrape that failed (their gauges are missing).", nil, nil)
 )
@@ -208,7 +213,8 @@ var (
 type dbCollector struct{ cfg Config }
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{eventsDesc, depthDesc, oldestDesc, backlogDesc, pausedDesc, alertsDesc, diffsDesc, scrapeErrDesc} {
+	for _, d := range []*prometheus.Desc{eventsDesc, depthDesc, oldestDesc, backlogDesc, pausedDesc, alertsDesc, diffsDesc,
+		runFailedDesc, runSuccessDesc, scrapeErrDesc} {
 		ch <- d
 	}
 }
@@ -218,7 +224,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	errs := 0
 	for _, read := range []func(context.Context, chan<- prometheus.Metric) error{
-		c.events, c.oldest, c.outbox, c.alerts, c.differences,
+		c.events, c.oldest, c.outbox, c.alerts, c.differences, c.runs,
 	} {
 		if err := read(ctx, ch); err != nil {
 			errs++
@@ -293,9 +299,11 @@ func (c *dbCollector) alerts(ctx context.Context, ch chan<- prometheus.Metric) e
 }
 
 func (c *dbCollector) differences(ctx context.Context, ch chan<- prometheus.Metric) error {
+	// A run that failed (the provider's API down) counted nothing: its 0
+	// would say all agree. The last run that compared is the answer.
 	rows, err := c.cfg.DB.SQL.QueryContext(ctx, `SELECT r.source, r.differences FROM payhook_reconcile_runs r
 		WHERE r.id IN (SELECT MAX(id) FROM payhook_reconcile_runs
-			WHERE kind = 'reconcile' AND finished_at IS NOT NULL GROUP BY source)`)
+			WHERE kind = 'reconcile' AND finished_at IS NOT NULL AND error = '' GROUP BY source)`)
 	if err != nil {
 		return fmt.Errorf("reconcile differences: %w", err)
 	}
@@ -309,4 +317,45 @@ func (c *dbCollector) differences(ctx context.Context, ch chan<- prometheus.Metr
 		ch <- prometheus.MustNewConstMetric(diffsDesc, prometheus.GaugeValue, float64(n), source)
 	}
 	return rows.Err()
+}
+
+// runs reads, per kind and source, whether the last finished run failed
+// and when the last one that succeeded ended.
+func (c *dbCollector) runs(ctx context.Context, ch chan<- prometheus.Metric) error {
+	rows, err := c.cfg.DB.SQL.QueryContext(ctx, `SELECT r.kind, r.source, r.error FROM payhook_reconcile_runs r
+		WHERE r.id IN (SELECT MAX(id) FROM payhook_reconcile_runs WHERE finished_at IS NOT NULL GROUP BY kind, source)`)
+	if err != nil {
+		return fmt.Errorf("last runs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var kind, source, msg string
+		if err := rows.Scan(&kind, &source, &msg); err != nil {
+			return fmt.Errorf("last runs: %w", err)
+		}
+		failed := 0.0
+		if msg != "" {
+			failed = 1
+		}
+		ch <- prometheus.MustNewConstMetric(runFailedDesc, prometheus.GaugeValue, failed, kind, source)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("last runs: %w", err)
+	}
+	rows.Close()
+	ok, err := c.cfg.DB.SQL.QueryContext(ctx, `SELECT kind, source, MAX(finished_at) FROM payhook_reconcile_runs
+		WHERE finished_at IS NOT NULL AND error = '' GROUP BY kind, source`)
+	if err != nil {
+		return fmt.Errorf("last successful runs: %w", err)
+	}
+	defer ok.Close()
+	for ok.Next() {
+		var kind, source string
+		var at time.Time
+		if err := ok.Scan(&kind, &source, store.ScanTime(&at)); err != nil {
+			return fmt.Errorf("last successful runs: %w", err)
+		}
+		ch <- prometheus.MustNewConstMetric(runSuccessDesc, prometheus.GaugeValue, float64(at.UnixNano())/1e9, kind, source)
+	}
+	return ok.Err()
 }

@@ -1,0 +1,97 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
+)
+
+// open returns a migrated database of the URL, closed when t ends.
+func open(t *testing.T, dbURL string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// scrape returns the series of m's /metrics: "name{labels}" to value.
+func scrape(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /metrics = %d: %s", rec.Code, rec.Body)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// TestReconcileDifferencesAfterFailedRun: a reconcile run that failed
+// (the provider's API down) compared nothing; payhook_reconcile_differences
+// keeps what the last run that compared found, instead of a 0 that says
+// all agree, and payhook_runs_last_failed says the last run failed.
+func TestReconcileDifferencesAfterFailedRun(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		for i, r := range []*store.Run{
+			{Kind: store.RunReconcile, Source: "stripe", Differences: 3},
+			{Kind: store.RunReconcile, Source: "stripe", Error: "list payments: 503 Service Unavailable"},
+			{Kind: store.RunBackfill, Source: "stripe", New: 2},
+		} {
+			r.From, r.Until = at.Add(-24*time.Hour), at
+			start := at.Add(time.Duration(i) * time.Minute)
+			if err := db.StartRun(ctx, r, start); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.FinishRun(ctx, r, start.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m, err := New(Config{DB: db, Now: func() time.Time { return at.Add(time.Hour) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := scrape(t, m)
+		for series, want := range map[string]float64{
+			`payhook_metrics_scrape_errors`:                                                 0,
+			`payhook_reconcile_differences{source="stripe"}`:                                3,
+			`payhook_runs_last_failed{kind="reconcile",source="stripe"}`:                    1,
+			`payhook_runs_last_failed{kind="backfill",source="stripe"}`:                     0,
+			`payhook_runs_last_success_timestamp_seconds{kind="reconcile",source="stripe"}`: float64(at.Add(time.Second).Unix()),
+			`payhook_runs_last_success_timestamp_seconds{kind="backfill",source="stripe"}`:  float64(at.Add(2*time.Minute + time.Second).Unix()),
+		} {
+			if v, ok := got[series]; !ok || v != want {
+				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
+			}
+		}
+	})
+}
