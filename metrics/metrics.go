@@ -94,8 +94,14 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Time from taking a delivery to answering it.", Buckets: latency}, []string{"source"}),
 		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_processing_duration_seconds",
 			Help: "Time of the processing attempt that ended an event's processing.", Buckets: latency}, []string{"source"}),
+		// An event's end comes seconds after its receipt when all is
+		// well, and minutes to hours after it when it waits out a retry's
+		// backoff or a backlog: ack's buckets (up to 33 s) put all of those
+		// in +Inf, where an SLO on them cannot be read.
 		endToEnd: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_end_to_end_duration_seconds",
-			Help: "Time from an event's receipt to the end of its processing.", Buckets: latency}, []string{"source"}),
+			Help:    "Time from an event's receipt to the end of its processing.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}},
+			[]string{"source"}),
 	}
 	for _, c := range []prometheus.Collector{m.received, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
 		m.batch, m.commit, m.ack, m.processing, m.endToEnd,

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
 )
@@ -92,6 +94,34 @@ func TestReconcileDifferencesAfterFailedRun(t *testing.T) {
 			if v, ok := got[series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
+		}
+	})
+}
+
+// TestEndToEndBuckets: an event processed minutes or hours after its
+// receipt (a retry's backoff, a backlog drained after an outage) falls in
+// a bucket of its own, not all of them past the last (33 s) in +Inf.
+func TestEndToEndBuckets(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+		m, err := New(Config{DB: open(t, dbURL), Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ago := range []time.Duration{10 * time.Minute, 3 * time.Hour} {
+			m.Done(&payhook.Event{Source: "stripe", ReceivedAt: now.Add(-ago)}, payhook.StatusProcessed, time.Millisecond)
+		}
+		got := scrape(t, m)
+		// Some finite bucket holds the 10 minutes and not the 3 hours.
+		split, buckets := false, []string{}
+		for series, v := range got {
+			if strings.HasPrefix(series, `payhook_end_to_end_duration_seconds_bucket{source="stripe",le="`) {
+				buckets = append(buckets, fmt.Sprintf("%s %v", series, v))
+				split = split || !strings.Contains(series, `le="+Inf"`) && v == 1
+			}
+		}
+		if !split {
+			t.Errorf("no finite bucket of payhook_end_to_end_duration_seconds holds 10 minutes without 3 hours: %v", buckets)
 		}
 	})
 }
