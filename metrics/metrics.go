@@ -44,6 +44,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	received   *prometheus.CounterVec
+	backfilled *prometheus.CounterVec
 	duplicates *prometheus.CounterVec
 	rejected   *prometheus.CounterVec
 	ignored    *prometheus.CounterVec
@@ -74,6 +75,9 @@ func New(cfg Config) (*Metrics, error) {
 		reg: prometheus.NewRegistry(),
 		received: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_received_total",
 			Help: "Events stored for the first time (new rows, whether queued or ignored at once)."}, []string{"source"}),
+		backfilled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_backfilled_total",
+			Help: "Events stored for the first time by this process's scheduled backfills (counted in payhook_events_received_total too): " +
+				"events the webhooks did not bring."}, []string{"source"}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_duplicates_total",
 			Help: "Deliveries of an event already stored, answered 200 without a new row."}, []string{"source"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_deliveries_rejected_total",
@@ -103,7 +107,7 @@ func New(cfg Config) (*Metrics, error) {
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}},
 			[]string{"source"}),
 	}
-	for _, c := range []prometheus.Collector{m.received, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
+	for _, c := range []prometheus.Collector{m.received, m.backfilled, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
 		m.batch, m.commit, m.ack, m.processing, m.endToEnd,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&dbCollector{cfg: cfg}} {
@@ -175,6 +179,36 @@ func (m *Metrics) Committed(evs []*payhook.Event, inserted []bool) {
 			m.received.WithLabelValues(ev.Source).Inc()
 		}
 	}
+}
+
+// Backfill returns in, counting the events it stores for the first time
+// as received and backfilled: the inbox of serve's scheduled backfills,
+// which store without the group committer (whose OnCommit counts the
+// deliveries). An event it finds stored already is no delivery: not a
+// duplicate.
+func (m *Metrics) Backfill(in payhook.Inbox) payhook.Inbox { return backfillInbox{in, m} }
+
+type backfillInbox struct {
+	payhook.Inbox
+	m *Metrics
+}
+
+func (b backfillInbox) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	inserted, err := b.Inbox.Ingest(ctx, evs)
+	if err != nil {
+		return inserted, err
+	}
+	for i, ev := range evs {
+		if i >= len(inserted) || !inserted[i] {
+			continue
+		}
+		b.m.received.WithLabelValues(ev.Source).Inc()
+		b.m.backfilled.WithLabelValues(ev.Source).Inc()
+		if ev.Status == payhook.StatusIgnored {
+			b.m.ignored.WithLabelValues(ev.Source, "receive").Inc()
+		}
+	}
+	return inserted, nil
 }
 
 // Done is the queue's OnDone hook.

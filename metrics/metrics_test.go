@@ -125,3 +125,51 @@ func TestEndToEndBuckets(t *testing.T) {
 		}
 	})
 }
+
+// inboxFunc is a payhook.Inbox of a function.
+type inboxFunc func(ctx context.Context, evs []*payhook.Event) ([]bool, error)
+
+func (f inboxFunc) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	return f(ctx, evs)
+}
+
+// TestBackfillCounted: the events a scheduled backfill stores are new
+// rows, counted as received (and backfilled) like the deliveries the group
+// committer counts; those it finds stored already are no duplicate
+// deliveries, and a failed Ingest counts nothing.
+func TestBackfillCounted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		m, err := New(Config{DB: open(t, dbURL)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fail := false
+		in := m.Backfill(inboxFunc(func(_ context.Context, evs []*payhook.Event) ([]bool, error) {
+			if fail {
+				return nil, payhook.ErrUnavailable
+			}
+			return []bool{true, false, true}, nil
+		}))
+		evs := []*payhook.Event{{Source: "stripe", EventID: "evt_1", Status: payhook.StatusReceived},
+			{Source: "stripe", EventID: "evt_2", Status: payhook.StatusReceived},
+			{Source: "stripe", EventID: "evt_3", Status: payhook.StatusIgnored}}
+		if _, err := in.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		fail = true
+		if _, err := in.Ingest(context.Background(), evs); err == nil {
+			t.Fatal("Ingest's error was lost")
+		}
+		got := scrape(t, m)
+		for series, want := range map[string]float64{
+			`payhook_events_received_total{source="stripe"}`:                2,
+			`payhook_events_backfilled_total{source="stripe"}`:              2,
+			`payhook_events_ignored_total{source="stripe",stage="receive"}`: 1,
+			`payhook_events_duplicates_total{source="stripe"}`:              0,
+		} {
+			if v := got[series]; v != want {
+				t.Errorf("%s = %v, want %v", series, v, want)
+			}
+		}
+	})
+}

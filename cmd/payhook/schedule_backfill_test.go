@@ -43,7 +43,7 @@ func TestScheduledBackfillNotReportedMissing(t *testing.T) {
 		env := map[string]string{"PAYHOOK_DB": dbURL, "PAYHOOK_CONFIG": writeConfig(t, fmt.Sprintf(
 			"sources:\n  - name: shop\n    provider: billete\n    secrets: [%q]\n    api_url: %s\n    api_key: sk_test_sched\n"+
 				"    reconcile: {every: 1s, window: 1h}\n", f.NewSecret(), api.URL))}
-		startServer(t, env)
+		srv := startServer(t, env)
 		db, err := store.Open(context.Background(), dbURL)
 		if err != nil {
 			t.Fatal(err)
@@ -64,6 +64,14 @@ func TestScheduledBackfillNotReportedMissing(t *testing.T) {
 			var msg string
 			db.SQL.QueryRow(`SELECT message FROM payhook_alerts WHERE kind = $1`, reconcile.AlertDifference).Scan(&msg)
 			t.Fatalf("%d reconcile_difference alerts raised (%s); want none: the backfill brought every event", raised, msg)
+		}
+		// Its events are new rows of this instance: counted as received
+		// (and backfilled), as their processing is counted.
+		got := scrape(t, srv.url+"/metrics")
+		for _, series := range []string{`payhook_events_received_total{source="shop"}`, `payhook_events_backfilled_total{source="shop"}`} {
+			if got[series] != 8 {
+				t.Errorf("%s = %v, want 8", series, got[series])
+			}
 		}
 	})
 }

@@ -186,13 +186,14 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
 	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
-	// The scheduled backfills store through the queue made next.
-	var queue *jobs.Queue
-	if qcfg.Periodic, err = m.schedules(cfg, db, log, func() payhook.Inbox { return queue }); err != nil {
-		return err
-	}
 	met, err := metrics.New(metrics.Config{DB: db, Outbox: box, Now: m.Now})
 	if err != nil {
+		return err
+	}
+	// The scheduled backfills store through the queue made next, counted
+	// as received (they bypass the group committer, which counts).
+	var queue *jobs.Queue
+	if qcfg.Periodic, err = m.schedules(cfg, db, log, func() payhook.Inbox { return met.Backfill(queue) }); err != nil {
 		return err
 	}
 	qcfg.OnDone = met.Done
