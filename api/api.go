@@ -73,7 +73,8 @@ type Config struct {
 }
 
 type api struct {
-	db        *store.DB
+	db        *store.DB // for acknowledging alerts
+	reads     *store.DB // db.Reader(): every other answer's
 	tokenHash [sha256.Size]byte
 	authorize func(r *http.Request) bool
 	log       *slog.Logger
@@ -92,7 +93,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &api{db: cfg.DB, tokenHash: sha256.Sum256([]byte(cfg.Token)), authorize: cfg.Authorize, log: cfg.Logger, mux: http.NewServeMux()}
+	a := &api{db: cfg.DB, reads: cfg.DB.Reader(), tokenHash: sha256.Sum256([]byte(cfg.Token)), authorize: cfg.Authorize, log: cfg.Logger, mux: http.NewServeMux()}
 	a.mux.HandleFunc("GET /api/v1/payments/{id}", a.payment)
 	a.mux.HandleFunc("GET /api/v1/payments", a.payments)
 	a.mux.HandleFunc("GET /api/v1/orders/{id}", a.order)
@@ -208,7 +209,7 @@ func oneOf(r *http.Request, name string, allowed []string) (string, error) {
 }
 
 func (a *api) payment(w http.ResponseWriter, r *http.Request) {
-	p, err := billing.LookupPayment(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
+	p, err := billing.LookupPayment(r.Context(), a.reads, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -233,7 +234,7 @@ func (a *api) payments(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ps, err := billing.ListPayments(r.Context(), a.db, billing.PaymentFilter{
+	ps, err := billing.ListPayments(r.Context(), a.reads, billing.PaymentFilter{
 		Source: q.Get("source"), Kind: kind, Status: status, OrderID: q.Get("order_id"), Limit: n,
 	})
 	if err != nil {
@@ -246,7 +247,7 @@ func (a *api) payments(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) order(w http.ResponseWriter, r *http.Request) {
-	o, err := billing.LookupOrder(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
+	o, err := billing.LookupOrder(r.Context(), a.reads, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -266,7 +267,7 @@ func (a *api) orders(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	list, err := billing.ListOrders(r.Context(), a.db, billing.OrderFilter{Source: q.Get("source"), Status: status, Limit: n})
+	list, err := billing.ListOrders(r.Context(), a.reads, billing.OrderFilter{Source: q.Get("source"), Status: status, Limit: n})
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -277,7 +278,7 @@ func (a *api) orders(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) subscription(w http.ResponseWriter, r *http.Request) {
-	s, err := billing.LookupSubscription(r.Context(), a.db, r.URL.Query().Get("source"), r.PathValue("id"))
+	s, err := billing.LookupSubscription(r.Context(), a.reads, r.URL.Query().Get("source"), r.PathValue("id"))
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -297,7 +298,7 @@ func (a *api) subscriptions(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ss, err := billing.ListSubscriptions(r.Context(), a.db, billing.SubscriptionFilter{
+	ss, err := billing.ListSubscriptions(r.Context(), a.reads, billing.SubscriptionFilter{
 		Source: q.Get("source"), Status: status, Customer: q.Get("customer"), Limit: n,
 	})
 	if err != nil {
@@ -310,7 +311,7 @@ func (a *api) subscriptions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *api) balances(w http.ResponseWriter, r *http.Request) {
-	b, err := billing.LedgerBalances(r.Context(), a.db)
+	b, err := billing.LedgerBalances(r.Context(), a.reads)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -339,7 +340,7 @@ func (a *api) alerts(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, badRequest("acknowledged %q: only acknowledged=false (the alerts still open) is supported", ack))
 		return
 	}
-	as, err := billing.ListAlerts(r.Context(), a.db, f)
+	as, err := billing.ListAlerts(r.Context(), a.reads, f)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -371,7 +372,7 @@ func (a *api) event(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	ev, err := a.db.Event(r.Context(), id)
+	ev, err := a.reads.Event(r.Context(), id)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -391,7 +392,7 @@ func (a *api) events(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, badRequest("status %q: want received, processed, ignored or failed", status))
 		return
 	}
-	evs, err := a.db.ListEvents(r.Context(), store.Filter{
+	evs, err := a.reads.ListEvents(r.Context(), store.Filter{
 		Source: q.Get("source"), Status: status, EventID: q.Get("event_id"), Limit: n,
 	})
 	if err != nil {

@@ -86,7 +86,7 @@ func (c *Console) chart(ctx context.Context) (string, error) {
 	if c.charts.svg != "" && now.Sub(c.charts.at) < chartTTL && !now.Before(c.charts.at) {
 		return c.charts.svg, nil
 	}
-	counts, err := perMinute(ctx, c.cfg.DB, now)
+	counts, err := perMinute(ctx, c.reads, now)
 	if err != nil {
 		return "", err
 	}
@@ -181,7 +181,7 @@ type legendItem struct {
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) error {
-	counts, err := c.cfg.DB.CountByStatus(r.Context())
+	counts, err := c.reads.CountByStatus(r.Context())
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v *view) erro
 		d.Legend = append(d.Legend, legendItem{s.Status, s.Color, counts[s.Status]})
 		d.Total += counts[s.Status]
 	}
-	if err := c.cfg.DB.SQL.QueryRowContext(r.Context(),
+	if err := c.reads.SQL.QueryRowContext(r.Context(),
 		`SELECT COUNT(*) FROM payhook_alerts WHERE acknowledged = $1`, false).Scan(&d.OpenAlerts); err != nil {
 		return fmt.Errorf("count open alerts: %w", err)
 	}

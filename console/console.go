@@ -123,6 +123,7 @@ type Config struct {
 // redirect of /.
 type Console struct {
 	cfg    Config
+	reads  *store.DB // cfg.DB.Reader(): what the pages read, never written
 	auth   *Auth
 	log    *slog.Logger
 	pages  map[string]*template.Template
@@ -164,7 +165,7 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, auth: auth, log: cfg.Logger, mux: http.NewServeMux()}
+	c := &Console{cfg: cfg, reads: cfg.DB.Reader(), auth: auth, log: cfg.Logger, mux: http.NewServeMux()}
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err
 	}

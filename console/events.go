@@ -92,7 +92,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request, v *view) error 
 	if err != nil {
 		return err
 	}
-	evs, err := c.cfg.DB.ListEvents(r.Context(), f)
+	evs, err := c.reads.ListEvents(r.Context(), f)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request, v *view) error {
 	if err != nil {
 		return err
 	}
-	ev, err := c.cfg.DB.Event(r.Context(), id)
+	ev, err := c.reads.Event(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (c *Console) postings(r *http.Request, source string, facts []factView) ([]
 	}
 	out := []billing.PostingView{}
 	for _, ref := range slices.Sorted(mapsKeys(refs)) {
-		ps, err := billing.ListPostings(r.Context(), c.cfg.DB, source, ref)
+		ps, err := billing.ListPostings(r.Context(), c.reads, source, ref)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +233,7 @@ func (c *Console) payload(w http.ResponseWriter, r *http.Request, v *view) error
 	if err != nil {
 		return err
 	}
-	ev, err := c.cfg.DB.Event(r.Context(), id)
+	ev, err := c.reads.Event(r.Context(), id)
 	if err != nil {
 		return err
 	}

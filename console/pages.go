@@ -45,7 +45,7 @@ func (c *Console) payments(w http.ResponseWriter, r *http.Request, v *view) erro
 	if err != nil {
 		return err
 	}
-	ps, err := billing.ListPayments(r.Context(), c.cfg.DB, billing.PaymentFilter{
+	ps, err := billing.ListPayments(r.Context(), c.reads, billing.PaymentFilter{
 		Source: r.URL.Query().Get("source"), Status: status, OrderID: r.URL.Query().Get("order_id"), Limit: ListSize})
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func (c *Console) payments(w http.ResponseWriter, r *http.Request, v *view) erro
 }
 
 func (c *Console) payment(w http.ResponseWriter, r *http.Request, v *view) error {
-	p, err := billing.LookupPayment(r.Context(), c.cfg.DB, r.PathValue("source"), r.PathValue("ref"))
+	p, err := billing.LookupPayment(r.Context(), c.reads, r.PathValue("source"), r.PathValue("ref"))
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (c *Console) payment(w http.ResponseWriter, r *http.Request, v *view) error
 }
 
 func (c *Console) ledger(w http.ResponseWriter, r *http.Request, v *view) error {
-	b, err := billing.LedgerBalances(r.Context(), c.cfg.DB)
+	b, err := billing.LedgerBalances(r.Context(), c.reads)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (c *Console) subscriptions(w http.ResponseWriter, r *http.Request, v *view)
 	if err != nil {
 		return err
 	}
-	ss, err := billing.ListSubscriptions(r.Context(), c.cfg.DB, billing.SubscriptionFilter{
+	ss, err := billing.ListSubscriptions(r.Context(), c.reads, billing.SubscriptionFilter{
 		Source: r.URL.Query().Get("source"), Status: status, Limit: ListSize})
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (c *Console) orders(w http.ResponseWriter, r *http.Request, v *view) error 
 	if err != nil {
 		return err
 	}
-	os, err := billing.ListOrders(r.Context(), c.cfg.DB, billing.OrderFilter{Source: r.URL.Query().Get("source"), Status: status, Limit: ListSize})
+	os, err := billing.ListOrders(r.Context(), c.reads, billing.OrderFilter{Source: r.URL.Query().Get("source"), Status: status, Limit: ListSize})
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func (c *Console) alerts(w http.ResponseWriter, r *http.Request, v *view) error 
 	if err != nil {
 		return err
 	}
-	as, err := billing.ListAlerts(r.Context(), c.cfg.DB, billing.AlertFilter{
+	as, err := billing.ListAlerts(r.Context(), c.reads, billing.AlertFilter{
 		Unacknowledged: r.URL.Query().Get("all") == "", Kind: kind, Limit: ListSize})
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (c *Console) runs(w http.ResponseWriter, r *http.Request, v *view) error {
 	if kind != "" && kind != store.RunBackfill && kind != store.RunReconcile {
 		return invalid("kind %q: want backfill or reconcile", kind)
 	}
-	runs, err := c.cfg.DB.Runs(r.Context(), store.RunFilter{Source: r.URL.Query().Get("source"), Kind: kind, Limit: ListSize})
+	runs, err := c.reads.Runs(r.Context(), store.RunFilter{Source: r.URL.Query().Get("source"), Kind: kind, Limit: ListSize})
 	if err != nil {
 		return err
 	}
@@ -172,9 +172,9 @@ const SignatureWindow = 24 * time.Hour
 
 func (c *Console) sources(w http.ResponseWriter, r *http.Request, v *view) error {
 	since := c.cfg.Now().Add(-HealthWindow)
-	rows, err := c.cfg.DB.SQL.QueryContext(r.Context(), `SELECT source, secret_id, COUNT(*),
+	rows, err := c.reads.SQL.QueryContext(r.Context(), `SELECT source, secret_id, COUNT(*),
 		SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), MAX(received_at)
-		FROM payhook_events WHERE received_at >= $1 GROUP BY source, secret_id`, c.cfg.DB.TimeValue(since))
+		FROM payhook_events WHERE received_at >= $1 GROUP BY source, secret_id`, c.reads.TimeValue(since))
 	if err != nil {
 		return fmt.Errorf("source health: %w", err)
 	}
@@ -225,14 +225,14 @@ func (c *Console) sources(w http.ResponseWriter, r *http.Request, v *view) error
 		if h.LastEvent.IsZero() {
 			// Older than the window, if any.
 			var last time.Time
-			if err := c.cfg.DB.SQL.QueryRowContext(r.Context(), `SELECT MAX(received_at) FROM payhook_events WHERE source = $1`,
+			if err := c.reads.SQL.QueryRowContext(r.Context(), `SELECT MAX(received_at) FROM payhook_events WHERE source = $1`,
 				h.Name).Scan(store.ScanTime(&last)); err != nil {
 				return fmt.Errorf("source health: %w", err)
 			}
 			h.LastEvent = last
 		}
 	}
-	stats, err := c.cfg.DB.SignatureStats(r.Context(), "", c.cfg.Now().Add(-SignatureWindow))
+	stats, err := c.reads.SignatureStats(r.Context(), "", c.cfg.Now().Add(-SignatureWindow))
 	if err != nil {
 		return fmt.Errorf("source health: %w", err)
 	}
@@ -258,7 +258,7 @@ type deliveriesData struct {
 }
 
 func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, v *view) error {
-	ds, err := outbox.ListDeliveries(r.Context(), c.cfg.DB, outbox.DeliveryFilter{
+	ds, err := outbox.ListDeliveries(r.Context(), c.reads, outbox.DeliveryFilter{
 		Sink: r.URL.Query().Get("sink"), Status: r.URL.Query().Get("status"), Limit: ListSize})
 	if err != nil {
 		return err

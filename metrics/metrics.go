@@ -110,7 +110,7 @@ func New(cfg Config) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{m.received, m.backfilled, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
 		m.batch, m.commit, m.ack, m.processing, m.endToEnd,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		&dbCollector{cfg: cfg}} {
+		&dbCollector{cfg: reading(cfg)}} {
 		if err := m.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -249,8 +249,17 @@ var (
 		"Database reads of this scrape that failed (their gauges are missing).", nil, nil)
 )
 
-// dbCollector reads the gauges that describe the database at scrape time.
+// dbCollector reads the gauges that describe the database at scrape
+// time, from cfg.DB.Reader() (see reading).
 type dbCollector struct{ cfg Config }
+
+// reading is cfg with its DB's Reader: on SQLite a scrape (a count of
+// every event among its queries) then never holds the connection acks
+// are written with.
+func reading(cfg Config) Config {
+	cfg.DB = cfg.DB.Reader()
+	return cfg
+}
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, depthDesc, oldestDesc, backlogDesc, pausedDesc, alertsDesc, diffsDesc,

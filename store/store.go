@@ -56,6 +56,23 @@ type DB struct {
 	Ingest *sql.DB
 	// URL is the database URL, with any password removed.
 	URL string
+	// reader serves Reader on SQLite: read-only connections of their own.
+	reader *DB
+}
+
+// Reader returns the database to read from outside any transaction of
+// db's: on SQLite a pool of read-only connections of its own, so that a
+// long read (the console's chart over a day of events, a metrics scrape
+// counting every event) never holds the one connection the acks and the
+// workers write with (WAL lets readers and the writer run at once; a
+// reader sees what was committed when its statement began). On
+// PostgreSQL, or for a DB not opened by Open, db itself. Nothing may be
+// written through it.
+func (db *DB) Reader() *DB {
+	if db.reader != nil {
+		return db.reader
+	}
+	return db
 }
 
 // Open opens the database at rawURL: "sqlite:///abs/file.db",
@@ -83,6 +100,15 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		db.SQL.SetMaxOpenConns(1)
 		db.SQL.SetConnMaxIdleTime(0)
 		db.SQL.SetConnMaxLifetime(0)
+		rc, err := newSQLiteConnector(sqliteReadDSN(target))
+		if err != nil {
+			db.SQL.Close()
+			return nil, fmt.Errorf("open sqlite %s for reading: %w", target, err)
+		}
+		db.reader = &DB{SQL: sql.OpenDB(rc), Engine: SQLite, URL: db.URL}
+		db.reader.SQL.SetMaxOpenConns(readConns)
+		db.reader.SQL.SetMaxIdleConns(readConns)
+		db.reader.SQL.SetConnMaxIdleTime(5 * time.Minute)
 	case Postgres:
 		cfg, err := pgx.ParseConfig(target)
 		if err != nil {
@@ -127,10 +153,17 @@ const IdleInTransaction = 30 * time.Second
 // groupcommit.Config.Commits) and deliveries retried alone.
 const ingestConns = 8
 
+// readConns bounds Reader's pool on SQLite: the console, the API and a
+// metrics scrape at once.
+const readConns = 4
+
 // Close closes the pools.
 func (db *DB) Close() error {
 	if db.Ingest != nil {
 		db.Ingest.Close()
+	}
+	if db.reader != nil {
+		db.reader.Close()
 	}
 	return db.SQL.Close()
 }
@@ -309,6 +342,18 @@ func sqliteDSN(path string) string {
 	// Writers take the lock at BEGIN, so a transaction never fails midway
 	// upgrading a read lock.
 	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// sqliteReadDSN is the DSN of Reader's connections: the file's WAL
+// (journal_mode is the file's, set by the writer), unable to write
+// (query_only), and their transactions take no write lock (deferred).
+func sqliteReadDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	q.Set("_txlock", "deferred")
 	return "file:" + path + "?" + q.Encode()
 }
 
