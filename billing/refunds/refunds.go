@@ -24,7 +24,8 @@
 // Refunding more than the payment keeps (its amount less what its
 // refunds took: billing's refunded amount, or the sum of payhook's
 // completed requests when their webhooks have not arrived yet, whichever
-// is more) is refused before any call. The
+// is more) is refused before any call, and so is any refund of a crypto
+// payment (final once settled, never credited when rejected). The
 // request only records the call: the payment's refunded amount changes
 // when the refund's webhook arrives, through the normal path.
 package refunds
@@ -168,6 +169,13 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 	p, err := billing.LookupPayment(ctx, db, a.Source, a.Payment)
 	if err != nil {
 		return nil, fmt.Errorf("refund: %w", err)
+	}
+	if p.Kind != "fiat" {
+		// Settled, it is final; rejected, it was never credited (its chain
+		// reference credits another invoice). Either way nothing of it is
+		// payhook's to give back, not even by a request stored before.
+		return nil, fmt.Errorf("refund %s of %s: a %s payment (%s) is final, not refunded: %w",
+			p.Ref, p.Source, p.Kind, p.Status, payhook.ErrInvalid)
 	}
 	reqs, err := List(ctx, db, p.Source, p.Ref)
 	if err != nil {

@@ -30,7 +30,8 @@ is sent:
   - running it again after it completed is refused: --again refunds again,
     with the next seq and a new key;
   - a request the provider refused (a 4xx) is failed, not reused.
-Refunding more than the payment keeps is refused before any call. The
+Refunding more than the payment keeps, or anything of a crypto payment (final
+once settled), is refused before any call. The
 payment's refunded amount changes when the refund's webhook arrives, through
 the normal path (payhook payments show REF).
 

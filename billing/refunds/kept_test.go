@@ -1,0 +1,85 @@
+package refunds_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/billing/refunds"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/provider/adapter"
+	"github.com/payhook/payhook/store"
+)
+
+// acceptingRefunder accepts every refund and records what it was asked.
+type acceptingRefunder struct{ asked []adapter.RefundRequest }
+
+func (a *acceptingRefunder) Refund(_ context.Context, r adapter.RefundRequest) (adapter.RefundResult, error) {
+	a.asked = append(a.asked, r)
+	return adapter.RefundResult{Ref: "re_" + r.Key, Status: "succeeded"}, nil
+}
+
+// applyFacts applies facts of source shop in their own transaction.
+func applyFacts(t *testing.T, db *store.DB, facts ...billing.Fact) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := billing.Begin(ctx, db, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := billing.ApplyOutcome(ctx, tx, "shop", facts); err != nil {
+		t.Fatal(errors.Join(err, tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRefundOnlyWhatThePaymentKeeps: the refund command asks the provider
+// for no more than billing says the payment keeps. A crypto invoice is
+// final (settled) or was never credited (rejected: its chain reference
+// credits another invoice): nothing of it is refunded.
+func TestRefundOnlyWhatThePaymentKeeps(t *testing.T) {
+	t.Parallel()
+	fiat := billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}}
+	settle := func(inv, chain string) billing.Fact {
+		return billing.Settled{InvoiceRef: inv, Amount: 1000, Currency: "BTC", ChainRef: chain, At: t0}
+	}
+	for _, tc := range []struct {
+		name    string
+		facts   [][]billing.Fact
+		payment string
+		amount  int64
+		want    int64 // the amount asked of the provider; 0: refused before any call
+	}{
+		{name: "settled crypto invoice", facts: [][]billing.Fact{{settle("inv_1", "tx_1")}}, payment: "inv_1"},
+		{name: "settled crypto invoice, an amount", facts: [][]billing.Fact{{settle("inv_1", "tx_1")}}, payment: "inv_1", amount: 10},
+		{name: "rejected crypto invoice (chain reference reused)",
+			facts: [][]billing.Fact{{settle("inv_1", "tx_1")}, {settle("inv_2", "tx_1")}}, payment: "inv_2"},
+		{name: "not charged back", facts: [][]billing.Fact{{fiat}}, payment: "pay_1", amount: 1000, want: 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				db := openDB(t, dbURL)
+				for _, facts := range tc.facts {
+					applyFacts(t, db, facts...)
+				}
+				var provider acceptingRefunder
+				_, err := refunds.Refund(context.Background(), refunds.Config{DB: db, Refunder: &provider},
+					refunds.Ask{Source: "shop", Payment: tc.payment, Amount: tc.amount})
+				if tc.want == 0 {
+					if !errors.Is(err, payhook.ErrInvalid) || len(provider.asked) != 0 {
+						t.Fatalf("refund of %s: %v, the provider asked %v; want refused (ErrInvalid) before any call", tc.payment, err, provider.asked)
+					}
+					return
+				}
+				if err != nil || len(provider.asked) != 1 || provider.asked[0].Amount != tc.want {
+					t.Fatalf("refund of %s: %v, the provider asked %v; want one refund of %d", tc.payment, err, provider.asked, tc.want)
+				}
+			})
+		})
+	}
+}
