@@ -40,7 +40,9 @@ func applyFacts(t *testing.T, db *store.DB, facts ...billing.Fact) {
 // TestRefundOnlyWhatThePaymentKeeps: the refund command asks the provider
 // for no more than billing says the payment keeps. A crypto invoice is
 // final (settled) or was never credited (rejected: its chain reference
-// credits another invoice): nothing of it is refunded.
+// credits another invoice): nothing of it is refunded. A fiat payment's
+// open chargebacks took their amount back already: refunding it too would
+// pay the same money out twice. A won chargeback gave it back.
 func TestRefundOnlyWhatThePaymentKeeps(t *testing.T) {
 	t.Parallel()
 	fiat := billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}}
@@ -58,6 +60,21 @@ func TestRefundOnlyWhatThePaymentKeeps(t *testing.T) {
 		{name: "settled crypto invoice, an amount", facts: [][]billing.Fact{{settle("inv_1", "tx_1")}}, payment: "inv_1", amount: 10},
 		{name: "rejected crypto invoice (chain reference reused)",
 			facts: [][]billing.Fact{{settle("inv_1", "tx_1")}, {settle("inv_2", "tx_1")}}, payment: "inv_2"},
+		{name: "charged back", facts: [][]billing.Fact{{fiat},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1", At: t0}}}, payment: "pay_1"},
+		{name: "charged back, an amount", facts: [][]billing.Fact{{fiat},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1", At: t0}}}, payment: "pay_1", amount: 100},
+		{name: "partly charged back, more than is left", facts: [][]billing.Fact{{fiat},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1", Amount: 300, At: t0}}}, payment: "pay_1", amount: 701},
+		{name: "partly charged back, what is left", facts: [][]billing.Fact{{fiat},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1", Amount: 300, At: t0}}}, payment: "pay_1", want: 700},
+		{name: "partly charged back and refunded", facts: [][]billing.Fact{{fiat},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1", Amount: 300, At: t0}},
+			{billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_1", Amount: 200, Currency: "EUR", At: t0}}},
+			payment: "pay_1", want: 500},
+		{name: "charged back and won", facts: [][]billing.Fact{{fiat},
+			{billing.ChargedBack{PaymentRef: "pay_1", DisputeRef: "dp_1", At: t0}},
+			{billing.ChargebackWon{PaymentRef: "pay_1", DisputeRef: "dp_1", At: t0}}}, payment: "pay_1", want: 1000},
 		{name: "not charged back", facts: [][]billing.Fact{{fiat}}, payment: "pay_1", amount: 1000, want: 1000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

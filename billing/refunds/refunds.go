@@ -24,7 +24,8 @@
 // Refunding more than the payment keeps (its amount less what its
 // refunds took: billing's refunded amount, or the sum of payhook's
 // completed requests when their webhooks have not arrived yet, whichever
-// is more) is refused before any call, and so is any refund of a crypto
+// is more; less what its chargebacks not won took back) is refused
+// before any call, and so is any refund of a crypto
 // payment (final once settled, never credited when rejected). The
 // request only records the call: the payment's refunded amount changes
 // when the refund's webhook arrives, through the normal path.
@@ -203,18 +204,27 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 		}
 	}
 	taken = max(taken, completed)
-	left := p.Amount - taken
+	// What its open chargebacks took back too: the receivable the payment
+	// keeps (the sum of its postings' movements, see billing.ApplyOutcome)
+	// falls short of its amount less its refunds by that much. Refunding
+	// it as well would pay the same money out twice.
+	var kept int64
+	for _, post := range p.Postings {
+		kept += post.Amount
+	}
+	chargedBack := max(0, p.Amount-p.RefundedAmount-kept)
+	left := p.Amount - taken - chargedBack
 	amount := a.Amount
 	if amount == 0 {
 		amount = left
 	}
 	if left <= 0 {
-		return nil, fmt.Errorf("refund %s of %s: nothing left to refund (amount %d %s, refunded %d): %w",
-			p.Ref, p.Source, p.Amount, p.Currency, taken, payhook.ErrInvalid)
+		return nil, fmt.Errorf("refund %s of %s: nothing left to refund (amount %d %s, refunded %d, charged back %d): %w",
+			p.Ref, p.Source, p.Amount, p.Currency, taken, chargedBack, payhook.ErrInvalid)
 	}
 	if amount > left {
-		return nil, fmt.Errorf("refund %s of %s: %d is more than the %d %s the payment keeps (amount %d, refunded %d): %w",
-			p.Ref, p.Source, amount, left, p.Currency, p.Amount, taken, payhook.ErrInvalid)
+		return nil, fmt.Errorf("refund %s of %s: %d is more than the %d %s the payment keeps (amount %d, refunded %d, charged back %d): %w",
+			p.Ref, p.Source, amount, left, p.Currency, p.Amount, taken, chargedBack, payhook.ErrInvalid)
 	}
 	seq := 1
 	if n := len(reqs); n > 0 {
