@@ -69,8 +69,10 @@ func Apply(ctx context.Context, tx *Tx, source string, facts []Fact) error {
 //     chargeback (reverses_id); an unknown dispute is ErrNotSeenYet, a
 //     won dispute of a crypto payment AlertPaymentKindMismatch. A win
 //     reported by a reversal of its own (ReversalRef) also posts
-//     "chargeback_reverse:<reversal>", moving nothing, which binds it to
-//     the chargeback it wins.
+//     "chargeback_reverse:<reversal>", which binds it to the chargeback
+//     it wins and, naming an amount, caps what that win gives back: it
+//     moves nothing, or takes back what a win posted first by the
+//     chargeback's own record gave beyond it.
 //   - OrderPaid moves the order (of source) from pending to paid once; the
 //     first time another payment tries to pay an order already paid, it
 //     raises AlertOrderPaidTwice. When its PaymentRef names a stored

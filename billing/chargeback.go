@@ -99,10 +99,13 @@ func (a *applier) win(ctx context.Context, what, payRef string, cb int64, disput
 
 // chargebackReversed applies a win reported as a record of its own
 // (ReversalRef): it binds the reversal, once ("chargeback_reverse:<ref>",
-// a posting that moves nothing), to a chargeback of the payment not bound
-// to another reversal: first one already won by its own record (Paddle
-// reports a win both ways: the chargeback's adjustment reversed, and a
-// chargeback_reverse adjustment), else the oldest open one, which it wins.
+// whose requested amount is the reversal's), to a chargeback of the
+// payment not bound to another reversal: first one already won by its own
+// record (Paddle reports a win both ways: the chargeback's adjustment
+// reversed, and a chargeback_reverse adjustment), else the oldest open
+// one, which it wins. The win gives back at most the reversal's amount in
+// either order: bound to a win posted for more, the binding takes the
+// difference back.
 func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error {
 	what := "chargeback reversal " + f.ReversalRef
 	p, err := a.lockPayment(ctx, f.PaymentRef)
@@ -140,6 +143,25 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount, f.At); err != nil {
 		return err
 	}
-	_, _, err = a.post(ctx, key, "chargeback_won", p.Ref, cb, 0, 0, p.Currency)
+	// The binding names what the reversal gives back (its amount, 0 for
+	// all the chargeback took): a win its chargeback's own record posted
+	// first, for all of it, gives back no more than the reversal says
+	// (moneyOf), so the payment keeps what it keeps in the other order.
+	if p, err = a.lockPayment(ctx, p.Ref); err != nil {
+		return err
+	}
+	next := p.money
+	if f.Amount > 0 {
+		_, _, back, err := a.posting(ctx, "chargeback_won:"+dispute)
+		if err != nil {
+			return err
+		}
+		if back > f.Amount {
+			if next.Disputed, err = add("chargebacks of payment "+p.Ref, next.Disputed, back-f.Amount); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = a.move(ctx, p, key, "chargeback_won", cb, f.Amount, next)
 	return err
 }

@@ -146,11 +146,15 @@ func checkLedger(t *testing.T, db *store.DB) {
 		switch p.Status {
 		case "charged_back":
 			// What the disputes still hold: what each took, less what its
-			// win gave back.
+			// win gave back, at most what the reversal bound to it names.
 			var disputed int64
-			if err := db.SQL.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(c.requested_amount - COALESCE(w.requested_amount, 0)), 0) AS BIGINT)
+			if err := db.SQL.QueryRowContext(ctx, `SELECT CAST(COALESCE(SUM(c.requested_amount - CASE
+					WHEN COALESCE(r.requested_amount, 0) > 0 AND r.requested_amount < COALESCE(w.requested_amount, 0)
+					THEN r.requested_amount ELSE COALESCE(w.requested_amount, 0) END), 0) AS BIGINT)
 				FROM payhook_ledger_postings c LEFT JOIN payhook_ledger_postings w ON w.reverses_id = c.id
 					AND w.kind = 'chargeback_won' AND substr(w.fact_key, 1, 15) = 'chargeback_won:'
+				LEFT JOIN payhook_ledger_postings r ON r.reverses_id = c.id
+					AND r.kind = 'chargeback_won' AND substr(r.fact_key, 1, 19) = 'chargeback_reverse:'
 				WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'`,
 				p.Source, p.Ref).Scan(&disputed); err != nil {
 				t.Fatal(err)

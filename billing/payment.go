@@ -86,13 +86,17 @@ func (a *applier) lockPayment(ctx context.Context, ref string) (*payment, error)
 // arithmetic.
 func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
 	// A chargeback's win is its "chargeback_won:<dispute>" posting, whose
-	// requested amount is what it gave back ("chargeback_reverse:" postings
-	// bind a reversal and move nothing).
+	// requested amount is what it gave back; the reversal bound to it
+	// ("chargeback_reverse:<ref>", see chargebackReversed), when it names
+	// an amount (its requested amount, above 0), gives back no more than
+	// that, whichever of the two reports of the win came first.
 	rows, err := a.tx.QueryContext(ctx, `SELECT c.kind, c.requested_amount,
-			CASE WHEN w.id IS NULL THEN 0 ELSE 1 END, COALESCE(w.requested_amount, 0)
+			CASE WHEN w.id IS NULL THEN 0 ELSE 1 END, COALESCE(w.requested_amount, 0), COALESCE(r.requested_amount, 0)
 		FROM payhook_ledger_postings c
 		LEFT JOIN payhook_ledger_postings w ON w.reverses_id = c.id AND w.kind = 'chargeback_won'
 			AND substr(w.fact_key, 1, 15) = 'chargeback_won:' AND c.kind = 'chargeback'
+		LEFT JOIN payhook_ledger_postings r ON r.reverses_id = c.id AND r.kind = 'chargeback_won'
+			AND substr(r.fact_key, 1, 19) = 'chargeback_reverse:' AND c.kind = 'chargeback'
 		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind IN ('refund', 'refund_failed', 'chargeback')
 		ORDER BY c.id`,
 		a.source, p.Ref)
@@ -105,9 +109,12 @@ func (a *applier) moneyOf(ctx context.Context, p *payment) (money, error) {
 		var kind string
 		var requested int64
 		var won int
-		var givenBack int64
-		if err := rows.Scan(&kind, &requested, &won, &givenBack); err != nil {
+		var givenBack, reversal int64
+		if err := rows.Scan(&kind, &requested, &won, &givenBack, &reversal); err != nil {
 			return money{}, fmt.Errorf("read the postings of payment %s: %w", p.Ref, err)
+		}
+		if reversal > 0 {
+			givenBack = min(givenBack, reversal)
 		}
 		what := "refunds of payment " + p.Ref
 		switch {

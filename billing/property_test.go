@@ -356,6 +356,20 @@ func TestChargebackReversalInAnyOrder(t *testing.T) {
 			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000},
 			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 400},
 		}, 2400, "charged_back"},
+		// The same win reported both ways too: the chargeback's record
+		// reversed (which names no amount) does not give back more than
+		// the reversal does, whichever comes first.
+		{"a reversal of part of one chargeback, won both ways", []billing.Fact{
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000},
+			billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_1"},
+			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 400},
+		}, 2400, "charged_back"},
+		{"the first of two chargebacks reversed in part, won both ways", []billing.Fact{
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000},
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_2", Amount: 500},
+			billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_1"},
+			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 400},
+		}, 1900, "charged_back"},
 	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
