@@ -85,8 +85,92 @@ func TestGetObjectSubscription(t *testing.T) {
 					t.Errorf("%s: %v; want payhook.ErrMalformed", ref, err)
 				}
 			}
-			if _, err := g.GetObject(ctx, adapter.KindPayment, "sub_1"); !errors.Is(err, payhook.ErrInvalid) {
-				t.Errorf("a payment: %v; want payhook.ErrInvalid", err)
+			if _, err := g.GetObject(ctx, adapter.KindRefund, "sub_1"); !errors.Is(err, payhook.ErrInvalid) {
+				t.Errorf("a refund: %v; want payhook.ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// GetObject of a payment, by each client: its route and query (Stripe's
+// payment intent with its latest charge expanded, or a ch_ reference's
+// charge; Paddle's transaction with its adjustments; billete's payment),
+// read as the list reads one, with what was refunded (Paddle: its
+// approved refund adjustments) and, for a payment that captured nothing,
+// the provider's status of it and no amount; a 404 wraps
+// payhook.ErrNotFound and names the URL asked.
+func TestGetObjectPayment(t *testing.T) {
+	t.Parallel()
+	created := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	const charge = `"object":"charge","amount":1000,"amount_captured":1000,"amount_refunded":300,"currency":"eur","status":"succeeded","captured":true,"created":1735787045`
+	for _, tc := range []struct {
+		name, provider, ref, path, query, body string
+		want                                   adapter.Object
+	}{
+		{"stripe payment intent", "stripe", "pi_1", "/v1/payment_intents/pi_1", "expand%5B%5D=latest_charge",
+			`{"id":"pi_1","object":"payment_intent","status":"succeeded","currency":"eur","created":1735787000,` +
+				`"latest_charge":{"id":"ch_1","payment_intent":"pi_1",` + charge + `}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "pi_1", Status: "partially_refunded", Amount: 1000, Currency: "EUR",
+				RefundedAmount: 300, Created: created, APIVersion: "v9"}},
+		{"stripe payment intent never charged", "stripe", "pi_1", "/v1/payment_intents/pi_1", "expand%5B%5D=latest_charge",
+			`{"id":"pi_1","object":"payment_intent","status":"canceled","currency":"eur","created":1735787045,"latest_charge":null}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "pi_1", Status: "canceled", Currency: "EUR", Created: created, APIVersion: "v9"}},
+		{"stripe authorization never captured", "stripe", "pi_1", "/v1/payment_intents/pi_1", "expand%5B%5D=latest_charge",
+			`{"id":"pi_1","object":"payment_intent","status":"canceled","currency":"eur","created":1735787000,` +
+				`"latest_charge":{"id":"ch_1","payment_intent":"pi_1","object":"charge","amount":1000,"amount_captured":0,"currency":"eur","status":"succeeded","captured":false,"created":1735787045}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "pi_1", Status: "uncaptured", Currency: "EUR", Created: created, APIVersion: "v9"}},
+		{"stripe charge", "stripe", "ch_1", "/v1/charges/ch_1", "",
+			`{"id":"ch_1","payment_intent":null,` + charge + `}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "ch_1", Status: "partially_refunded", Amount: 1000, Currency: "EUR",
+				RefundedAmount: 300, Created: created, APIVersion: "v9"}},
+		{"paddle", "paddle", "txn_1", "/transactions/txn_1", "include=adjustments",
+			`{"data":{"id":"txn_1","status":"completed","currency_code":"EUR","created_at":"2025-01-02T03:04:05Z",` +
+				`"details":{"totals":{"total":"1000","grand_total":"1000","credit":"0"}},"adjustments":[` +
+				`{"id":"adj_1","action":"refund","transaction_id":"txn_1","status":"approved","totals":{"total":"300"},"created_at":"2025-01-03T00:00:00Z"},` +
+				`{"id":"adj_2","action":"refund","transaction_id":"txn_1","status":"approved","totals":{"total":"200"},"created_at":"2025-03-01T00:00:00Z"},` +
+				`{"id":"adj_3","action":"refund","transaction_id":"txn_1","status":"rejected","totals":{"total":"400"},"created_at":"2025-03-02T00:00:00Z"}]},"meta":{}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "partially_refunded", Amount: 1000, Currency: "EUR",
+				RefundedAmount: 500, Created: created, APIVersion: "v9"}},
+		{"paddle charged back", "paddle", "txn_1", "/transactions/txn_1", "include=adjustments",
+			`{"data":{"id":"txn_1","status":"completed","currency_code":"EUR","created_at":"2025-01-02T03:04:05Z",` +
+				`"details":{"totals":{"total":"1000","grand_total":"1000","credit":"0"}},"adjustments":[` +
+				`{"id":"adj_1","action":"chargeback","transaction_id":"txn_1","status":"approved","totals":{"total":"1000"},"created_at":"2025-01-03T00:00:00Z"}]},"meta":{}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "charged_back", Amount: 1000, Currency: "EUR",
+				Created: created, APIVersion: "v9"}},
+		{"paddle not paid", "paddle", "txn_1", "/transactions/txn_1", "include=adjustments",
+			`{"data":{"id":"txn_1","status":"billed","currency_code":"EUR","created_at":"2025-01-02T03:04:05Z"},"meta":{}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "billed", Currency: "EUR", Created: created, APIVersion: "v9"}},
+		{"billete", "billete", "pay_1", "/payments/pay_1", "",
+			`{"id":"pay_1","object":"payment","status":"refunded","amount":1000,"currency":"eur","refunded_amount":1000,"created_at":"2025-01-02T03:04:05Z"}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "pay_1", Status: "refunded", Amount: 1000, Currency: "EUR",
+				RefundedAmount: 1000, Created: created, APIVersion: "v9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			header := map[string]string{"stripe": "Stripe-Version", "paddle": "Paddle-Version", "billete": "Billete-Version"}[tc.provider]
+			api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set(header, "v9")
+				if r.URL.Path == tc.path && r.URL.RawQuery == tc.query {
+					w.Write([]byte(tc.body))
+					return
+				}
+				http.Error(w, `{"error":{}}`, http.StatusNotFound)
+			}))
+			t.Cleanup(api.Close)
+			c, err := provider.NewClient(tc.provider, adapter.ClientConfig{BaseURL: api.URL + "/", Key: "key"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := c.(adapter.ObjectGetter)
+			ctx := context.Background()
+			got, err := g.GetObject(ctx, adapter.KindPayment, tc.ref)
+			if err != nil || got != tc.want {
+				t.Fatalf("GetObject = %+v, %v; want %+v", got, err, tc.want)
+			}
+			var ae *adapter.APIError
+			_, err = g.GetObject(ctx, adapter.KindPayment, tc.ref+"nope")
+			if !errors.Is(err, payhook.ErrNotFound) || !errors.As(err, &ae) || ae.URL != api.URL+tc.path+"nope" {
+				t.Errorf("a 404: %v; want payhook.ErrNotFound naming %s", err, api.URL+tc.path+"nope")
 			}
 		})
 	}

@@ -115,6 +115,10 @@ func get(ctx context.Context, hc *http.Client, baseURL, key, path string, q url.
 type APIError struct {
 	// Method and Path are the request's, e.g. "GET" and "/v1/events".
 	Method, Path string
+	// URL is the address asked, without its query, when the client
+	// says it (Object's answers do): it names the API's base URL in a
+	// caller's error.
+	URL string
 	// Status is the HTTP status.
 	Status int
 	// RetryAfter is the Retry-After the API asked for (in seconds or as an

@@ -33,7 +33,7 @@ func ObjectWith(ctx context.Context, hc *http.Client, baseURL, key, path string,
 		if err != nil {
 			now = time.Now()
 		}
-		e := &APIError{Method: http.MethodGet, Path: "/" + path, Status: resp.StatusCode,
+		e := &APIError{Method: http.MethodGet, Path: "/" + path, URL: resp.Request.URL.Scheme + "://" + resp.Request.URL.Host + resp.Request.URL.EscapedPath(), Status: resp.StatusCode,
 			RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), now),
 			Body:       payhook.Storable(string(b[:min(len(b), 200)]))}
 		if resp.StatusCode == http.StatusNotFound {

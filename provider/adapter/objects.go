@@ -102,16 +102,21 @@ type ObjectPage struct {
 
 // ObjectGetter is a Client that also retrieves one of the provider's
 // objects by its reference, as an ObjectLister lists it (Client says how
-// callers find it). Reconciliation asks it for the subscriptions payhook
-// stored in its window that the provider's list (by the provider's
-// creation time) did not have: one created at the provider before the
-// window (a renewal of an old subscription) is no missing one. Its
-// stripe, paddle and billete clients are ones, for KindSubscription.
+// callers find it). Reconciliation asks it for the payments and
+// subscriptions payhook stored in its window that the provider's list
+// (by the provider's creation time) did not have: one created at the
+// provider before the window (a renewal of an old subscription, a
+// payment payhook first saw through its refund) is no missing one. Its
+// stripe, paddle and billete clients are ones, for KindPayment and
+// KindSubscription.
 type ObjectGetter interface {
 	Client
 	// GetObject returns the object of kind whose reference is ref, in
-	// the shape ListObjects gives it (Ref, Created, Status, Plan, the API
-	// version it was rendered in). Its errors are an *APIError for
+	// the shape ListObjects gives it (Ref, Created, Status, Amount,
+	// Currency, RefundedAmount, Plan, the API version it was rendered
+	// in); a payment ListObjects would leave out (one that captured
+	// nothing) comes all the same, with the provider's status of it and
+	// Amount 0. Its errors are an *APIError for
 	// another status than 200 (a 429 or a 5xx worth retrying, after its
 	// RetryAfter), one that also wraps payhook.ErrNotFound for a 404 (the
 	// provider has no such object), one wrapping payhook.ErrInvalid for

@@ -15,15 +15,15 @@ var _ adapter.ObjectGetter = (*Client)(nil)
 
 // getPaths are the retrieve routes by object kind, "{id}" standing for
 // the object's (path-escaped) id.
-var getPaths = map[string]string{adapter.KindSubscription: "subscriptions/{id}"}
+var getPaths = map[string]string{adapter.KindPayment: "payments/{id}", adapter.KindSubscription: "subscriptions/{id}"}
 
-// GetObject returns subscription ref as GET /subscriptions/{id} answers
-// it, in the version the client pins if any, read as ListObjects reads a
-// listed one (status, plan, created_at; APIVersion the answer's
+// GetObject returns payment or subscription ref as GET /payments/{id} or
+// GET /subscriptions/{id} answers it, in the version the client pins if
+// any, read as ListObjects reads a listed one (status, amount, currency,
+// refunded_amount; plan; created_at; APIVersion the answer's
 // Billete-Version, if it says one). Its errors are adapter.ObjectGetter's:
-// a 404 wraps payhook.ErrNotFound, another kind than a subscription
-// payhook.ErrInvalid, an answer that is not that subscription
-// payhook.ErrMalformed.
+// a 404 wraps payhook.ErrNotFound, another kind payhook.ErrInvalid, an
+// answer that is not that object payhook.ErrMalformed.
 func (c *Client) GetObject(ctx context.Context, kind, ref string) (adapter.Object, error) {
 	o, err := adapter.GetObject(kind, ref, getPaths, func(path string) ([]byte, http.Header, error) {
 		return apiget.ObjectWith(ctx, c.HTTP, c.BaseURL, c.Key, path, nil, c.versionHeader())
