@@ -35,9 +35,10 @@ const (
 const (
 	// MissingHere: the provider has the object, payhook does not.
 	MissingHere = "missing_here"
-	// MissingAtProvider: payhook has the object, the provider's list in
-	// the window does not (a payment), or the provider does not know it
-	// (a subscription: retrieved, a 404; see Config.Client).
+	// MissingAtProvider: payhook has the object and the provider does
+	// not know it: retrieved, a 404 the run could trust (see
+	// Config.Client). A payment, when the client cannot retrieve one:
+	// the provider's list in the window does not have it.
 	MissingAtProvider = "missing_at_provider"
 	// Different: both have it, some fields differ.
 	Different = "different"
@@ -45,6 +46,9 @@ const (
 
 // DefaultSince is how far back Reconcile looks when Config.Since is zero.
 const DefaultSince = 24 * time.Hour
+
+// DefaultMaxRetrieves is Config.MaxRetrieves when it is zero.
+const DefaultMaxRetrieves = 1000
 
 // Slack is how much earlier than the window the provider is listed, so
 // that an object payhook stored inside the window but the provider
@@ -59,11 +63,14 @@ type Config struct {
 	Source string
 	// Client is the source's API client; it must be an
 	// adapter.ObjectLister (required). When it is also an
-	// adapter.ObjectGetter, each subscription payhook stored in the
-	// window that the list did not have (created at the provider before
-	// the window) is retrieved and compared, and one the provider does
-	// not know (a 404) is MissingAtProvider; without one, such a
-	// subscription is neither compared nor reported.
+	// adapter.ObjectGetter, each payment and subscription payhook stored
+	// in the window that the list did not have (created at the provider
+	// before the window) is retrieved and compared as a listed one, and
+	// one the provider does not know (a 404) is MissingAtProvider, once
+	// the run trusts the client's 404s of that kind (see the package
+	// doc); without one, such a subscription is neither compared nor
+	// reported, and such a payment is MissingAtProvider unless payhook's
+	// captured_at is before the window.
 	Client adapter.Client
 	// Since is the start of the window: objects created at or after it
 	// are compared. If zero, Now minus DefaultSince.
@@ -87,6 +94,25 @@ type Config struct {
 	Logger *slog.Logger
 	// Sleep waits d or until ctx is done. Default a timer.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// MaxRetrieves bounds the objects a run retrieves one by one (the
+	// payments, then the subscriptions, payhook stored in the window that
+	// the lists did not have): the rest are not retrieved, counted in
+	// Report.Unchecked and logged, never reported as differences. Zero
+	// means DefaultMaxRetrieves, a negative value none. The retrieve of a
+	// listed object that checks the client's 404s (at most one per kind)
+	// is not counted.
+	MaxRetrieves int
+}
+
+// maxRetrieves is cfg.MaxRetrieves, the default applied.
+func (cfg Config) maxRetrieves() int {
+	switch {
+	case cfg.MaxRetrieves == 0:
+		return DefaultMaxRetrieves
+	case cfg.MaxRetrieves < 0:
+		return 0
+	}
+	return cfg.MaxRetrieves
 }
 
 // retrier returns the retries of cfg's page requests, defaults applied.
@@ -197,10 +223,14 @@ type Report struct {
 	// Listed counts the provider's objects read, by kind.
 	Listed map[string]int `json:"listed"`
 	// Retrieved counts the objects retrieved one by one, by kind: the
-	// subscriptions payhook stored in the window that the list did not
-	// have (created at the provider before the window), when the client
-	// is an adapter.ObjectGetter.
+	// payments and subscriptions payhook stored in the window that the
+	// list did not have (created at the provider before the window),
+	// when the client is an adapter.ObjectGetter.
 	Retrieved map[string]int `json:"retrieved,omitempty"`
+	// Unchecked counts, by kind, those the run did not retrieve, past
+	// Config.MaxRetrieves: neither compared nor reported; a later run,
+	// or a shorter window, checks them.
+	Unchecked map[string]int `json:"unchecked,omitempty"`
 	// Differences are sorted by kind and ref; empty when all agree.
 	Differences []Difference `json:"differences"`
 	// Run is the id of the run's record (payhook reconcile runs).
@@ -256,7 +286,8 @@ func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
 // reconcile is Reconcile's work, between the start and the end of its run.
 func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, error) {
 	lister := cfg.Client.(adapter.ObjectLister)
-	rep := &Report{Source: cfg.Source, Since: since.UTC(), At: at, Listed: map[string]int{}, Retrieved: map[string]int{}, Differences: []Difference{}}
+	rep := &Report{Source: cfg.Source, Since: since.UTC(), At: at, Listed: map[string]int{}, Retrieved: map[string]int{},
+		Unchecked: map[string]int{}, Differences: []Difference{}}
 
 	listed := map[string][]adapter.Object{}
 	for _, kind := range adapter.ObjectKinds {
@@ -268,13 +299,18 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 		rep.Listed[kind] = len(objs)
 	}
 
-	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep, compared: map[string]bool{}, retrier: cfg.retrier()}
+	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep, compared: map[string]bool{}, retrier: cfg.retrier(),
+		budget: cfg.maxRetrieves(), gone: map[string][]goneRef{}, answered: map[string]bool{}}
 	c.getter, _ = cfg.Client.(adapter.ObjectGetter)
 	if err := c.payments(listed); err != nil {
 		return nil, err
 	}
 	if err := c.subscriptions(listed[adapter.KindSubscription]); err != nil {
 		return nil, err
+	}
+	if len(rep.Unchecked) > 0 {
+		c.retrier.logger.Warn("reconcile "+cfg.Source+": retrieves capped; the rest left unchecked (not compared, not reported)",
+			"max_retrieves", cfg.maxRetrieves(), "unchecked", rep.Unchecked)
 	}
 	sort.Slice(rep.Differences, func(i, j int) bool {
 		a, b := rep.Differences[i], rep.Differences[j]
@@ -300,9 +336,19 @@ type comparer struct {
 	// retries its requests as the listing's pages are.
 	getter  adapter.ObjectGetter
 	retrier retrier
-	// retrieved are the objects retrieved one by one (subscriptions
-	// payhook stored in the window that the list did not have).
+	// budget is how many more objects the run may retrieve
+	// (Config.MaxRetrieves).
+	budget int
+	// retrieved are the objects retrieved one by one (payments and
+	// subscriptions payhook stored in the window that the list did not
+	// have).
 	retrieved []adapter.Object
+	// gone are, by kind, the retrieves answered 404: missing at the
+	// provider once the client's 404s of that kind are trusted (see
+	// missingAtProvider). answered holds the kinds of which the client
+	// answered a retrieve with the object in this run.
+	gone     map[string][]goneRef
+	answered map[string]bool
 	// compared holds the alert subjects of the objects this run compared:
 	// only their open differences can be found fixed by it.
 	compared map[string]bool
@@ -339,6 +385,41 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 			return err
 		}
 	}
+	// The payments payhook stored in the window that the list does not
+	// have: made at the provider before the window (payhook's captured_at
+	// is the time of the first event it saw, a refund's, say), or
+	// missing there. Each is retrieved and compared as a listed one.
+	here, err := billing.ListPayments(c.ctx, c.db, billing.PaymentFilter{Source: c.source, Kind: "fiat", CreatedFrom: c.since, Limit: 1 << 30})
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", c.source, err)
+	}
+	for _, p := range here {
+		if atProvider[p.Ref] {
+			continue // compared above
+		}
+		if !p.CapturedAt.IsZero() && p.CapturedAt.Before(c.since) {
+			// Made before the window by the provider's time, stored in
+			// it (delivered late, or backfilled): not listed, not compared.
+			continue
+		}
+		o, got, err := c.unlisted(adapter.KindPayment, p.Ref)
+		switch {
+		case err != nil:
+			return err
+		case got == retrieved:
+			atProvider[p.Ref] = true // its refunds are compared with it
+			if err := c.payment(o, refunds[p.Ref], disputes[p.Ref]); err != nil {
+				return err
+			}
+		case got == cannotRetrieve:
+			// The list alone says it: missing at the provider.
+			c.compare(adapter.KindPayment, p.Ref)
+			c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: MissingAtProvider, Fix: missingPaymentFix})
+		}
+	}
+	if err := c.missingAtProvider(adapter.KindPayment, listed[adapter.KindPayment], missingPaymentFix); err != nil {
+		return err
+	}
 	// Refunds of payments created before the window: each one payhook
 	// has no posting of is missing here, reported on its payment.
 	for ref, rs := range refunds {
@@ -356,24 +437,14 @@ func (c *comparer) payments(listed map[string][]adapter.Object) error {
 				Fix:    c.backfillFix("the payment.refunded events of refunds "+strings.Join(ids(missing), ", "), missing[0].Created)})
 		}
 	}
-	here, err := billing.ListPayments(c.ctx, c.db, billing.PaymentFilter{Source: c.source, Kind: "fiat", CreatedFrom: c.since, Limit: 1 << 30})
-	if err != nil {
-		return fmt.Errorf("reconcile %s: %w", c.source, err)
-	}
-	for _, p := range here {
-		if !atProvider[p.Ref] && !p.CapturedAt.IsZero() && p.CapturedAt.Before(c.since) {
-			// Made before the window by the provider's time, stored in
-			// it (delivered late, or backfilled): not listed, not compared.
-			continue
-		}
-		c.compare(adapter.KindPayment, p.Ref)
-		if !atProvider[p.Ref] {
-			c.add(Difference{Kind: adapter.KindPayment, Ref: p.Ref, What: MissingAtProvider,
-				Fix: "none from the provider: check the payment at the provider (another account or environment?) and the events that created it here (payhook events list)"})
-		}
-	}
 	return nil
 }
+
+// The fixes of what is missing at the provider.
+const (
+	missingPaymentFix      = "none from the provider: check the payment at the provider (another account or environment?) and the events that created it here (payhook events list)"
+	missingSubscriptionFix = "none from the provider: check the subscription at the provider (another account or environment?) and the events that created it here (payhook events list)"
+)
 
 // payment compares one listed payment, with each of its disputes: the
 // payment is charged back when any of them is open or lost, and each
@@ -537,9 +608,9 @@ func paymentStatus(amount, refunded int64) string {
 // payhook's deployment) is not listed. Each one stored in the window and
 // not listed is retrieved, when the client is an adapter.ObjectGetter,
 // and compared as a listed one (status, plan), wherever its creation
-// time falls; only a 404 makes it missing at the provider. Without an
-// ObjectGetter such a one is neither compared nor reported: nothing says
-// whether the provider has it.
+// time falls; only a 404 makes it missing at the provider (see
+// unlisted). Without an ObjectGetter such a one is neither compared nor
+// reported: nothing says whether the provider has it.
 func (c *comparer) subscriptions(listed []adapter.Object) error {
 	atProvider := map[string]bool{}
 	for _, s := range listed {
@@ -567,29 +638,134 @@ func (c *comparer) subscriptions(listed []adapter.Object) error {
 		if atProvider[s.Ref] {
 			continue // compared above
 		}
-		if c.getter == nil {
-			continue // cannot tell: see above
-		}
-		var o adapter.Object
-		err := c.retrier.object(c.ctx, "reconcile "+c.source, adapter.KindSubscription, s.Ref, func() (err error) {
-			o, err = c.getter.GetObject(c.ctx, adapter.KindSubscription, s.Ref)
+		o, got, err := c.unlisted(adapter.KindSubscription, s.Ref)
+		if err != nil {
 			return err
-		})
+		}
+		if got == retrieved {
+			c.subscription(o, s)
+		}
+		// Not retrieved (cannot tell, or capped): neither compared nor
+		// reported; a 404 is reported below.
+	}
+	return c.missingAtProvider(adapter.KindSubscription, listed, missingSubscriptionFix)
+}
+
+// What unlisted did with an object.
+const (
+	// retrieved: the provider answered with it.
+	retrieved = iota
+	// notFound: the provider answered 404; the object is reported
+	// missing at the provider by missingAtProvider, once those 404s are
+	// trusted.
+	notFound
+	// cannotRetrieve: the client retrieves no such object (no
+	// ObjectGetter, or none of that kind): nothing says whether the
+	// provider has it.
+	cannotRetrieve
+	// capped: not retrieved, past Config.MaxRetrieves; counted in
+	// Report.Unchecked.
+	capped
+)
+
+// goneRef is an object whose retrieve answered 404, and that answer.
+type goneRef struct {
+	ref string
+	err error
+}
+
+// unlisted retrieves the object kind ref that payhook stored in the
+// window and the provider's list did not have, through the getter and
+// the retrier (a 429, a 5xx retried; any other error fails the run), as
+// long as the run's budget of retrieves lasts. A 404 is recorded for
+// missingAtProvider; an object retrieved is recorded in c.retrieved.
+func (c *comparer) unlisted(kind, ref string) (adapter.Object, int, error) {
+	if c.getter == nil {
+		return adapter.Object{}, cannotRetrieve, nil
+	}
+	if c.budget <= 0 {
+		c.rep.Unchecked[kind]++
+		return adapter.Object{}, capped, nil
+	}
+	o, err := c.get(kind, ref)
+	switch {
+	case errors.Is(err, payhook.ErrNotFound):
+		c.budget--
+		c.gone[kind] = append(c.gone[kind], goneRef{ref: ref, err: err})
+		return adapter.Object{}, notFound, nil
+	case errors.Is(err, payhook.ErrInvalid):
+		return adapter.Object{}, cannotRetrieve, nil
+	case err != nil:
+		return adapter.Object{}, 0, err
+	}
+	c.budget--
+	c.retrieved = append(c.retrieved, o)
+	return o, retrieved, nil
+}
+
+// get retrieves the object kind ref through the retrier; an answer with
+// the object says that the client's retrieves of kind reach the
+// provider (c.answered).
+func (c *comparer) get(kind, ref string) (adapter.Object, error) {
+	var o adapter.Object
+	err := c.retrier.object(c.ctx, "reconcile "+c.source, kind, ref, func() (err error) {
+		o, err = c.getter.GetObject(c.ctx, kind, ref)
+		return err
+	})
+	if err == nil {
+		c.answered[kind] = true
+	}
+	return o, err
+}
+
+// missingAtProvider reports each object of kind whose retrieve answered
+// 404 as missing at the provider (fix its Difference's Fix), once the
+// client's 404s of kind are trusted: a 404 says that the provider has no
+// such object only if the same client answered a retrieve of kind with
+// the object in this run. When none of its retrieves of kind did (every
+// one was a 404), the first object of kind that the provider listed
+// (listed) is retrieved to check; without one, or when that retrieve too
+// answers 404, the run fails with an error naming the URL that answered:
+// a wrong api_url, or a proxy answering 404 to everything, is not taken
+// for a provider that lost every object.
+func (c *comparer) missingAtProvider(kind string, listed []adapter.Object, fix string) error {
+	gone := c.gone[kind]
+	if len(gone) == 0 {
+		return nil
+	}
+	if !c.answered[kind] {
+		if len(listed) == 0 {
+			return fmt.Errorf("reconcile %s: the retrieve of each of the %d %ss payhook stored in the window that the provider's list did not have answered 404 (%s), "+
+				"and the list has no %s to check that this API answers retrieves: a 404 is taken for a missing %s only once the same API answered a retrieve of one; "+
+				"check the source's api_url, and any proxy in front of it",
+				c.source, len(gone), kind, answeredAt(gone[0].err), kind, kind)
+		}
+		probe := listed[0]
+		_, err := c.get(kind, probe.Ref)
 		switch {
 		case errors.Is(err, payhook.ErrNotFound):
-			c.compare(adapter.KindSubscription, s.Ref)
-			c.add(Difference{Kind: adapter.KindSubscription, Ref: s.Ref, What: MissingAtProvider,
-				Fix: "none from the provider: check the subscription at the provider (another account or environment?) and the events that created it here (payhook events list)"})
-			continue
-		case errors.Is(err, payhook.ErrInvalid):
-			continue // the client retrieves no subscriptions: cannot tell
+			return fmt.Errorf("reconcile %s: the API answered 404 to the retrieve of %s %s, which its own list has (%s): it does not answer retrieves, "+
+				"so its 404s for the %d %ss the list did not have say nothing; check the source's api_url, and any proxy in front of it",
+				c.source, kind, probe.Ref, answeredAt(err), len(gone), kind)
 		case err != nil:
 			return err
 		}
-		c.retrieved = append(c.retrieved, o)
-		c.subscription(o, s)
+	}
+	for _, g := range gone {
+		c.compare(kind, g.ref)
+		c.add(Difference{Kind: kind, Ref: g.ref, What: MissingAtProvider, Fix: fix})
 	}
 	return nil
+}
+
+// answeredAt says where a retrieve's 404 came from: "GET <url>" when
+// the client's error says its address, else the error.
+func answeredAt(err error) string {
+	var ae *adapter.APIError
+	if errors.As(err, &ae) && ae.URL != "" {
+		return ae.Method + " " + ae.URL
+	}
+	return err.Error()
 }
 
 // subscription compares subscription s at the provider (listed or

@@ -317,3 +317,40 @@ func TestReconcileSubscriptionsAgainstStripeMock(t *testing.T) {
 		}
 	})
 }
+
+// Through Stripe's own emulator, which answers GET
+// /v1/payment_intents/{id} for any id, its latest charge expanded as
+// payhook asks (the fixture's: an authorization never captured, in USD):
+// a payment payhook stored in the window that the list does not have is
+// retrieved and compared with it, not missing at the provider. stripe-mock
+// lists without filtering by time, so only this payment's differences are
+// looked at.
+func TestReconcilePaymentsAgainstStripeMock(t *testing.T) {
+	t.Parallel()
+	mock := stripemock.Start(t)
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		apply(t, db, at.Add(-30*time.Minute),
+			billing.Captured{Payment: billing.Payment{Ref: "pi_here", Amount: 1000, Currency: "EUR", CapturedAt: at.Add(-30 * time.Minute)}})
+		c, err := provider.NewClient("stripe", adapter.ClientConfig{BaseURL: mock, Key: "sk_test_123", APIVersion: "2024-06-20"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := (&subsWorld{db: db}).run(c, reconcile.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range paymentDiffs(rep) {
+			if strings.HasPrefix(d, "pi_here ") {
+				got = append(got, d)
+			}
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], "pi_here different status:succeeded→uncaptured amount:1000→0") {
+			t.Fatalf("differences of pi_here %q; want it retrieved and compared: different status and amount", got)
+		}
+		if rep.Retrieved[adapter.KindPayment] != 1 {
+			t.Fatalf("retrieved %v; want the payment", rep.Retrieved)
+		}
+	})
+}
