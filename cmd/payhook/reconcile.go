@@ -146,6 +146,16 @@ func printReport(w io.Writer, rep *reconcile.Report) error {
 		listed = append(listed, fmt.Sprintf("%d %s", rep.Listed[k], plural(rep.Listed[k], k)))
 	}
 	fmt.Fprintf(w, "source %s since %s: listed %s at the provider\n", rep.Source, rep.Since.Format(time.RFC3339), strings.Join(listed, ", "))
+	var unchecked []string
+	for _, k := range adapter.ObjectKinds {
+		if n := rep.Unchecked[k]; n > 0 {
+			unchecked = append(unchecked, fmt.Sprintf("%d %s", n, plural(n, k)))
+		}
+	}
+	if len(unchecked) > 0 {
+		fmt.Fprintf(w, "unchecked: %s payhook stored in the window and the provider did not list, past the run's cap of retrieves (neither compared nor reported)\n",
+			strings.Join(unchecked, ", "))
+	}
 	if len(rep.Differences) == 0 {
 		_, err := fmt.Fprintln(w, "no differences")
 		return err

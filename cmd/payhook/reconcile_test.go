@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/reconcile"
 	"github.com/payhook/payhook/sim"
 	"github.com/payhook/payhook/sim/deliver"
@@ -447,5 +448,21 @@ func TestReconcileRunsLimit(t *testing.T) {
 		if code != 2 || !strings.Contains(errOut, "--limit "+limit+": want 1 to") || out != "" {
 			t.Errorf("reconcile runs --limit %s = %d, stdout %q, stderr %q; want a usage error", limit, code, out, errOut)
 		}
+	}
+}
+
+// The report says how many objects a run left unchecked past its cap of
+// retrieves, by kind, and says nothing of it when there are none.
+func TestPrintReportUnchecked(t *testing.T) {
+	t.Parallel()
+	rep := &reconcile.Report{Source: "s", Listed: map[string]int{}, Unchecked: map[string]int{adapter.KindPayment: 2, adapter.KindSubscription: 1}}
+	var text strings.Builder
+	if err := printReport(&text, rep); err != nil || !strings.Contains(text.String(), "unchecked: 2 payments, 1 subscription payhook stored") {
+		t.Fatalf("report %q, %v; want the unchecked objects counted", text.String(), err)
+	}
+	rep.Unchecked = nil
+	text.Reset()
+	if err := printReport(&text, rep); err != nil || strings.Contains(text.String(), "unchecked") {
+		t.Fatalf("report %q, %v; want no unchecked line", text.String(), err)
 	}
 }

@@ -176,7 +176,7 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 				level = slog.LevelWarn
 			}
 			log.Log(ctx, level, "scheduled reconcile", "source", name, "period", period, "run", rep.Run,
-				"listed", rep.Listed, "differences", len(rep.Differences))
+				"listed", rep.Listed, "unchecked", rep.Unchecked, "differences", len(rep.Differences))
 			return backfillErr
 		}})
 	}
