@@ -36,6 +36,11 @@ type Config struct {
 	Now func() time.Time
 	// ScrapeTimeout bounds the queries of one scrape. Default 5s.
 	ScrapeTimeout time.Duration
+	// AlertKinds, if set, are the alert kinds payhook_alerts_open always
+	// has a series for, 0 while none is open (payhook serve gives
+	// billing.AlertKinds), so that a rule on it reads 0 rather than no
+	// data; a kind not listed has a series only while one is open.
+	AlertKinds []string
 }
 
 // Metrics holds payhook's metrics and their registry.
@@ -336,15 +341,25 @@ func (c *dbCollector) alerts(ctx context.Context, ch chan<- prometheus.Metric) e
 		return fmt.Errorf("open alerts: %w", err)
 	}
 	defer rows.Close()
+	open := make(map[string]int64, len(c.cfg.AlertKinds))
+	for _, kind := range c.cfg.AlertKinds {
+		open[kind] = 0
+	}
 	for rows.Next() {
 		var kind string
 		var n int64
 		if err := rows.Scan(&kind, &n); err != nil {
 			return fmt.Errorf("open alerts: %w", err)
 		}
+		open[kind] = n
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("open alerts: %w", err)
+	}
+	for kind, n := range open {
 		ch <- prometheus.MustNewConstMetric(alertsDesc, prometheus.GaugeValue, float64(n), kind)
 	}
-	return rows.Err()
+	return nil
 }
 
 func (c *dbCollector) differences(ctx context.Context, ch chan<- prometheus.Metric) error {

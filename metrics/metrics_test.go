@@ -173,3 +173,34 @@ func TestBackfillCounted(t *testing.T) {
 		}
 	})
 }
+
+// TestAlertsOpenZero: a kind of Config.AlertKinds reads 0 while none of
+// its alerts is open, and its count once one is; a kind not listed has a
+// series only while open.
+func TestAlertsOpenZero(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := open(t, dbURL)
+		m, err := New(Config{DB: db, AlertKinds: []string{"event_failed", "sink_paused"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := scrape(t, m)
+		for _, kind := range []string{"event_failed", "sink_paused"} {
+			if v, ok := got[`payhook_alerts_open{kind="`+kind+`"}`]; !ok || v != 0 {
+				t.Errorf("payhook_alerts_open{kind=%q} = %v, %v before any alert; want 0", kind, v, ok)
+			}
+		}
+		if _, err := db.SQL.Exec(`INSERT INTO payhook_alerts (kind, subject, message, first_seen, last_seen, acknowledged)
+			VALUES ('event_failed', 'a', 'm', $1, $1, $2), ('own_kind', 'b', 'm', $1, $1, $2)`,
+			db.TimeValue(time.Now()), false); err != nil {
+			t.Fatal(err)
+		}
+		got = scrape(t, m)
+		for series, want := range map[string]float64{`payhook_alerts_open{kind="event_failed"}`: 1,
+			`payhook_alerts_open{kind="sink_paused"}`: 0, `payhook_alerts_open{kind="own_kind"}`: 1} {
+			if v, ok := got[series]; !ok || v != want {
+				t.Errorf("%s = %v, %v; want %v", series, v, ok, want)
+			}
+		}
+	})
+}

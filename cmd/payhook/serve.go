@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/console"
 	"github.com/payhook/payhook/groupcommit"
@@ -186,7 +187,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
 	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
-	met, err := metrics.New(metrics.Config{DB: db, Outbox: box, Now: m.Now})
+	met, err := metrics.New(metrics.Config{DB: db, Outbox: box, Now: m.Now, AlertKinds: billing.AlertKinds})
 	if err != nil {
 		return err
 	}
