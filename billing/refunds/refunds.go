@@ -15,7 +15,8 @@
 //   - a pending request (stored, maybe sent, its answer not recorded) of
 //     the payment is re-sent with its key when the run asks the same
 //     amount, or gives no amount; another amount is refused until it is
-//     finished;
+//     finished; one stored KeyLifetime ago or more is refused (its key
+//     may be forgotten at the provider) until Abandon gives it up;
 //   - a completed request of the same amount is refused unless Again is
 //     set: then the payment's next seq (a new key) refunds again;
 //   - a failed request (the provider refused it) is not reused: the next
@@ -93,7 +94,18 @@ type Ask struct {
 	// Again refunds again a payment whose refund of the same amount
 	// completed.
 	Again bool
+	// Abandon marks the payment's pending request failed, abandoned,
+	// instead of sending it again, then refunds with a new request: for a
+	// request pending past KeyLifetime, once the operator has checked
+	// at the provider that it refunded nothing.
+	Abandon bool
 }
+
+// KeyLifetime is how long after a request was stored its idempotency key
+// is trusted to still name it at the provider: Stripe forgets a key once
+// it is 24 hours old, and a key sent again after that makes a new refund.
+// A request pending longer is not sent again (see Prepare).
+const KeyLifetime = 23 * time.Hour
 
 // Config is how Refund runs.
 type Config struct {
@@ -182,17 +194,30 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 	if err != nil {
 		return nil, err
 	}
-	for i := len(reqs) - 1; i >= 0; i-- {
-		r := reqs[i]
-		if r.Status != StatusPending {
-			continue
+	if r := lastPending(reqs); r != nil && a.Abandon {
+		if err := abandon(ctx, db, r, at); err != nil {
+			return nil, err
 		}
+		if reqs, err = List(ctx, db, p.Source, p.Ref); err != nil {
+			return nil, err
+		}
+	} else if r != nil {
 		if a.Amount != 0 && a.Amount != r.Amount {
 			return nil, fmt.Errorf("refund %s of %s: request %d for %d %s is pending; run it again with --amount %d (or none) to finish it first: %w",
 				p.Ref, p.Source, r.Seq, r.Amount, r.Currency, r.Amount, payhook.ErrInvalid)
 		}
+		if age := at.Sub(r.CreatedAt); age >= KeyLifetime {
+			return nil, fmt.Errorf("refund %s of %s: request %d for %d %s has been pending since %s (%s): its idempotency key %s "+
+				"may be forgotten at the provider (Stripe keeps keys 24 hours), so sending it again could refund twice; "+
+				"check at the provider whether the payment has a refund of %d %s from then: if it has, its webhook records it "+
+				"and nothing more is to be done; if not, run again with --abandon to give the request up and refund with a new one: %w",
+				p.Ref, p.Source, r.Seq, r.Amount, r.Currency, r.CreatedAt.Format(time.RFC3339), age.Round(time.Minute), r.Key,
+				r.Amount, r.Currency, payhook.ErrInvalid)
+		}
 		r.Reused = true
 		return r, nil
+	} else if a.Abandon {
+		return nil, fmt.Errorf("refund %s of %s: --abandon: no request of the payment is pending: %w", p.Ref, p.Source, payhook.ErrInvalid)
 	}
 	// What the payment keeps: billing's refunded amount, or what payhook's
 	// completed requests took when their webhooks have not arrived yet.
@@ -281,6 +306,33 @@ func Complete(ctx context.Context, db *store.DB, r *Request, res adapter.RefundR
 		return fmt.Errorf("record refund %s of request %s: %w", res.Ref, r.Key, err)
 	}
 	r.Status, r.ProviderRef, r.Error = StatusCompleted, res.Ref, ""
+	return nil
+}
+
+// lastPending returns the last of reqs that is pending, nil if none is.
+func lastPending(reqs []*Request) *Request {
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if reqs[i].Status == StatusPending {
+			return reqs[i]
+		}
+	}
+	return nil
+}
+
+// abandon records that the operator gave pending request r up (Ask.Abandon):
+// a conditional UPDATE, so a run that completed it meanwhile wins.
+func abandon(ctx context.Context, db *store.DB, r *Request, at time.Time) error {
+	res, err := db.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET status = 'failed', error = $1, updated_at = $2
+		WHERE idem_key = $3 AND status = 'pending'`,
+		"abandoned by the operator (--abandon) after "+at.Sub(r.CreatedAt).Round(time.Minute).String()+" pending",
+		at.UTC().Format(time.RFC3339Nano), r.Key)
+	if err != nil {
+		return fmt.Errorf("refund %s of %s: abandon request %d: %w", r.Payment, r.Source, r.Seq, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("refund %s of %s: abandon request %d: it is no longer pending (another run finished it); run again: %w",
+			r.Payment, r.Source, r.Seq, payhook.ErrLocked)
+	}
 	return nil
 }
 

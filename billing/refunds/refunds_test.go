@@ -347,3 +347,46 @@ func TestRequestKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestRefundPendingPastKeyLifetime: a request pending past KeyLifetime is
+// not sent again (its key may be forgotten at the provider: a new refund)
+// but refused before any call; Abandon gives it up and refunds with a new
+// request and key; Abandon with nothing pending is refused.
+func TestRefundPendingPastKeyLifetime(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		p, id, c := billeteWorld(t, db)
+		if _, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 200}, t0); err != nil {
+			t.Fatal(err) // stored, then the run died before its call
+		}
+		at := func(d time.Duration) refunds.Config {
+			return refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0.Add(d) }}
+		}
+		r, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id}, t0.Add(refunds.KeyLifetime-time.Minute))
+		if err != nil || !r.Reused || r.Seq != 1 {
+			t.Fatalf("within the key's lifetime: %+v, %v; want request 1 reused", r, err)
+		}
+		if _, err := refunds.Refund(ctx, at(refunds.KeyLifetime), refunds.Ask{Payment: id}); !errors.Is(err, payhook.ErrInvalid) ||
+			!strings.Contains(err.Error(), "--abandon") {
+			t.Fatalf("past the key's lifetime: %v; want a refusal naming --abandon", err)
+		}
+		if c.calls != 0 || refunded(t, p, id) != 0 {
+			t.Fatalf("refused, yet %d calls", c.calls)
+		}
+		r, err = refunds.Refund(ctx, at(refunds.KeyLifetime), refunds.Ask{Payment: id, Amount: 200, Abandon: true})
+		if err != nil || r.Seq != 2 || r.Status != refunds.StatusCompleted {
+			t.Fatalf("abandoned and asked again: %+v, %v; want request 2 completed", r, err)
+		}
+		rs, err := refunds.List(ctx, db, "shop", id)
+		if err != nil || len(rs) != 2 || rs[0].Status != refunds.StatusFailed || !strings.Contains(rs[0].Error, "abandoned") {
+			t.Fatalf("requests: %+v, %v; want request 1 failed, abandoned", rs, err)
+		}
+		if got := refunded(t, p, id); got != 200 || c.calls != 1 {
+			t.Fatalf("provider refunded %d in %d calls, want 200 in one", got, c.calls)
+		}
+		if _, err := refunds.Refund(ctx, at(refunds.KeyLifetime), refunds.Ask{Payment: id, Amount: 100, Abandon: true}); !errors.Is(err, payhook.ErrInvalid) {
+			t.Fatalf("--abandon with nothing pending: %v; want ErrInvalid", err)
+		}
+	})
+}

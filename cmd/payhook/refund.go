@@ -13,7 +13,7 @@ import (
 )
 
 const refundHelp = `Usage: payhook payments refund REF [--amount N] [--reason R] [--source S] [--again]
-                              [--json] [--config FILE] [--db URL]
+                              [--abandon] [--json] [--config FILE] [--db URL]
 
 Asks the payment's provider to refund it: --amount minor units, or all that
 the payment keeps (its amount less what its refunds took). The request is
@@ -26,7 +26,10 @@ is sent:
   - running it again while the request is pending (a failed call, or a
     crash before payhook recorded the answer) re-sends the same key;
     a pending request must be finished (same --amount, or none) before
-    another amount is asked;
+    another amount is asked; one pending for 23 hours or more is refused
+    (Stripe forgets a key after 24 hours: sending it again could refund
+    twice): check at the provider, then --abandon gives it up (failed)
+    and refunds with a new request;
   - running it again after it completed is refused: --again refunds again,
     with the next seq and a new key;
   - a request the provider refused (a 4xx) is failed, not reused.
@@ -54,6 +57,7 @@ func (m *Main) paymentsRefund(ctx context.Context, args []string) error {
 	amount := fs.Int64("amount", 0, "minor units to refund (default: all that the payment keeps)")
 	reason := fs.String("reason", "", "the refund's reason, passed to the provider (Stripe: duplicate, fraudulent, requested_by_customer)")
 	again := fs.Bool("again", false, "refund again a payment whose refund of the same amount completed")
+	abandon := fs.Bool("abandon", false, "give up the payment's pending request (checked at the provider: it refunded nothing) and refund with a new one")
 	asJSON := fs.Bool("json", false, "print the request as JSON")
 	ref, err := oneArg(fs, args, "REF")
 	if err != nil {
@@ -88,7 +92,7 @@ func (m *Main) paymentsRefund(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: payments refund: source %q (%s): payhook cannot refund through this provider's API", errUsage, src.Name, src.Provider)
 	}
 	r, err := refunds.Refund(ctx, refunds.Config{DB: db, Refunder: refunder, Now: m.Now},
-		refunds.Ask{Source: p.Source, Payment: p.Ref, Amount: *amount, Reason: *reason, Again: *again})
+		refunds.Ask{Source: p.Source, Payment: p.Ref, Amount: *amount, Reason: *reason, Again: *again, Abandon: *abandon})
 	if err != nil {
 		if errors.Is(err, payhook.ErrInvalid) && (r == nil || r.Status == refunds.StatusFailed) {
 			err = fmt.Errorf("%w: payments refund: %w", errUsage, err)
