@@ -181,12 +181,14 @@ func New(inbox payhook.Inbox, cfg Config) *Committer {
 
 // Close stops the committer once the commit under way has returned;
 // requests still waiting for a commit fail. Calls after Close fail with
-// payhook.ErrUnavailable.
+// payhook.ErrUnavailable. Calling it again only waits for the first.
 func (c *Committer) Close() {
 	c.mu.Lock()
-	c.closed = true
+	if !c.closed {
+		c.closed = true
+		close(c.stop)
+	}
 	c.mu.Unlock()
-	close(c.stop)
 	c.done.Wait()
 }
 

@@ -354,6 +354,8 @@ func TestEndedContextAndClose(t *testing.T) {
 	if _, err := c.Ingest(context.Background(), []*payhook.Event{{EventID: "evt_1"}}); !errors.Is(err, payhook.ErrUnavailable) {
 		t.Fatalf("Ingest after Close = %v, want ErrUnavailable", err)
 	}
+	// A second Close (a deferred one after a shutdown's) does nothing.
+	c.Close()
 }
 
 // openQueue opens and migrates the database at dbURL (payhook's schema
