@@ -515,11 +515,14 @@ func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 // New returns a Queue over db, whose schema (store and River) must be
 // migrated. Call Start to process events; a Queue that is never started
 // still ingests and replays (the CLI does that). It returns an error
-// wrapping payhook.ErrConfig if RescueAfter is not more than JobTimeout,
-// if BusyMaxLag is more than half of it, or if DeliverMany is set
-// without DeliverySweep (a crash just after a batch's commit would leave
-// its deliveries without a job for good).
+// wrapping payhook.ErrConfig if db is nil, if RescueAfter is not more
+// than JobTimeout, if BusyMaxLag is more than half of it, or if
+// DeliverMany is set without DeliverySweep (a crash just after a batch's
+// commit would leave its deliveries without a job for good).
 func New(db *store.DB, cfg Config) (*Queue, error) {
+	if db == nil {
+		return nil, fmt.Errorf("job queue: no database: %w", payhook.ErrConfig)
+	}
 	cfg = cfg.withDefaults(db.Engine)
 	if cfg.RescueAfter <= cfg.JobTimeout {
 		return nil, fmt.Errorf("job queue: rescue after %s is not more than the job timeout %s: %w",

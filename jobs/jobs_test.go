@@ -795,6 +795,14 @@ func TestConfigRefused(t *testing.T) {
 	})
 }
 
+// TestNewWithoutDatabase: New without a database returns an error
+// wrapping payhook.ErrConfig, as the other constructors do, not a panic.
+func TestNewWithoutDatabase(t *testing.T) {
+	if _, err := jobs.New(nil, jobs.Config{}); !errors.Is(err, payhook.ErrConfig) {
+		t.Fatalf("New(nil) = %v, want ErrConfig", err)
+	}
+}
+
 // An event's failure and its alert commit together: the alert OnFailed
 // writes is there the moment the event is failed, for the last attempt of
 // a failing handler and at once for a malformed event, and an alert that
