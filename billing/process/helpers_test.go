@@ -50,3 +50,26 @@ func TestNewWithoutDatabase(t *testing.T) {
 		t.Fatalf("New without DB: %v; want an error wrapping payhook.ErrConfig", err)
 	}
 }
+
+// TestNewRefusesBadSources: a source that no event of could be applied
+// (no name, a name taken twice, a provider with no mapping, such as a
+// misspelt one) is refused by New, not found out by every event failing
+// its attempts for weeks.
+func TestNewRefusesBadSources(t *testing.T) {
+	t.Parallel()
+	db := &store.DB{Engine: store.SQLite} // not used: New refuses first
+	for name, sources := range map[string][]payhook.Source{
+		"no name":          {{Provider: "stripe"}},
+		"twice":            {{Name: "shop", Provider: "stripe"}, {Name: "shop", Provider: "paddle"}},
+		"unknown provider": {{Name: "shop", Provider: "Stripe"}},
+		"no provider":      {{Name: "shop"}},
+	} {
+		if _, err := process.New(process.Config{DB: db, Sources: sources}); !errors.Is(err, payhook.ErrConfig) {
+			t.Errorf("%s: New = %v; want an error wrapping payhook.ErrConfig", name, err)
+		}
+	}
+	if _, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"},
+		{Name: "hooks", Provider: "hmac"}}}); err != nil {
+		t.Fatalf("New with good sources = %v", err)
+	}
+}

@@ -68,7 +68,9 @@ type Config struct {
 // fails for good raises a billing.AlertEventFailed alert in the
 // transaction that marks it failed.
 //
-// It returns an error wrapping payhook.ErrConfig when cfg.DB is nil.
+// It returns an error wrapping payhook.ErrConfig when cfg.DB is nil, or
+// a source has no name, a name already taken or a provider payhook does
+// not know (whose every event would fail).
 func New(cfg Config) (jobs.Config, error) {
 	if cfg.DB == nil {
 		return jobs.Config{}, fmt.Errorf("process: no database: %w", payhook.ErrConfig)
@@ -82,6 +84,16 @@ func New(cfg Config) (jobs.Config, error) {
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
 		bySource: make(map[string]payhook.Source, len(cfg.Sources))}
 	for _, s := range cfg.Sources {
+		if s.Name == "" {
+			return jobs.Config{}, fmt.Errorf("process: a source has no name: %w", payhook.ErrConfig)
+		}
+		if _, dup := p.bySource[s.Name]; dup {
+			return jobs.Config{}, fmt.Errorf("process: source %q configured twice: %w", s.Name, payhook.ErrConfig)
+		}
+		if _, ok := provider.Lookup(s.Provider); !ok {
+			return jobs.Config{}, fmt.Errorf("process: source %q: unknown provider %q (one of %s): %w",
+				s.Name, s.Provider, strings.Join(provider.Names(), ", "), payhook.ErrConfig)
+		}
 		p.bySource[s.Name] = s
 	}
 	handlers := &payhook.Mux{}
