@@ -32,6 +32,9 @@ func (q *Queue) IngestBounded(ctx context.Context, evs []*payhook.Event) ([]bool
 // All events go into one statement; if it fails, the batch is tried again
 // one event at a time, which names the event that fails it.
 func (q *Queue) ingest(ctx context.Context, evs []*payhook.Event, lockWait time.Duration) ([]bool, error) {
+	if err := checkEvents(evs); err != nil {
+		return nil, err
+	}
 	q.ingestStarted(len(evs))
 	defer q.ingestDone(len(evs))
 	if dstBug("check-then-insert") {
@@ -169,4 +172,32 @@ func whole(ctx context.Context, err error) error {
 		return err
 	}
 	return &storeError{err}
+}
+
+// checkEvents refuses, before anything is written, an event that lacks
+// what every stored event has (a source, an event id, its arrival time
+// and a payload): the store's NOT NULL would refuse it as a failure to
+// store (payhook.ErrUnavailable, "retry later"), and a nil one would
+// panic. The receiver and a backfill always set them (payhook.NewEvent);
+// a program that builds its own events may not.
+func checkEvents(evs []*payhook.Event) error {
+	for i, ev := range evs {
+		var missing string
+		switch {
+		case ev == nil:
+			missing = "the event (nil)"
+		case ev.Source == "":
+			missing = "its Source"
+		case ev.EventID == "":
+			missing = "its EventID"
+		case ev.ReceivedAt.IsZero():
+			missing = "its ReceivedAt"
+		case ev.Payload == nil:
+			missing = "its Payload"
+		default:
+			continue
+		}
+		return &payhook.EventError{Index: i, Err: fmt.Errorf("ingest: event %d of %d: no %s: %w", i, len(evs), missing, payhook.ErrInvalid)}
+	}
+	return nil
 }

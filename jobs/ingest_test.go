@@ -68,6 +68,38 @@ func TestIngestNamesTheFailingEvent(t *testing.T) {
 	})
 }
 
+// TestIngestRefusesIncompleteEvents: an event without what every stored
+// event has is refused before anything of the batch is written, with an
+// EventError naming it that wraps payhook.ErrInvalid (not ErrUnavailable:
+// trying again cannot store it), and a nil one does not panic.
+func TestIngestRefusesIncompleteEvents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, q := setup(t, dbURL, jobs.Config{})
+		ev := func(id string) *payhook.Event {
+			return &payhook.Event{Source: "src", EventID: id, Type: "t", ReceivedAt: time.Now(), Payload: []byte(`{}`)}
+		}
+		for name, bad := range map[string]*payhook.Event{
+			"nil":         nil,
+			"no source":   {EventID: "evt_x", ReceivedAt: time.Now(), Payload: []byte(`{}`)},
+			"no event id": {Source: "src", ReceivedAt: time.Now(), Payload: []byte(`{}`)},
+			"no received": {Source: "src", EventID: "evt_x", Payload: []byte(`{}`)},
+			"no payload":  {Source: "src", EventID: "evt_x", ReceivedAt: time.Now()},
+		} {
+			for _, ingest := range []func(context.Context, []*payhook.Event) ([]bool, error){q.Ingest, q.IngestBounded} {
+				_, err := ingest(ctx, []*payhook.Event{ev("evt_a"), bad})
+				var one *payhook.EventError
+				if !errors.As(err, &one) || one.Index != 1 || !errors.Is(err, payhook.ErrInvalid) || errors.Is(err, payhook.ErrUnavailable) {
+					t.Errorf("%s: Ingest = %v, want an EventError at index 1 wrapping ErrInvalid", name, err)
+				}
+			}
+		}
+		if n := count(t, db); n != 0 {
+			t.Fatalf("%d events stored by refused batches, want 0", n)
+		}
+	})
+}
+
 func count(t *testing.T, db *store.DB) int {
 	t.Helper()
 	var n int

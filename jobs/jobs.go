@@ -694,9 +694,13 @@ func (q *Queue) Stop(ctx context.Context) error {
 // one event caused it, the error is a *payhook.EventError naming it; when
 // the store refused the transaction as a whole (at begin, enqueue or
 // commit: the disk is full, the database is down) while ctx was live, the
-// error has a WholeBatch method that returns true. An event whose key another transaction holds (the same event being stored
-// by another instance, or processed) waits for it, until ctx ends; see
-// IngestBounded for callers that must not wait.
+// error has a WholeBatch method that returns true. An event whose key
+// another transaction holds (the same event being stored by another
+// instance, or processed) waits for it, until ctx ends; see
+// IngestBounded for callers that must not wait. An event that is nil or
+// has no Source, EventID, ReceivedAt or Payload is refused before
+// anything is written, with a *payhook.EventError naming it that wraps
+// payhook.ErrInvalid: storing it again cannot succeed.
 func (q *Queue) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
 	return q.ingest(ctx, evs, 0)
 }
