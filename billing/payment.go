@@ -299,18 +299,27 @@ func (a *applier) kindMismatch(ctx context.Context, ref, storedKind, what string
 
 // PaymentView is one payment.
 type PaymentView struct {
-	Source   string `json:"source"`
-	Ref      string `json:"ref"`
-	Kind     string `json:"kind"` // fiat | crypto
-	OrderID  string `json:"order_id,omitempty"`
+	// Source is the configured source the payment came through, and Ref
+	// the provider's reference of it (unique per source: a Stripe
+	// payment intent, a Paddle transaction, a crypto invoice).
+	Source string `json:"source"`
+	Ref    string `json:"ref"`
+	Kind   string `json:"kind"` // fiat | crypto
+	// OrderID is the application's order the payment pays, if known.
+	OrderID string `json:"order_id,omitempty"`
+	// Amount is what was captured, in minor units of Currency (upper-case
+	// ISO 4217, or a crypto ticker).
 	Amount   int64  `json:"amount"`
 	Currency string `json:"currency"`
-	Status   string `json:"status"`
+	// Status is one of PaymentStatuses.
+	Status string `json:"status"`
 	// RefundedAmount is what refunds (net of failed ones) took: never more
 	// than Amount, however much was asked.
 	RefundedAmount int64 `json:"refunded_amount"`
 	// ChainRef is the on-chain reference of a crypto payment.
-	ChainRef   string    `json:"chain_ref,omitempty"`
+	ChainRef string `json:"chain_ref,omitempty"`
+	// CapturedAt is when the provider captured it; CreatedAt and
+	// UpdatedAt when payhook stored the row and last changed it.
 	CapturedAt time.Time `json:"captured_at,omitzero"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
