@@ -123,8 +123,9 @@ type Receiver struct {
 }
 
 // New returns a Receiver. It returns an error wrapping payhook.ErrConfig
-// when Inbox is nil, or a source has no name, no verifier or a duplicate
-// name.
+// when Inbox is nil, or a source has no name, no verifier, a duplicate
+// name or an environment other than "", "test" and "live" (which no
+// event says, so that every event would be stored as ignored).
 func New(cfg Config) (*Receiver, error) {
 	if cfg.Inbox == nil {
 		return nil, fmt.Errorf("receiver: no inbox: %w", payhook.ErrConfig)
@@ -155,6 +156,10 @@ func New(cfg Config) (*Receiver, error) {
 			return nil, fmt.Errorf("receiver: a source has no name: %w", payhook.ErrConfig)
 		case s.Verifier == nil:
 			return nil, fmt.Errorf("receiver: source %q has no verifier: %w", s.Name, payhook.ErrConfig)
+		case s.Environment != "" && s.Environment != "test" && s.Environment != "live":
+			// No event says it: every one would be stored as ignored.
+			return nil, fmt.Errorf("receiver: source %q: environment %q is neither test nor live: %w",
+				s.Name, s.Environment, payhook.ErrConfig)
 		}
 		if _, dup := r.sources[s.Name]; dup {
 			return nil, fmt.Errorf("receiver: source %q configured twice: %w", s.Name, payhook.ErrConfig)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -511,4 +512,41 @@ func TestDatabaseDown(t *testing.T) {
 			t.Fatalf("database closed: %d, want 503", status)
 		}
 	})
+}
+
+// TestNewRefusesBadSources: New refuses, with an error wrapping
+// payhook.ErrConfig, a source no delivery could be processed through: no
+// name or verifier, a name twice, or an environment no event says (every
+// event would be stored as ignored).
+func TestNewRefusesBadSources(t *testing.T) {
+	t.Parallel()
+	v, err := stripe.New(stripe.Config{Secrets: []string{"whsec_test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inbox noInbox // never called
+	for name, sources := range map[string][]payhook.Source{
+		"no name":     {{Provider: "stripe", Verifier: v}},
+		"no verifier": {{Name: "shop", Provider: "stripe"}},
+		"twice":       {{Name: "shop", Provider: "stripe", Verifier: v}, {Name: "shop", Provider: "stripe", Verifier: v}},
+		"production":  {{Name: "shop", Provider: "stripe", Environment: "production", Verifier: v}},
+		"Live":        {{Name: "shop", Provider: "stripe", Environment: "Live", Verifier: v}},
+	} {
+		if _, err := receiver.New(receiver.Config{Inbox: inbox, Sources: sources}); !errors.Is(err, payhook.ErrConfig) {
+			t.Errorf("%s: New = %v, want an error wrapping payhook.ErrConfig", name, err)
+		}
+	}
+	for _, env := range []string{"", "test", "live"} {
+		src := payhook.Source{Name: "shop", Provider: "stripe", Environment: env, Verifier: v}
+		if _, err := receiver.New(receiver.Config{Inbox: inbox, Sources: []payhook.Source{src}}); err != nil {
+			t.Errorf("environment %q: New = %v", env, err)
+		}
+	}
+}
+
+// noInbox is an Inbox for a receiver that stores nothing.
+type noInbox struct{}
+
+func (noInbox) Ingest(context.Context, []*payhook.Event) ([]bool, error) {
+	return nil, payhook.ErrUnavailable
 }
