@@ -34,3 +34,26 @@ func ExampleVerifier_Verify() {
 	// evt_1PayHook invoice.paid live 2023-11-14T22:13:10Z sha256:3c1678b01965
 	// stripe: timestamp 1700000000 is 1h0m0s old, beyond the 5m0s tolerance: invalid signature
 }
+
+// A test of an application sends itself a Stripe delivery signed as
+// Stripe signs it.
+func ExampleSign() {
+	secret := "whsec_payhookStripeTestSecret"
+	at := time.Unix(1700000000, 0)
+	body := []byte(`{"id":"evt_1PayHook","object":"event","type":"invoice.paid","created":1699999990,"livemode":true,"data":{"object":{"id":"in_1"}}}`)
+	h, err := stripe.Sign(secret, at, body)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Get(stripe.Header))
+
+	v, err := stripe.New(stripe.Config{Secrets: []string{secret}})
+	if err != nil {
+		panic(err)
+	}
+	env, err := v.Verify(payhook.Delivery{Header: h, Body: body, ReceivedAt: at})
+	fmt.Println(env.EventID, err)
+	// Output:
+	// t=1700000000,v1=54f25850bfde9c2b02345d7d82c19aade6c3d895fb7a1d1484196918ef2df496
+	// evt_1PayHook <nil>
+}
