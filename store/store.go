@@ -85,7 +85,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	engine, target, err := parseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("database url %q: %w", Redact(rawURL), err)
 	}
 	db := &DB{Engine: engine, URL: Redact(rawURL)}
 	switch engine {
@@ -180,7 +180,7 @@ func OpenExisting(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	engine, target, err := parseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("database url %q: %w", Redact(rawURL), err)
 	}
 	if engine == SQLite {
 		if _, err := os.Stat(target); err != nil {
@@ -313,15 +313,15 @@ func parseURL(raw string) (Engine, string, error) {
 	case strings.HasPrefix(raw, "sqlite://"):
 		path := strings.TrimPrefix(raw, "sqlite://")
 		if path == "" {
-			return "", "", fmt.Errorf("database url %q: no file path", raw)
+			return "", "", fmt.Errorf("no file path: %w", payhook.ErrConfig)
 		}
 		return SQLite, path, nil
 	case strings.Contains(raw, "://"):
-		return "", "", fmt.Errorf("database url %q: unsupported scheme (want sqlite:// or postgres://)", raw)
+		return "", "", fmt.Errorf("unsupported scheme (want sqlite:// or postgres://): %w", payhook.ErrConfig)
 	case schemeLike.MatchString(raw):
 		// A mistyped URL (sqlite:x.db, postgresql:db) is no file name:
 		// taken as one, the inbox would run on a new SQLite file.
-		return "", "", fmt.Errorf("database url %q: not a URL payhook reads (want sqlite://FILE or postgres://user:pass@host/db)", raw)
+		return "", "", fmt.Errorf("not a URL payhook reads (want sqlite://FILE or postgres://user:pass@host/db): %w", payhook.ErrConfig)
 	default:
 		return SQLite, raw, nil
 	}
@@ -358,15 +358,22 @@ func sqliteReadDSN(path string) string {
 }
 
 // Redact returns raw with any password hidden: the one of user:pass@ and
-// a password= query parameter (postgres://host/db?password=x). A postgres
-// URL that does not parse is hidden whole.
+// a password= query parameter (postgres://host/db?password=x). A URL
+// that does not parse, but for a SQLite file's, is hidden whole, and so is
+// the user info of one without its "//" (postgresql:user:pass@host).
 func Redact(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
-		if engine, _, _ := parseURL(raw); engine == Postgres {
+		switch engine, _, _ := parseURL(raw); engine {
+		case Postgres:
 			return "postgres://(unparsable url, hidden)"
+		case SQLite: // a file path, no password
+			return raw
 		}
-		return raw
+		return "(unparsable url, hidden)"
+	}
+	if strings.Contains(u.Opaque, "@") { // postgresql:user:pass@host, mistyped
+		return u.Scheme + ":(user info hidden)"
 	}
 	changed := false
 	if u.User != nil {

@@ -1,6 +1,13 @@
 package store
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/payhook/payhook"
+)
 
 func TestParseURL(t *testing.T) {
 	for _, tc := range []struct {
@@ -32,5 +39,21 @@ func TestParseURL(t *testing.T) {
 func TestRedact(t *testing.T) {
 	if got := Redact("postgres://payhook:hunter2@127.0.0.1/db"); got != "postgres://payhook:xxxxx@127.0.0.1/db" {
 		t.Errorf("redact = %q", got)
+	}
+}
+
+// TestOpenBadURL: a URL Open cannot use is an error wrapping
+// payhook.ErrConfig that shows the URL without its password.
+func TestOpenBadURL(t *testing.T) {
+	for _, raw := range []string{
+		"mysql://app:s3cret@db.internal/shop",
+		"mysql://app:s3cret@db.internal/%zz",
+		"postgresql:app:s3cret@db.internal",
+		"sqlite://",
+	} {
+		_, err := Open(context.Background(), raw)
+		if !errors.Is(err, payhook.ErrConfig) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Open(%q) = %v; want an error wrapping ErrConfig, without the password", raw, err)
+		}
 	}
 }
