@@ -53,7 +53,7 @@ func TestNewWithoutDatabase(t *testing.T) {
 
 // TestNewRefusesBadSources: a source that no event of could be applied
 // (no name, a name taken twice, a provider with no mapping, such as a
-// misspelt one) is refused by New, not found out by every event failing
+// misspelt one, an environment its events do not say) is refused by New, not found out by every event failing
 // its attempts for weeks.
 func TestNewRefusesBadSources(t *testing.T) {
 	t.Parallel()
@@ -63,12 +63,13 @@ func TestNewRefusesBadSources(t *testing.T) {
 		"twice":            {{Name: "shop", Provider: "stripe"}, {Name: "shop", Provider: "paddle"}},
 		"unknown provider": {{Name: "shop", Provider: "Stripe"}},
 		"no provider":      {{Name: "shop"}},
+		"environment":      {{Name: "hooks", Provider: "hmac", Environment: "live"}},
 	} {
 		if _, err := process.New(process.Config{DB: db, Sources: sources}); !errors.Is(err, payhook.ErrConfig) {
 			t.Errorf("%s: New = %v; want an error wrapping payhook.ErrConfig", name, err)
 		}
 	}
-	if _, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe"},
+	if _, err := process.New(process.Config{DB: db, Sources: []payhook.Source{{Name: "shop", Provider: "stripe", Environment: "live"},
 		{Name: "hooks", Provider: "hmac"}}}); err != nil {
 		t.Fatalf("New with good sources = %v", err)
 	}

@@ -69,8 +69,9 @@ type Config struct {
 // transaction that marks it failed.
 //
 // It returns an error wrapping payhook.ErrConfig when cfg.DB is nil, or
-// a source has no name, a name already taken or a provider payhook does
-// not know (whose every event would fail).
+// a source has no name, a name already taken, a provider payhook does not
+// know (whose every event would fail) or an Environment its provider's
+// events do not say (every event would be stored as ignored).
 func New(cfg Config) (jobs.Config, error) {
 	if cfg.DB == nil {
 		return jobs.Config{}, fmt.Errorf("process: no database: %w", payhook.ErrConfig)
@@ -93,6 +94,11 @@ func New(cfg Config) (jobs.Config, error) {
 		if _, ok := provider.Lookup(s.Provider); !ok {
 			return jobs.Config{}, fmt.Errorf("process: source %q: unknown provider %q (one of %s): %w",
 				s.Name, s.Provider, strings.Join(provider.Names(), ", "), payhook.ErrConfig)
+		}
+		if s.Environment != "" && !provider.ReportsEnvironment(s.Provider) {
+			// payhook.NewEvent fails closed: every event would be ignored.
+			return jobs.Config{}, fmt.Errorf("process: source %q: provider %s does not say an event's environment, so none is %q: %w",
+				s.Name, s.Provider, s.Environment, payhook.ErrConfig)
 		}
 		p.bySource[s.Name] = s
 	}
