@@ -7,6 +7,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/internal/stripecapture"
 )
 
 // stripe maps Stripe events: the object in data.object. Payments are
@@ -529,30 +530,16 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 // expired_uncaptured_charge.
 func stripeReleased(r obj) (bool, error) {
 	reason, err := r.str("reason")
-	return reason == "expired_uncaptured_charge", err
+	return reason == stripecapture.ReasonReleased, err
 }
 
 // stripePartialRelease returns the id of the refund of list (the refunds
 // of charge o, as listed on it) that released what a partial capture left
-// uncaptured, "" when there is none. Stripe refunds the part of an
-// authorization not captured by a refund of its own, made at the capture
-// (Charges API capture amount, PaymentIntents amount_to_capture: "any
-// additional amount will be automatically refunded"): the charge then
-// says amount A (authorized), amount_captured X < A, and its refunds
-// (amount_refunded) count that release of A−X. That refund moves no
-// money payhook booked (the payment is captured at X).
-//
-// The charge decides: one that is captured with 0 < amount_captured <
-// amount has exactly one release of amount − amount_captured. A refund
-// with reason expired_uncaptured_charge is that release when there is one
-// (stripeReleased leaves it out: ""). Else it is the refund, not failed or
-// canceled, without a reason (a reason is either one a user gave or
-// Stripe's expired_uncaptured_charge), of exactly that amount, and the
-// oldest of them: the release is made at the capture, before any refund
-// of captured money. Of several equally old, the last listed (Stripe
-// lists the newest first); they move the same amount either way. None
-// such (the list is cut short): "", and billing bounds what is refunded
-// by the amount captured.
+// uncaptured, "" when there is none: stripecapture.Release decides, as it
+// does for the Stripe client's refund list (reconciliation), from the
+// charge's amount, amount_captured and captured and each refund's amount,
+// reason, status and created. That refund moves no money payhook booked
+// (the payment is captured at amount_captured).
 func stripePartialRelease(o obj, list []obj) (string, error) {
 	if uncaptured, err := stripeUncaptured(o); err != nil || uncaptured {
 		return "", err
@@ -562,43 +549,29 @@ func stripePartialRelease(o obj, list []obj) (string, error) {
 		return "", err
 	}
 	captured, ok, err := o.amount("amount_captured")
-	if err != nil || !ok || captured == 0 || captured >= authorized {
+	if err != nil || !ok {
 		return "", err
 	}
-	remainder := authorized - captured
-	release, oldest := "", int64(0)
-	for _, r := range list {
-		reason, err := r.str("reason")
-		if err != nil {
-			return "", err
-		}
-		if reason == "expired_uncaptured_charge" {
-			return "", nil
-		}
-		status, err := r.str("status")
-		if err != nil {
-			return "", err
-		}
-		amount, _, err := r.amount("amount")
-		if err != nil {
-			return "", err
-		}
-		if reason != "" || amount != remainder || status == "failed" || status == "canceled" {
-			continue
-		}
-		id, err := r.need("id")
-		if err != nil {
-			return "", err
-		}
-		created, _, err := r.integer("created")
-		if err != nil {
-			return "", err
-		}
-		if release == "" || created <= oldest {
-			release, oldest = id, created
-		}
+	remainder := stripecapture.Remainder(authorized, captured, true)
+	if remainder == 0 {
+		return "", nil
 	}
-	return release, nil
+	refunds := make([]stripecapture.Refund, len(list))
+	for i, r := range list {
+		reason, err1 := r.str("reason")
+		status, err2 := r.str("status")
+		amount, _, err3 := r.amount("amount")
+		created, _, err4 := r.integer("created")
+		if err := cmp.Or(err1, err2, err3, err4); err != nil {
+			return "", err
+		}
+		refunds[i] = stripecapture.Refund{Amount: amount, Reason: reason, Status: status, Created: created}
+	}
+	i := stripecapture.Release(remainder, refunds)
+	if i < 0 {
+		return "", nil
+	}
+	return list[i].need("id")
 }
 
 // stripeDispute returns a dispute's payment and id.

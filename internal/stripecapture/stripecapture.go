@@ -1,0 +1,76 @@
+// Package stripecapture is the rule by which payhook tells, of a Stripe
+// charge captured in part, the refund Stripe made at the capture to
+// release what was not captured. The Stripe mapping (billing/mapping)
+// leaves that refund out of what it books, and the Stripe client's
+// object lists (provider/stripe) leave it out of what reconciliation
+// compares: both decide here, so that they cannot disagree.
+//
+// Stripe refunds the part of an authorization not captured by a refund of
+// its own, made at the capture (Charges API capture amount, PaymentIntents
+// amount_to_capture: "any additional amount will be automatically
+// refunded"): the charge then says amount A (authorized), amount_captured
+// X < A, and its amount_refunded counts that release of A−X. It moves no
+// money payhook booked: the payment is captured at X.
+package stripecapture
+
+// ReasonReleased is the refund reason Stripe gives a refund it made
+// itself to release an authorization (expired_uncaptured_charge).
+const ReasonReleased = "expired_uncaptured_charge"
+
+// Remainder is what a partial capture left uncaptured: amount −
+// amountCaptured when the charge was captured (captured) with 0 <
+// amountCaptured < amount; else 0 (captured in full, or never).
+func Remainder(amount, amountCaptured int64, captured bool) int64 {
+	if !captured || amountCaptured <= 0 || amountCaptured >= amount {
+		return 0
+	}
+	return amount - amountCaptured
+}
+
+// Refunded is what refunds took of the captured money of a charge whose
+// amount_refunded is amountRefunded: amountRefunded less what its partial
+// capture released (Remainder), not below 0.
+func Refunded(amount, amountCaptured, amountRefunded int64, captured bool) int64 {
+	return max(0, amountRefunded-Remainder(amount, amountCaptured, captured))
+}
+
+// Refund is what the rule reads of one of a charge's refunds.
+type Refund struct {
+	Amount  int64
+	Reason  string // "" when null
+	Status  string
+	Created int64 // unix seconds
+}
+
+// Release returns the index in refunds (all the refunds of a charge whose
+// partial capture left remainder, see Remainder) of the refund that
+// released remainder, -1 when there is none to leave out.
+//
+// A charge captured in part has exactly one release. A refund with reason
+// ReasonReleased is that release when there is one: -1, as every refund of
+// that reason is left out by its reason already. Else it is the refund,
+// not failed or canceled, without a reason (a reason is either one a user
+// gave or ReasonReleased), of exactly remainder, and the oldest of them:
+// the release is made at the capture, before any refund of captured
+// money. Of several equally old, the last listed (Stripe lists the newest
+// first); they move the same amount either way. None such (the list is
+// cut short): -1, and billing bounds what is refunded by the amount
+// captured.
+func Release(remainder int64, refunds []Refund) int {
+	if remainder <= 0 {
+		return -1
+	}
+	release, oldest := -1, int64(0)
+	for i, r := range refunds {
+		if r.Reason == ReasonReleased {
+			return -1
+		}
+		if r.Reason != "" || r.Amount != remainder || r.Status == "failed" || r.Status == "canceled" {
+			continue
+		}
+		if release < 0 || r.Created <= oldest {
+			release, oldest = i, r.Created
+		}
+	}
+	return release
+}
