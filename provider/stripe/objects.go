@@ -11,6 +11,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/internal/stripecapture"
 	"github.com/payhook/payhook/provider/adapter"
 )
 
@@ -60,7 +61,10 @@ type listed struct {
 // pinned Stripe-Version if any; Next is the last item's id when has_more.
 // Charges not succeeded (pending, failed) and dispute inquiries
 // (warning_*, prevented), which move no money, are left out of Objects.
-// Errors are adapter.ObjectLister's.
+// A charge captured in part is a payment of amount_captured, and what
+// its refunds took is amount_refunded less the release of the rest
+// (stripecapture.Refunded), as the mapping books it. Errors are
+// adapter.ObjectLister's.
 func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapter.ObjectPage, error) {
 	path, ok := listPaths[q.Kind]
 	if !ok {
@@ -145,17 +149,20 @@ func (l listed) object(kind, version string) (adapter.Object, bool, error) {
 		if l.Status != "succeeded" || (l.Captured != nil && !*l.Captured) || (l.AmountCaptured != nil && *l.AmountCaptured == 0) {
 			return o, false, nil
 		}
+		// amount_refunded counts the refund that released what a partial
+		// capture left uncaptured: the mapping books none of it.
+		o.RefundedAmount = l.AmountRefunded
 		if l.AmountCaptured != nil {
 			o.Amount = *l.AmountCaptured
+			o.RefundedAmount = stripecapture.Refunded(l.Amount, *l.AmountCaptured, l.AmountRefunded, true)
 		}
 		if pay != "" {
 			o.Ref = pay
 		}
-		o.RefundedAmount = l.AmountRefunded
 		switch {
-		case l.AmountRefunded <= 0:
+		case o.RefundedAmount <= 0:
 			o.Status = "succeeded"
-		case l.AmountRefunded < o.Amount:
+		case o.RefundedAmount < o.Amount:
 			o.Status = "partially_refunded"
 		default:
 			o.Status = "refunded"
