@@ -31,7 +31,8 @@ const maxBody = 1 << 20
 //	POST   /deliveries/{id}/resend               → 202
 //	POST   /checkouts                            {amount, currency, metadata: {order_id}} → 201
 //	GET    /checkouts/{id}
-//	POST   /checkouts/{id}/complete              → the payment
+//	POST   /checkouts/{id}/complete              {amount_to_capture?} → the payment (less than the
+//	                                             checkout's amount: a partial capture, stripe flavour only)
 //	GET    /payments/{id}
 //	POST   /payments/{id}/chargeback             → the payment, charged_back (its dispute_id set)
 //	POST   /payments/{id}/chargeback/win         → the payment, back to succeeded or partially_refunded
@@ -54,7 +55,8 @@ const maxBody = 1 << 20
 //	                                             the subscription's current state in the provider's shape
 //	GET    <Getter.GetPaths()>                   with a flavour.Getter (stripe: /v1/checkout/sessions/{id},
 //	                                             /v1/payment_intents/{id}, /v1/charges/{id}[?expand[]=refunds],
-//	                                             /v1/refunds/{id}, /v1/disputes/{id}; paddle: /transactions/{id}
+//	                                             /v1/refunds/{id}[?expand[]=charge(.refunds)], /v1/disputes/{id};
+//	                                             paddle: /transactions/{id}
 //	                                             [?include=adjustments], /subscriptions/{id}, in place of the
 //	                                             neutral one): one object's current state in the provider's shape
 //
@@ -162,7 +164,13 @@ func (p *Provider) Handler() http.Handler {
 		return reply(w, http.StatusOK)(p.GetCheckout(env, r.PathValue("id")))
 	})
 	h("POST /checkouts/{id}/complete", func(w http.ResponseWriter, r *http.Request, env string) error {
-		return reply(w, http.StatusOK)(p.CompleteCheckout(env, r.PathValue("id")))
+		var in struct {
+			AmountToCapture int64 `json:"amount_to_capture"`
+		}
+		if err := decode(r, &in); err != nil {
+			return err
+		}
+		return reply(w, http.StatusOK)(p.CompleteCheckoutCapture(env, r.PathValue("id"), in.AmountToCapture))
 	})
 	h("GET /payments/{id}", func(w http.ResponseWriter, r *http.Request, env string) error {
 		return reply(w, http.StatusOK)(p.GetPayment(env, r.PathValue("id")))

@@ -36,6 +36,9 @@ func (p *Provider) object(env, kind, id string) (flavour.Event, error) {
 		case flavour.ObjectRefund:
 			if r, ok := w.refunds[id]; ok {
 				ev.CreatedAt, ev.Data = r.CreatedAt, r.data()
+				// Its payment, with its refunds: Stripe's expand[]=charge
+				// (.refunds) renders them.
+				ev.Data["payment"] = paymentOf(w, r.PaymentID, true)
 				return ev, nil
 			}
 		case flavour.ObjectDispute:
@@ -82,6 +85,20 @@ func (p *Provider) getHandler(gf flavour.Getter, kind string) func(w http.Respon
 		w.Write(body)
 		return nil
 	}
+}
+
+// paymentOf returns the data of payment id, with its refunds' when
+// refunds is true.
+func paymentOf(w *world, id string, refunds bool) map[string]any {
+	pay, ok := w.payments[id]
+	if !ok {
+		return nil
+	}
+	d := pay.data()
+	if refunds {
+		d["refunds"] = refundsOf(w, id)
+	}
+	return d
 }
 
 // refundsOf returns the data of payment id's refunds, oldest first.

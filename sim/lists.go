@@ -26,7 +26,11 @@ func (p *Provider) objects(env, kind string, q flavour.Query) ([]flavour.Event, 
 		refunds := func() {
 			for _, id := range w.refundOrder {
 				r := w.refunds[id]
-				obj(id, r.CreatedAt, r.data())
+				d := r.data()
+				if len(q.Expand) > 0 { // data.charge[.refunds]: its payment
+					d["payment"] = paymentOf(w, r.PaymentID, slices.Contains(q.Expand, "data.charge.refunds"))
+				}
+				obj(id, r.CreatedAt, d)
 			}
 		}
 		disputes := func() {

@@ -10,8 +10,13 @@ type Payment struct {
 	Currency       string `json:"currency"`
 	Status         string `json:"status"` // succeeded | partially_refunded | refunded | charged_back
 	RefundedAmount int64  `json:"refunded_amount"`
-	OrderID        string `json:"order_id"`
-	CheckoutID     string `json:"checkout_id"`
+	// Authorized is what was authorized when the capture took less (a
+	// partial capture, CompleteCheckoutCapture: Amount is what was
+	// captured); 0 when all of it was captured. Its rest was released by
+	// a refund of its own (Refund.Release), not counted in RefundedAmount.
+	Authorized int64  `json:"authorized,omitempty"`
+	OrderID    string `json:"order_id"`
+	CheckoutID string `json:"checkout_id"`
 	// DisputeID is the id of the payment's chargeback ("dp_" + the
 	// payment id), set when it is charged back; the event of a won
 	// dispute carries the same id. A payment is disputed at most once.
@@ -46,6 +51,9 @@ func (pay *Payment) data() map[string]any {
 		"id": pay.ID, "object": pay.Object, "amount": pay.Amount, "currency": pay.Currency,
 		"status": pay.Status, "refunded_amount": pay.RefundedAmount, "order_id": pay.OrderID,
 		"checkout_id": pay.CheckoutID, "created_at": ts(pay.CreatedAt), "updated_at": ts(pay.UpdatedAt),
+	}
+	if pay.Authorized > pay.Amount {
+		d["authorized_amount"], d["released_amount"] = pay.Authorized, pay.Authorized-pay.Amount
 	}
 	if pay.DisputeID != "" {
 		d["dispute_id"] = pay.DisputeID

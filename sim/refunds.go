@@ -4,13 +4,17 @@ import "time"
 
 // Refund is a refund of (part of) a payment.
 type Refund struct {
-	ID        string    `json:"id"`
-	Object    string    `json:"object"`
-	PaymentID string    `json:"payment_id"`
-	Amount    int64     `json:"amount"`
-	Currency  string    `json:"currency"`
-	Status    string    `json:"status"` // succeeded | failed
-	Reason    string    `json:"reason,omitempty"`
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	PaymentID string `json:"payment_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
+	Status    string `json:"status"` // succeeded | failed
+	Reason    string `json:"reason,omitempty"`
+	// Release says the provider made it at a partial capture to release
+	// what was not captured (Payment.Authorized − Payment.Amount): no
+	// refund of captured money, not in the payment's RefundedAmount.
+	Release   bool      `json:"release,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
@@ -113,6 +117,9 @@ func (r *Refund) data() map[string]any {
 	}
 	if r.Reason != "" {
 		d["reason"] = r.Reason
+	}
+	if r.Release {
+		d["release"] = true
 	}
 	return d
 }

@@ -198,6 +198,11 @@ type Query struct {
 	// Charge, if set, keeps only the objects of this payment (a refund's
 	// payment_id: Stripe's charge filter on its refunds list).
 	Charge string
+	// Expand are the expansions asked of each listed object (Stripe's
+	// expand[] on its refunds list: "data.charge", "data.charge.refunds"):
+	// each refund's Data then holds "payment", its payment's data, with
+	// "refunds" for data.charge.refunds.
+	Expand []string
 	// Descending lists newest first (Paddle's order_by=id[DESC]); the
 	// cursor is then the newest of what is left. Only object lists
 	// (Lister) honour it.

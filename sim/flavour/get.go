@@ -64,7 +64,9 @@ func (stripeFlavour) GetPaths() map[string]string {
 // intent stays succeeded once captured, whatever was refunded since (its
 // latest_charge says that, expanded with expand "latest_charge" or
 // "latest_charge.refunds"); a charge lists its refunds only when expand
-// holds "refunds", as Stripe's API versions from 2022-11-15 do; a dispute is
+// holds "refunds", as Stripe's API versions from 2022-11-15 do; a refund
+// names its charge, expanded when expand holds "charge" or
+// "charge.refunds" (with the charge's refunds); a dispute is
 // needs_response while its payment is charged back, else won; a checkout
 // session is complete and paid once completed, else open and unpaid.
 func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte, error) {
@@ -89,7 +91,22 @@ func (stripeFlavour) GetObject(kind string, obj Event, expand []string) ([]byte,
 		}
 	case ObjectCharge:
 		o = stripeCharge(obj, slices.Contains(expand, "refunds"))
-	case ObjectRefund, ObjectDispute:
+	case ObjectRefund:
+		// Data's "payment" (its payment, with "refunds") is rendered as
+		// the expanded charge only when expand asks.
+		rd := clone(d)
+		switch pay, _ := rd["payment"].(map[string]any); {
+		case pay == nil:
+		case slices.Contains(expand, "charge.refunds"):
+		case slices.Contains(expand, "charge"):
+			pay = clone(pay)
+			delete(pay, "refunds")
+			rd["payment"] = pay
+		default:
+			delete(rd, "payment")
+		}
+		o = stripeListed(kind, Event{CreatedAt: obj.CreatedAt, Data: rd})
+	case ObjectDispute:
 		o = stripeListed(kind, obj)
 	default:
 		return nil, fmt.Errorf("stripe: no retrieve route for %s objects", kind)

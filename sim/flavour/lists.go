@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Kinds of objects a Lister lists.
@@ -75,9 +76,11 @@ func (stripeFlavour) ListPaths() map[string]string {
 }
 
 // ListQuery reads created[gte]|created[gt] (unix seconds), starting_after,
-// limit (1 to 100), charge (refunds of that charge only) and status ("all"
+// limit (1 to 100), charge (refunds of that charge only), status ("all"
 // only: the sim lists canceled subscriptions too, as Stripe does with
-// status=all); any other parameter is an error, as Stripe's.
+// status=all) and expand[] (data.charge or data.charge.refunds: a
+// refund's charge, and its refunds); any other parameter is an error, as
+// Stripe's.
 func (f stripeFlavour) ListQuery(r *http.Request) (Query, error) {
 	p, err := params(r)
 	if err != nil {
@@ -90,10 +93,17 @@ func (f stripeFlavour) ListQuery(r *http.Request) (Query, error) {
 	if hasCharge && charge == "" {
 		return Query{}, fmt.Errorf("list query: charge is empty: %w", ErrQuery)
 	}
-	if _, ok := p["status"]; ok || hasCharge {
+	expand := r.URL.Query()["expand[]"]
+	for _, e := range expand {
+		if e != "data.charge" && e != "data.charge.refunds" {
+			return Query{}, fmt.Errorf("list query: expand[] %q: the sim expands data.charge and data.charge.refunds only: %w", e, ErrQuery)
+		}
+	}
+	if _, ok := p["status"]; ok || hasCharge || len(expand) > 0 {
 		q := r.URL.Query()
 		q.Del("status")
 		q.Del("charge")
+		q.Del("expand[]")
 		r = r.Clone(r.Context())
 		r.URL.RawQuery = q.Encode()
 	}
@@ -101,7 +111,7 @@ func (f stripeFlavour) ListQuery(r *http.Request) (Query, error) {
 	if err == nil && q.Type != "" {
 		err = fmt.Errorf("list query: received unknown parameter: type: %w", ErrQuery)
 	}
-	q.Charge = charge
+	q.Charge, q.Expand = charge, expand
 	return q, err
 }
 
@@ -127,12 +137,11 @@ func stripeListed(kind string, ev Event) map[string]any {
 	created := ev.CreatedAt.Unix()
 	switch kind {
 	case ObjectPayment:
-		refunded, _ := d["refunded_amount"].(int64)
-		amount, _ := d["amount"].(int64)
+		authorized, captured, refunded := stripeChargeAmounts(d)
 		return map[string]any{
-			"id": d["id"], "object": "charge", "amount": d["amount"], "amount_captured": d["amount"],
-			"amount_refunded": d["refunded_amount"], "currency": d["currency"], "status": "succeeded",
-			"captured": true, "paid": true, "refunded": amount > 0 && refunded == amount,
+			"id": d["id"], "object": "charge", "amount": authorized, "amount_captured": captured,
+			"amount_refunded": refunded, "currency": d["currency"], "status": "succeeded",
+			"captured": true, "paid": true, "refunded": authorized > 0 && refunded == authorized,
 			"disputed": str(d, "dispute_id") != "", "payment_intent": d["id"], "created": created,
 			"livemode": ev.Environment == "live", "metadata": pick(d, "order_id", "checkout_id"),
 		}
@@ -143,6 +152,14 @@ func stripeListed(kind string, ev Event) map[string]any {
 		}
 		if r, ok := d["reason"]; ok {
 			o["failure_reason"] = r
+		}
+		// Its charge, when the refund list or retrieve expands it
+		// (expand[]=data.charge / charge; with .refunds, the charge's
+		// refunds too): the payment's data, with "refunds" when asked.
+		if pay, ok := d["payment"].(map[string]any); ok && pay != nil {
+			at, _ := time.Parse(time.RFC3339Nano, str(pay, "created_at"))
+			_, refunds := pay["refunds"]
+			o["charge"] = stripeCharge(Event{CreatedAt: at, Data: pay}, refunds)
 		}
 		return o
 	case ObjectDispute:
@@ -158,6 +175,22 @@ func stripeListed(kind string, ev Event) map[string]any {
 	o := stripeObject(ev)
 	o["created"] = created
 	return o
+}
+
+// stripeChargeAmounts are a payment's charge's amount (what was
+// authorized), amount_captured and amount_refunded: a partial capture
+// (the sim's authorized_amount) is authorized for more than it captured,
+// and its amount_refunded counts the release of the rest
+// (released_amount), as Stripe's does.
+func stripeChargeAmounts(d map[string]any) (authorized, captured, refunded int64) {
+	captured, _ = d["amount"].(int64)
+	refunded, _ = d["refunded_amount"].(int64)
+	authorized = captured
+	if a, ok := d["authorized_amount"].(int64); ok && a > captured {
+		released, _ := d["released_amount"].(int64)
+		authorized, refunded = a, refunded+released
+	}
+	return authorized, captured, refunded
 }
 
 // VersionHeader: Stripe answers in the version the request's

@@ -86,6 +86,9 @@ func (stripeFlavour) Body(ev Event, _ string) ([]byte, error) {
 func stripeObject(ev Event) map[string]any {
 	d := ev.Data
 	o := clone(d)
+	// A partial capture's amounts are Stripe's fields below.
+	delete(o, "authorized_amount")
+	delete(o, "released_amount")
 	switch ev.Type {
 	case CheckoutCompleted:
 		o["object"] = "checkout.session"
@@ -93,18 +96,33 @@ func stripeObject(ev Event) map[string]any {
 		rename(o, "payment_id", "payment_intent")
 		o["status"] = "complete"
 		o["payment_status"] = "paid"
+		if str(d, "capture_method") == "manual" {
+			// Authorized, captured later: not paid yet.
+			o["payment_status"] = "unpaid"
+		}
 	case PaymentSucceeded:
 		o["object"] = "payment_intent"
 		o["amount_received"] = d["amount"]
+		if a, ok := d["authorized_amount"]; ok {
+			o["amount"], o["capture_method"] = a, "manual"
+		}
 		o["metadata"] = pick(d, "order_id", "checkout_id")
 	case PaymentRefunded:
 		o["object"] = "charge"
 		o["payment_intent"] = d["id"]
 		rename(o, "refunded_amount", "amount_refunded")
 		o["refunded"] = true
+		if _, ok := d["authorized_amount"]; ok {
+			// A partial capture: authorized amount, captured
+			// amount_captured, the release of the rest refunded too.
+			authorized, captured, refunded := stripeChargeAmounts(d)
+			o["amount"], o["amount_captured"], o["amount_refunded"] = authorized, captured, refunded
+			o["captured"], o["refunded"] = true, refunded == authorized
+		}
 		if r := sub(d, "refund"); r != nil {
 			delete(o, "refund")
 			ro := clone(r)
+			delete(ro, "release")
 			ro["object"] = "refund"
 			ro["payment_intent"] = d["id"]
 			o["refunds"] = map[string]any{"object": "list", "data": []any{ro}, "has_more": false}
