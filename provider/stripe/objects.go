@@ -30,19 +30,22 @@ var listPaths = map[string]string{
 // listed is the part of a listed charge, refund, dispute or subscription
 // that reconciliation reads.
 type listed struct {
-	ID                string `json:"id"`
-	Amount            int64  `json:"amount"`
-	AmountRefunded    int64  `json:"amount_refunded"`
-	AmountCaptured    *int64 `json:"amount_captured"` // a charge's; nil in older versions and other objects
-	Captured          *bool  `json:"captured"`        // a charge's
-	Currency          string `json:"currency"`
-	Status            string `json:"status"`
-	PaymentIntent     any    `json:"payment_intent"`
-	Charge            any    `json:"charge"`
-	Created           int64  `json:"created"`
-	CancelAtPeriodEnd bool   `json:"cancel_at_period_end"`
-	CancelAt          *int64 `json:"cancel_at"`
-	EndedAt           *int64 `json:"ended_at"`
+	ID             string `json:"id"`
+	Amount         int64  `json:"amount"`
+	AmountRefunded int64  `json:"amount_refunded"`
+	AmountCaptured *int64 `json:"amount_captured"` // a charge's; nil in older versions and other objects
+	Captured       *bool  `json:"captured"`        // a charge's
+	Currency       string `json:"currency"`
+	Status         string `json:"status"`
+	PaymentIntent  any    `json:"payment_intent"`
+	Reason         string `json:"reason"` // a refund's; "" when null
+	// Charge is a refund's or dispute's charge: its id, or the charge
+	// (a listed refund's: expand[]=data.charge.refunds).
+	Charge            json.RawMessage `json:"charge"`
+	Created           int64           `json:"created"`
+	CancelAtPeriodEnd bool            `json:"cancel_at_period_end"`
+	CancelAt          *int64          `json:"cancel_at"`
+	EndedAt           *int64          `json:"ended_at"`
 	Plan              *struct {
 		ID string `json:"id"`
 	} `json:"plan"`
@@ -63,7 +66,11 @@ type listed struct {
 // (warning_*, prevented), which move no money, are left out of Objects.
 // A charge captured in part is a payment of amount_captured, and what
 // its refunds took is amount_refunded less the release of the rest
-// (stripecapture.Refunded), as the mapping books it. Errors are
+// (stripecapture.Refunded), as the mapping books it. Refunds are listed
+// with their charges and the charges' refunds (expand[]=data.charge.refunds):
+// the release itself (partialRelease) is left out, and so is a refund
+// that released an authorization never captured (reason
+// expired_uncaptured_charge), as the mapping books neither. Errors are
 // adapter.ObjectLister's.
 func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapter.ObjectPage, error) {
 	path, ok := listPaths[q.Kind]
@@ -80,6 +87,11 @@ func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapte
 	}
 	if q.Kind == adapter.KindSubscription {
 		v.Set("status", "all")
+	}
+	if q.Kind == adapter.KindRefund {
+		// Each refund's charge, with the charge's refunds: they say which
+		// refund released what a partial capture left uncaptured.
+		v.Set("expand[]", "data.charge.refunds")
 	}
 	if q.Cursor != "" {
 		v.Set("starting_after", q.Cursor)
@@ -100,8 +112,14 @@ func (c *Client) ListObjects(ctx context.Context, q adapter.ObjectQuery) (adapte
 		return adapter.ObjectPage{}, fmt.Errorf("stripe: list %s: a page that says more follow lists nothing: %w", path, payhook.ErrMalformed)
 	}
 	var p adapter.ObjectPage
+	releases := map[string]string{}
 	for _, l := range page.Data {
 		o, keep, err := l.object(q.Kind, got.Get(VersionHeader))
+		if err == nil && keep && q.Kind == adapter.KindRefund {
+			var release bool
+			release, err = c.partialRelease(ctx, l, releases)
+			keep = !release
+		}
 		if err != nil {
 			return adapter.ObjectPage{}, fmt.Errorf("stripe: list %s: %w", path, err)
 		}
@@ -127,6 +145,87 @@ func idOf(v any) string {
 	return ""
 }
 
+// rawID reads an expandable field as it came: an id, or an object with
+// one; "" for anything else.
+func rawID(b json.RawMessage) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return ""
+	}
+	return idOf(v)
+}
+
+// partialRelease reports whether listed refund l is the one Stripe made
+// at a partial capture of its charge to release the rest, which the
+// mapping leaves out (stripecapture.Release decides for both): l's charge,
+// expanded with its refunds, captured in part, and l the release among
+// them. The charge's refunds cut short (has_more) are listed to the end
+// first (allRefunds). A charge that does not list its refunds decides as
+// the mapping's fetched refund does: l is the release when it could be
+// and the charge's amount_refunded is only the rest. releases caches the
+// decision per charge id within a page ("" none).
+func (c *Client) partialRelease(ctx context.Context, l listed, releases map[string]string) (bool, error) {
+	if len(l.Charge) == 0 || l.Charge[0] != '{' {
+		return false, nil // not expanded: nothing tells
+	}
+	type chargeRefunds struct {
+		Data    []listed `json:"data"`
+		HasMore bool     `json:"has_more"`
+	}
+	var ch struct {
+		ID             string         `json:"id"`
+		Amount         int64          `json:"amount"`
+		AmountCaptured *int64         `json:"amount_captured"`
+		AmountRefunded int64          `json:"amount_refunded"`
+		Captured       *bool          `json:"captured"`
+		Refunds        *chargeRefunds `json:"refunds"`
+	}
+	if err := json.Unmarshal(l.Charge, &ch); err != nil {
+		return false, fmt.Errorf("the charge of refund %s: %v: %w", l.ID, err, payhook.ErrMalformed)
+	}
+	if ch.AmountCaptured == nil {
+		return false, nil
+	}
+	remainder := stripecapture.Remainder(ch.Amount, *ch.AmountCaptured, ch.Captured == nil || *ch.Captured)
+	if stripecapture.Release(remainder, []stripecapture.Refund{l.refund()}) < 0 {
+		return false, nil // no partial capture, or l cannot be its release
+	}
+	if ch.Refunds == nil {
+		return ch.AmountRefunded == remainder, nil
+	}
+	if id, ok := releases[ch.ID]; ok && ch.ID != "" {
+		return id == l.ID, nil
+	}
+	if ch.Refunds.HasMore {
+		b, err := c.allRefunds(ctx, l.Charge)
+		if err != nil {
+			return false, err
+		}
+		var all struct {
+			Refunds chargeRefunds `json:"refunds"`
+		}
+		if err := json.Unmarshal(b, &all); err != nil {
+			return false, fmt.Errorf("the refunds of charge %s: %v: %w", ch.ID, err, payhook.ErrMalformed)
+		}
+		ch.Refunds = &all.Refunds
+	}
+	refunds := make([]stripecapture.Refund, len(ch.Refunds.Data))
+	for i, r := range ch.Refunds.Data {
+		refunds[i] = r.refund()
+	}
+	release := ""
+	if i := stripecapture.Release(remainder, refunds); i >= 0 {
+		release = ch.Refunds.Data[i].ID
+	}
+	releases[ch.ID] = release
+	return release == l.ID, nil
+}
+
+// refund is what stripecapture reads of a refund.
+func (l listed) refund() stripecapture.Refund {
+	return stripecapture.Refund{Amount: l.Amount, Reason: l.Reason, Status: l.Status, Created: l.Created}
+}
+
 // object normalizes a listed object into payhook's vocabulary, and says
 // whether reconciliation keeps it.
 func (l listed) object(kind, version string) (adapter.Object, bool, error) {
@@ -139,7 +238,7 @@ func (l listed) object(kind, version string) (adapter.Object, bool, error) {
 	}
 	pay := idOf(l.PaymentIntent)
 	if pay == "" {
-		pay = idOf(l.Charge)
+		pay = rawID(l.Charge)
 	}
 	switch kind {
 	case adapter.KindPayment:
@@ -168,6 +267,11 @@ func (l listed) object(kind, version string) (adapter.Object, bool, error) {
 			o.Status = "refunded"
 		}
 	case adapter.KindRefund:
+		// Stripe's release of an authorization never captured moves no
+		// money (the mapping books none).
+		if l.Reason == stripecapture.ReasonReleased {
+			return o, false, nil
+		}
 		o.PaymentRef, o.Status = pay, l.Status
 		if l.Status == "canceled" {
 			o.Status = "failed"

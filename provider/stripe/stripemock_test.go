@@ -7,6 +7,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/stripemock"
+	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/provider/stripe"
 )
 
@@ -35,5 +36,20 @@ func TestClientFetchAgainstStripeMock(t *testing.T) {
 		if err != nil || got.ID != tc.id || got.Object != tc.object {
 			t.Errorf("%s: Fetch = %.200s, %v; want the %s %s", tc.typ, b, err, tc.object, tc.id)
 		}
+	}
+}
+
+// The refund list's expansion (expand[]=data.charge.refunds: each
+// refund's charge, with the charge's refunds) is one Stripe's API
+// serves: stripe-mock answers it with the charge expanded.
+func TestListRefundsAgainstStripeMock(t *testing.T) {
+	t.Parallel()
+	c := &stripe.Client{BaseURL: stripemock.Start(t), Key: "sk_test_123", APIVersion: "2024-06-20"}
+	page, err := c.ListObjects(context.Background(), adapter.ObjectQuery{Kind: adapter.KindRefund})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Objects) == 0 || page.Objects[0].PaymentRef == "" {
+		t.Errorf("stripe-mock's refunds listed as %+v; want its refund, with its charge", page.Objects)
 	}
 }
