@@ -102,7 +102,7 @@ func New(cfg Config) (*Metrics, error) {
 		ack: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_ack_duration_seconds",
 			Help: "Time from taking a delivery to answering it.", Buckets: latency}, []string{"source"}),
 		processing: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "payhook_processing_duration_seconds",
-			Help: "Time of the processing attempt that ended an event's processing.", Buckets: latency}, []string{"source"}),
+			Help: "Time of the processing attempt that ended an event's processing: for an event applied in a batch, the batch's (its sum over its count is not the time per event).", Buckets: latency}, []string{"source"}),
 		// An event's end comes seconds after its receipt when all is
 		// well, and minutes to hours after it when it waits out a retry's
 		// backoff or a backlog: ack's buckets (up to 33 s) put all of those
