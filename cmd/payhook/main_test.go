@@ -51,12 +51,13 @@ func run(t *testing.T, env map[string]string, args ...string) (int, string, stri
 type server struct {
 	*inProcess
 	stdout *syncBuffer
+	stderr *syncBuffer // its log
 }
 
 func startServer(t *testing.T, env map[string]string, args ...string) *server {
 	t.Helper()
-	s := &server{stdout: &syncBuffer{}}
-	stderr := &syncBuffer{}
+	s := &server{stdout: &syncBuffer{}, stderr: &syncBuffer{}}
+	stderr := s.stderr
 	m := &Main{Stdout: s.stdout, Stderr: stderr, Getenv: testEnv(env)}
 	p, err := startInProcess(context.Background(), m, args...)
 	if err != nil {

@@ -166,7 +166,7 @@ func (m *Main) schedules(cfg *fileConfig, db *store.DB, log *slog.Logger, inbox 
 				}
 			}
 			rep, err := reconcile.Reconcile(ctx, reconcile.Config{
-				DB: db, Source: name, Client: client, Since: period.Add(-window), Now: m.Now, APIVersion: version,
+				DB: db, Source: name, Client: client, Since: period.Add(-window), Now: m.Now, APIVersion: version, Logger: log,
 			})
 			if err != nil {
 				return errors.Join(backfillErr, err)

@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/reconcile"
@@ -74,4 +77,41 @@ func TestScheduledBackfillNotReportedMissing(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestScheduledReconcileLogsToServesLog: the retries of a scheduled
+// reconcile's pages are lines of serve's own log (its stderr, key=value),
+// as the scheduled backfill's are. Before, they went to slog's default
+// logger: the process's stderr in another format, whatever serve's log was.
+func TestScheduledReconcileLogsToServesLog(t *testing.T) {
+	t.Parallel()
+	f := flavour.Billete()
+	d := deliver.New(deliver.Config{TimeScale: 1000})
+	t.Cleanup(d.Close)
+	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: 11, TestKey: "sk_test_schedlog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sims := p.Handler()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/payments" { // the reconcile's first list: retried
+			http.Error(w, `{"error":"down for the test"}`, http.StatusServiceUnavailable)
+			return
+		}
+		sims.ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+	env := map[string]string{"PAYHOOK_DB": dbtest.URL(t, "sqlite"), "PAYHOOK_CONFIG": writeConfig(t, fmt.Sprintf(
+		"sources:\n  - name: shop\n    provider: billete\n    secrets: [%q]\n    api_url: %s\n    api_key: sk_test_schedlog\n"+
+			"    reconcile: {every: 1s, window: 1h}\n", f.NewSecret(), api.URL))}
+	srv := startServer(t, env)
+	const want = `level=WARN msg="reconcile shop payments retries a page"`
+	// The first scheduled run retries its first page within seconds;
+	// serve's log keeps growing meanwhile (a backfill a second), so the
+	// wait has a deadline rather than a stall limit.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(srv.stderr.String(), want); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in serve's log after 30s", want)
+		}
+	}
 }
