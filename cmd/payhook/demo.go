@@ -68,6 +68,12 @@ func (m *Main) demo(ctx context.Context, args []string) error {
 	if *dbURL == demoDB {
 		shown = demoDB
 	}
+	// The commands are pasted as printed: say where the password went,
+	// as serve does.
+	note := ""
+	if store.Redact(*dbURL) != *dbURL {
+		note = "   # with the database's password in place of xxxxx"
+	}
 	if *dbURL == demoDB {
 		// Only the demo's own file: any other database, a SQLite file
 		// too, may be someone's inbox, and is refused below if it holds
@@ -175,13 +181,13 @@ ledger        kept %s (provider_receivable + crypto_wallet, as payhook ledger ba
 
 every event the provider created is stored exactly once and processed exactly once: %s
 billing state (%d payments, %d orders, %d subscriptions, the ledger) equals the provider's: %s
-Look around: payhook events list --db %s
-             payhook ledger balances --db %s
+Look around: payhook events list --db %s%s
+             payhook ledger balances --db %s%s
 `, st.Attempts, len(res.Expected.Events), st.Duplicates, st.Bursts,
 		st.Acked, st.Failed, st.Outage, rep.Stored, st.Acked-rep.Stored, rejected, rep.Processed, rep.Ignored, rep.Failed, rep.Waiting, rep.Retried,
 		formatBalances(keptBalances(ledger)),
 		yesNo(rep.ExactlyOnce()), len(res.Expected.Payments)+len(res.Expected.Invoices), len(res.Expected.Orders),
-		len(res.Expected.Subscriptions), yesNo(len(diffs) == 0), shown, shown)
+		len(res.Expected.Subscriptions), yesNo(len(diffs) == 0), shown, note, shown, note)
 	if !rep.ExactlyOnce() {
 		return fmt.Errorf("demo: %s", rep.Problem)
 	}

@@ -43,6 +43,11 @@ func TestDemoSaysWhatItDoes(t *testing.T) {
 			if !strings.Contains(errOut, "warning: running with --unsafe-durability") {
 				t.Errorf("demo on a cluster with fsync=off says nothing of it:\n%s", errOut)
 			}
+			// The commands it prints are pasted as printed: it says
+			// where the password went, as serve does.
+			if !strings.Contains(out, "payhook events list --db '"+shown+"'   # with the database's password in place of xxxxx") {
+				t.Errorf("demo prints a command with the password hidden without saying so:\n%s", out)
+			}
 		}
 		last := -1
 		for _, want := range []string{"[1/5] starting payhook serve on " + shown, "[2/5] playing the storm scenario",
