@@ -194,7 +194,7 @@ const paymentsHelp = `Usage: payhook payments list|show|refund [flags]
 
   payhook payments list [--source S] [--kind K] [--status S] [--order ID] [--limit N] [--json]
   payhook payments show REF [--source S] [--json]
-  payhook payments refund REF [--amount N] [--reason R] [--source S] [--again] [--json] (see payhook help payments refund)
+  payhook payments refund REF [--amount N] [--reason R] [--source S] [--again] [--abandon] [--json] (see payhook help payments refund)
 
 REF is the provider's payment reference (pi_..., txn_..., an invoice id).
 When it exists in several sources, give --source. show prints the payment
