@@ -202,10 +202,8 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 			return nil, err
 		}
 	} else if r != nil {
-		if a.Amount != 0 && a.Amount != r.Amount {
-			return nil, fmt.Errorf("refund %s of %s: request %d for %d %s is pending; run it again with --amount %d (or none) to finish it first: %w",
-				p.Ref, p.Source, r.Seq, r.Amount, r.Currency, r.Amount, payhook.ErrInvalid)
-		}
+		// Past the key's lifetime first: finishing the request with its
+		// key, which the other refusal asks, is what must not be done.
 		if age := at.Sub(r.CreatedAt); age >= KeyLifetime {
 			return nil, fmt.Errorf("refund %s of %s: request %d for %d %s has been pending since %s (%s): its idempotency key %s "+
 				"may be forgotten at the provider (Stripe keeps keys 24 hours), so sending it again could refund twice; "+
@@ -213,6 +211,10 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 				"and nothing more is to be done; if not, run again with --abandon to give the request up and refund with a new one: %w",
 				p.Ref, p.Source, r.Seq, r.Amount, r.Currency, r.CreatedAt.Format(time.RFC3339), age.Round(time.Minute), r.Key,
 				r.Amount, r.Currency, payhook.ErrInvalid)
+		}
+		if a.Amount != 0 && a.Amount != r.Amount {
+			return nil, fmt.Errorf("refund %s of %s: request %d for %d %s is pending; run it again with --amount %d (or none) to finish it first: %w",
+				p.Ref, p.Source, r.Seq, r.Amount, r.Currency, r.Amount, payhook.ErrInvalid)
 		}
 		r.Reused = true
 		return r, nil

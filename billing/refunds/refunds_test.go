@@ -390,3 +390,23 @@ func TestRefundPendingPastKeyLifetime(t *testing.T) {
 		}
 	})
 }
+
+// TestRefundPendingPastKeyLifetimeOtherAmount: asked for another amount
+// while a request pending past KeyLifetime waits, the refusal names
+// --abandon; before, it said to finish that request first with its
+// amount, which past the key's lifetime is refused in turn (and is what
+// could refund twice).
+func TestRefundPendingPastKeyLifetimeOtherAmount(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		_, id, _ := billeteWorld(t, db)
+		if _, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 200}, t0); err != nil {
+			t.Fatal(err)
+		}
+		_, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 300}, t0.Add(refunds.KeyLifetime))
+		if !errors.Is(err, payhook.ErrInvalid) || !strings.Contains(err.Error(), "--abandon") || strings.Contains(err.Error(), "to finish it first") {
+			t.Fatalf("another amount past the pending key's lifetime: %v; want a refusal naming --abandon", err)
+		}
+	})
+}
