@@ -97,7 +97,8 @@ type Ask struct {
 	// Abandon marks the payment's pending request failed, abandoned,
 	// instead of sending it again, then refunds with a new request: for a
 	// request pending past KeyLifetime, once the operator has checked
-	// at the provider that it refunded nothing.
+	// at the provider that it refunded nothing. A request pending less
+	// long is refused: sent again with its key, it refunds at most once.
 	Abandon bool
 }
 
@@ -195,6 +196,14 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 		return nil, err
 	}
 	if r := lastPending(reqs); r != nil && a.Abandon {
+		if age := at.Sub(r.CreatedAt); age < KeyLifetime {
+			// Its key still names it at the provider: sent again, it
+			// refunds at most once; given up, a new key could refund twice.
+			return nil, fmt.Errorf("refund %s of %s: --abandon: request %d for %d %s has been pending only %s: its key is still "+
+				"known to the provider, so run it again without --abandon (and with --amount %d or none) to finish it; "+
+				"a request is given up only once pending %s: %w",
+				p.Ref, p.Source, r.Seq, r.Amount, r.Currency, age.Round(time.Second), r.Amount, KeyLifetime, payhook.ErrInvalid)
+		}
 		if err := abandon(ctx, db, r, at); err != nil {
 			return nil, err
 		}

@@ -367,6 +367,9 @@ func TestRefundPendingPastKeyLifetime(t *testing.T) {
 		if err != nil || !r.Reused || r.Seq != 1 {
 			t.Fatalf("within the key's lifetime: %+v, %v; want request 1 reused", r, err)
 		}
+		if _, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Abandon: true}, t0.Add(refunds.KeyLifetime-time.Minute)); !errors.Is(err, payhook.ErrInvalid) {
+			t.Fatalf("--abandon within the key's lifetime: %v; want a refusal (its key still refunds once)", err)
+		}
 		if _, err := refunds.Refund(ctx, at(refunds.KeyLifetime), refunds.Ask{Payment: id}); !errors.Is(err, payhook.ErrInvalid) ||
 			!strings.Contains(err.Error(), "--abandon") {
 			t.Fatalf("past the key's lifetime: %v; want a refusal naming --abandon", err)

@@ -57,7 +57,7 @@ func (m *Main) paymentsRefund(ctx context.Context, args []string) error {
 	amount := fs.Int64("amount", 0, "minor units to refund (default: all that the payment keeps)")
 	reason := fs.String("reason", "", "the refund's reason, passed to the provider (Stripe: duplicate, fraudulent, requested_by_customer)")
 	again := fs.Bool("again", false, "refund again a payment whose refund of the same amount completed")
-	abandon := fs.Bool("abandon", false, "give up the payment's pending request (checked at the provider: it refunded nothing) and refund with a new one")
+	abandon := fs.Bool("abandon", false, "give up the payment's request pending 23 hours or more (checked at the provider: it refunded nothing) and refund with a new one")
 	asJSON := fs.Bool("json", false, "print the request as JSON")
 	ref, err := oneArg(fs, args, "REF")
 	if err != nil {
