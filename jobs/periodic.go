@@ -16,7 +16,9 @@ import (
 // on one of them: River's elected leader inserts the periodic jobs, and
 // each period's job is unique (by name and period), so a change of leader
 // in the middle of a period does not run it twice; a claim in the
-// database (store.ClaimPeriod) makes sure.
+// database (store.ClaimPeriod) makes sure. A period whose start finds the
+// run of an earlier one still under way is skipped (store.DB.TryHold),
+// so that two runs of one Periodic never overlap.
 type Periodic struct {
 	// Name identifies the work, e.g. "reconcile:shop": letters, digits,
 	// '_', '-', '.' and ':', unique within a Config.
@@ -73,6 +75,18 @@ func periodicJobs(db *store.DB, ps []Periodic, now func() time.Time, logf func(m
 			return river.JobCancel(fmt.Errorf("no periodic job %q here", job.Args.Name))
 		}
 		period := job.CreatedAt.UTC().Truncate(p.Every)
+		// A run that outlasts its period (an API down, retried with
+		// backoff) is not joined by the next one, on any instance: that
+		// period is skipped, the one after runs again.
+		release, held, err := db.TryHold(ctx, "periodic:"+p.Name)
+		if err != nil {
+			return err
+		}
+		if !held {
+			logf("periodic job skipped: the run of an earlier period is still under way", "job", p.Name, "period", period)
+			return nil
+		}
+		defer release()
 		// River inserts one job per period; the claim makes sure, should
 		// it insert two (a change of leader, a cancelled first job).
 		claimed, err := db.ClaimPeriod(ctx, p.Name, period, now())

@@ -95,3 +95,84 @@ func TestPeriodicConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodicRunsNeverOverlap: a run that outlasts its period (here held
+// until a later period's job has come and gone) is not joined by the
+// next period's, on any instance (two on PostgreSQL): that period is
+// skipped, and the periods after the run ends run again.
+func TestPeriodicRunsNeverOverlap(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		var mu sync.Mutex
+		active, most, runs := 0, 0, 0
+		first, release := make(chan struct{}), make(chan struct{})
+		periodic := []jobs.Periodic{{Name: "backfill:shop", Every: time.Second, Run: func(ctx context.Context, _ time.Time) error {
+			mu.Lock()
+			active, runs = active+1, runs+1
+			most = max(most, active)
+			n := runs
+			mu.Unlock()
+			if n == 1 {
+				close(first)
+				<-release
+			}
+			mu.Lock()
+			active--
+			mu.Unlock()
+			return nil
+		}}}
+		db, q := setup(t, dbURL, jobs.Config{Periodic: periodic})
+		start(t, q)
+		if db.Engine == store.Postgres {
+			other, err := store.Open(context.Background(), dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			start(t, newQueue(t, other, jobs.Config{Periodic: periodic}))
+		}
+		select {
+		case <-first:
+		case <-time.After(stall):
+			t.Fatalf("no period ran in %s", stall)
+		}
+		// A later period's job ends (skipped) while the first run holds on.
+		waitFor(t, "a later period's job", func() int {
+			var n int
+			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_periodic' AND state = 'completed'`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		})
+		close(release)
+		waitFor(t, "a run after the first", func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return runs - 1
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if most != 1 {
+			t.Fatalf("%d runs at once; want 1", most)
+		}
+	})
+}
+
+// waitFor waits until count returns more than 0, failing when it has not
+// moved for stall.
+func waitFor(t *testing.T, what string, count func() int) {
+	t.Helper()
+	last, moved := -1, time.Now()
+	for {
+		n := count()
+		if n > 0 {
+			return
+		}
+		if n != last {
+			last, moved = n, time.Now()
+		} else if time.Since(moved) > stall {
+			t.Fatalf("waiting for %s: nothing moved for %s", what, stall)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -24,4 +25,51 @@ func (db *DB) ClaimPeriod(ctx context.Context, name string, period, at time.Time
 		return false, fmt.Errorf("claim period %s of %s: %w", period.UTC().Format(time.RFC3339), name, err)
 	}
 	return true, nil
+}
+
+// TryHold takes the lock named name if no one holds it, for as long as
+// the work it guards runs, and reports whether it did; release gives it
+// back. On PostgreSQL it is a session advisory lock on a connection of
+// its own, held by whichever instance took it (a dead instance's session
+// ends and lets it go); on SQLite, whose file one process writes, a lock
+// of this DB's.
+func (db *DB) TryHold(ctx context.Context, name string) (release func(), ok bool, err error) {
+	if db.Engine != Postgres {
+		db.heldMu.Lock()
+		defer db.heldMu.Unlock()
+		if db.held[name] {
+			return nil, false, nil
+		}
+		if db.held == nil {
+			db.held = map[string]bool{}
+		}
+		db.held[name] = true
+		return func() {
+			db.heldMu.Lock()
+			defer db.heldMu.Unlock()
+			delete(db.held, name)
+		}, true, nil
+	}
+	conn, err := db.SQL.Conn(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("hold %s: %w", name, err)
+	}
+	key := "payhook:" + name
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, key).Scan(&ok); err != nil || !ok {
+		conn.Close()
+		if err != nil {
+			return nil, false, fmt.Errorf("hold %s: %w", name, err)
+		}
+		return nil, false, nil
+	}
+	return func() {
+		// Unlocked, the connection goes back to the pool; if the unlock
+		// failed, the connection is dropped, and its session with the lock.
+		var unlocked bool
+		err := conn.QueryRowContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key).Scan(&unlocked)
+		if err != nil || !unlocked {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}, true, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store"
 )
 
 // TestClaimPeriod: each (name, period) is claimed once, also by
@@ -48,5 +49,36 @@ func TestClaimPeriod(t *testing.T) {
 				t.Errorf("ClaimPeriod(%s, %s) = %v, %v; want %v", tc.name, tc.period, ok, err, tc.want)
 			}
 		}
+	})
+}
+
+// TestTryHold: a name held is not taken again (on PostgreSQL, not by
+// another instance either) until it is released.
+func TestTryHold(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		other := db
+		if db.Engine == store.Postgres {
+			other = openDB(t, dbURL)
+		}
+		release, ok, err := db.TryHold(ctx, "periodic:x")
+		if err != nil || !ok {
+			t.Fatalf("first hold: %v, %v", ok, err)
+		}
+		if _, ok, err := other.TryHold(ctx, "periodic:x"); err != nil || ok {
+			t.Fatalf("held twice: %v, %v", ok, err)
+		}
+		if r, ok, err := other.TryHold(ctx, "periodic:y"); err != nil || !ok {
+			t.Fatalf("another name: %v, %v", ok, err)
+		} else {
+			r()
+		}
+		release()
+		again, ok, err := other.TryHold(ctx, "periodic:x")
+		if err != nil || !ok {
+			t.Fatalf("after the release: %v, %v", ok, err)
+		}
+		again()
 	})
 }

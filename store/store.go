@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,9 @@ type DB struct {
 	URL string
 	// reader serves Reader on SQLite: read-only connections of their own.
 	reader *DB
+	// held are the names TryHold holds, on SQLite.
+	heldMu sync.Mutex
+	held   map[string]bool
 }
 
 // Reader returns the database to read from outside any transaction of
