@@ -83,7 +83,8 @@
 //	                               refund Stripe made at the capture to release the rest moves
 //	                               nothing and is left out: the one of reason
 //	                               expired_uncaptured_charge, else the oldest without a reason of
-//	                               exactly amount − amount_captured
+//	                               exactly amount − amount_captured (none of a list cut short,
+//	                               has_more: the release, the oldest, is not in it)
 //	refund.created, refund.updated, the refund object: status succeeded or pending →
 //	refund.failed,                 Refunded{payment_intent (else charge), id, amount, currency, at
 //	charge.refund.updated          created} (no Payment snapshot); failed or canceled →

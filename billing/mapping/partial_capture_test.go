@@ -59,6 +59,18 @@ func partialChargeRefunded(t *testing.T, refunds ...map[string]any) []byte {
 	return editFixture(t, "stripe/charge.refunded.json", func(o map[string]any) { partialCharge(o, refunds...) })
 }
 
+// partialChargeRefundedCut is charge.refunded for the partial capture as
+// Stripe delivers a charge with more refunds than it embeds: the newest
+// listed (listed), has_more, and amount_refunded counting every refund,
+// the release (the oldest: made at the capture) among those not listed.
+func partialChargeRefundedCut(t *testing.T, listed ...map[string]any) []byte {
+	return editFixture(t, "stripe/charge.refunded.json", func(o map[string]any) {
+		partialCharge(o, listed...)
+		o["amount_refunded"] = o["amount_refunded"].(int64) + partialReleased
+		o["refunds"].(map[string]any)["has_more"] = true
+	})
+}
+
 // partialIntentSucceeded is the payment intent of the partial capture as
 // payhook fetches it (expand[]=latest_charge.refunds).
 func partialIntentSucceeded(t *testing.T, refunds ...map[string]any) []byte {
@@ -118,6 +130,15 @@ func TestStripePartialCaptureRelease(t *testing.T) {
 			[]billing.Fact{refunded(partialReleased, releaseAt+3600)}},
 		{"charge.refunded, the release as expired_uncaptured_charge and a refund of its amount",
 			partialChargeRefunded(t, realSame, expired), []billing.Fact{refunded(partialReleased, releaseAt+3600)}},
+		// The release is the oldest refund: a list cut short (has_more) by
+		// the newest does not have it, and a refund of its amount listed
+		// is one of captured money.
+		{"charge.refunded cut short, a later refund of the release's amount listed, the release not",
+			partialChargeRefundedCut(t, realSame), []billing.Fact{refunded(partialReleased, releaseAt+3600)}},
+		{"charge.refunded cut short, two refunds listed, the release not",
+			partialChargeRefundedCut(t, stripeRefundObj(t, "re_later", 100, nil, releaseAt+7200), realSame),
+			[]billing.Fact{billing.Refunded{Payment: snap, PaymentRef: stripePI, RefundRef: "re_later", Amount: 100, Currency: "USD", At: unixT(releaseAt + 7200)},
+				refunded(partialReleased, releaseAt+3600)}},
 		{"charge.refunded, a refund with a reason given is never the release",
 			partialChargeRefunded(t, asked), []billing.Fact{refunded(partialReleased, releaseAt)}},
 		{"payment_intent.succeeded fetched, the release listed", partialIntentSucceeded(t, release),

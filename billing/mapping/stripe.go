@@ -539,7 +539,8 @@ func stripeReleased(r obj) (bool, error) {
 // does for the Stripe client's refund list (reconciliation), from the
 // charge's amount, amount_captured and captured and each refund's amount,
 // reason, status and created. That refund moves no money payhook booked
-// (the payment is captured at amount_captured).
+// (the payment is captured at amount_captured). A list that says more
+// follow (has_more) has none: the release is the oldest refund.
 func stripePartialRelease(o obj, list []obj) (string, error) {
 	if uncaptured, err := stripeUncaptured(o); err != nil || uncaptured {
 		return "", err
@@ -555,6 +556,20 @@ func stripePartialRelease(o obj, list []obj) (string, error) {
 	remainder := stripecapture.Remainder(authorized, captured, true)
 	if remainder == 0 {
 		return "", nil
+	}
+	// A list cut short (has_more: Stripe embeds a charge's newest refunds
+	// only) does not have the release, the oldest, made at the capture:
+	// a refund of its amount listed is one of captured money.
+	embedded, err := o.child("refunds")
+	if err != nil {
+		return "", err
+	}
+	listed, err := embedded.has("data")
+	if err != nil {
+		return "", err
+	}
+	if more, err := embedded.flag("has_more"); err != nil || (more && listed) {
+		return "", err
 	}
 	refunds := make([]stripecapture.Refund, len(list))
 	for i, r := range list {
