@@ -70,7 +70,8 @@ func Apply(ctx context.Context, tx *Tx, source string, facts []Fact) error {
 //     won dispute of a crypto payment AlertPaymentKindMismatch. A win
 //     reported by a reversal of its own (ReversalRef) also posts
 //     "chargeback_reverse:<reversal>", which binds it to the chargeback
-//     it wins and, naming an amount, caps what that win gives back: it
+//     it wins (one of its amount first, see chargebackReversed) and,
+//     naming an amount, caps what that win gives back: it
 //     moves nothing, or takes back what a win posted first by the
 //     chargeback's own record gave beyond it.
 //   - OrderPaid moves the order (of source) from pending to paid once; the

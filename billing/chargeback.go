@@ -100,10 +100,11 @@ func (a *applier) win(ctx context.Context, what, payRef string, cb int64, disput
 // chargebackReversed applies a win reported as a record of its own
 // (ReversalRef): it binds the reversal, once ("chargeback_reverse:<ref>",
 // whose requested amount is the reversal's), to a chargeback of the
-// payment not bound to another reversal: first one already won by its own
-// record (Paddle reports a win both ways: the chargeback's adjustment
-// reversed, and a chargeback_reverse adjustment), else the oldest open
-// one, which it wins. The win gives back at most the reversal's amount in
+// payment not bound to another reversal: first one of exactly the
+// reversal's amount, then one already won by its own record (Paddle
+// reports a win both ways: the chargeback's adjustment reversed, and a
+// chargeback_reverse adjustment), else the oldest open one, which it
+// wins. The win gives back at most the reversal's amount in
 // either order: bound to a win posted for more, the binding takes the
 // difference back.
 func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error {
@@ -122,17 +123,22 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 	if id, _, _, err := a.posting(ctx, key); err != nil || id != 0 {
 		return err // applied before (the payment's lock orders us after it)
 	}
-	// Chargebacks won by their own record first (this reversal is the
-	// other report of such a win), then the oldest open one.
+	// A reversal names no chargeback, and its binding caps the win: first
+	// a chargeback of exactly its amount (a reversal gives back the whole
+	// of the chargeback it wins, but for a partial win), so that the full
+	// reversal of a second chargeback never caps the first's win; then
+	// chargebacks won by their own record (this reversal is the other
+	// report of such a win), then the oldest open one.
 	var cb, disputed int64
 	var cbKey string
 	err = a.tx.QueryRowContext(ctx, `SELECT c.id, c.fact_key, c.requested_amount FROM payhook_ledger_postings c
 		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
 		AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings b
 			WHERE b.reverses_id = c.id AND substr(b.fact_key, 1, 19) = 'chargeback_reverse:')
-		ORDER BY CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
+		ORDER BY CASE WHEN c.requested_amount = $3 THEN 0 ELSE 1 END,
+			CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
 			WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 0 ELSE 1 END, c.id
-		LIMIT 1`, a.source, p.Ref).Scan(&cb, &cbKey, &disputed)
+		LIMIT 1`, a.source, p.Ref, f.Amount).Scan(&cb, &cbKey, &disputed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("%s: a chargeback of payment %s to reverse: %w", what, p.Ref, ErrNotSeenYet)
 	}

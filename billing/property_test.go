@@ -370,12 +370,25 @@ func TestChargebackReversalInAnyOrder(t *testing.T) {
 			billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_1"},
 			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 400},
 		}, 1900, "charged_back"},
+		// Two chargebacks of other amounts, each won in full and reported
+		// both ways, the reversals delivered after the chargeback each
+		// reverses (Paddle creates it later): a reversal of the second's
+		// amount binds to the second, even when the first is won already
+		// by its own record, and so caps nothing of the first.
+		{"two chargebacks of other amounts, each won both ways", []billing.Fact{
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000},
+			billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_2", Amount: 500},
+			billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_1"},
+			billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_2"},
+			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_1", Amount: 1000},
+			billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_2", Amount: 500},
+		}, 3000, "succeeded"},
 	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
 		for _, c := range cases {
 			for i, perm := range permutations(c.facts) {
-				if !inProviderOrder(perm) {
+				if !inProviderOrder(perm) || !reversalsAfterTheirChargebacks(perm) {
 					continue
 				}
 				reset(t, db)
@@ -498,6 +511,25 @@ func inProviderOrder(perm []billing.Fact) bool {
 				return false
 			}
 			last = cb.DisputeRef
+		}
+	}
+	return true
+}
+
+// reversalsAfterTheirChargebacks reports whether, in perm, each reversal
+// adj_rev_N comes after the chargeback adj_cb_N it reverses, as Paddle
+// creates them (a reversal names no chargeback: one delivered before its
+// own can only bind to another).
+func reversalsAfterTheirChargebacks(perm []billing.Fact) bool {
+	seen := map[string]bool{}
+	for _, f := range perm {
+		switch f := f.(type) {
+		case billing.ChargedBack:
+			seen[f.DisputeRef] = true
+		case billing.ChargebackWon:
+			if n, ok := strings.CutPrefix(f.ReversalRef, "adj_rev_"); ok && !seen["adj_cb_"+n] {
+				return false
+			}
 		}
 	}
 	return true
