@@ -137,9 +137,16 @@ func Refund(ctx context.Context, cfg Config, a Ask) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cfg.DB.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET attempts = attempts + 1, updated_at = $1
-		WHERE idem_key = $2`, now().UTC().Format(time.RFC3339Nano), r.Key); err != nil {
+	// Counted only while it is pending: a request another run abandoned
+	// (Ask.Abandon) or finished meanwhile is not sent (see abandon).
+	res0, err := cfg.DB.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET attempts = attempts + 1, updated_at = $1
+		WHERE idem_key = $2 AND status = 'pending'`, now().UTC().Format(time.RFC3339Nano), r.Key)
+	if err != nil {
 		return r, fmt.Errorf("refund %s of %s: count the attempt: %w", r.Payment, r.Source, err)
+	}
+	if n, err := res0.RowsAffected(); err != nil || n != 1 {
+		return nil, fmt.Errorf("refund %s of %s: request %d is no longer pending (another run finished or abandoned it); run again: %w",
+			r.Payment, r.Source, r.Seq, payhook.ErrLocked)
 	}
 	r.Attempts++
 	res, err := cfg.Refunder.Refund(ctx, adapter.RefundRequest{Payment: r.Payment, Amount: r.Amount, Reason: r.Reason, Key: r.Key})
@@ -330,18 +337,30 @@ func lastPending(reqs []*Request) *Request {
 	return nil
 }
 
+// sendWindow bounds how long a send of a request may still be under way
+// after it began (its attempt counted): abandon waits that long after the
+// last one.
+const sendWindow = 10 * time.Minute
+
 // abandon records that the operator gave pending request r up (Ask.Abandon):
-// a conditional UPDATE, so a run that completed it meanwhile wins.
+// a conditional UPDATE of the request as read, still pending and with no
+// attempt counted since, so that it never races a run sending it again
+// (Refund counts its attempt only while the request is pending); and not
+// within sendWindow of its last attempt, which may still be under way.
 func abandon(ctx context.Context, db *store.DB, r *Request, at time.Time) error {
+	if since := at.Sub(r.UpdatedAt); since < sendWindow {
+		return fmt.Errorf("refund %s of %s: --abandon: request %d was last sent or noted %s ago and a send may still be under way; "+
+			"run again once %s have passed: %w", r.Payment, r.Source, r.Seq, since.Round(time.Second), sendWindow, payhook.ErrLocked)
+	}
 	res, err := db.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET status = 'failed', error = $1, updated_at = $2
-		WHERE idem_key = $3 AND status = 'pending'`,
+		WHERE idem_key = $3 AND status = 'pending' AND attempts = $4`,
 		"abandoned by the operator (--abandon) after "+at.Sub(r.CreatedAt).Round(time.Minute).String()+" pending",
-		at.UTC().Format(time.RFC3339Nano), r.Key)
+		at.UTC().Format(time.RFC3339Nano), r.Key, r.Attempts)
 	if err != nil {
 		return fmt.Errorf("refund %s of %s: abandon request %d: %w", r.Payment, r.Source, r.Seq, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("refund %s of %s: abandon request %d: it is no longer pending (another run finished it); run again: %w",
+		return fmt.Errorf("refund %s of %s: abandon request %d: another run sent, finished or abandoned it meanwhile; run again: %w",
 			r.Payment, r.Source, r.Seq, payhook.ErrLocked)
 	}
 	return nil

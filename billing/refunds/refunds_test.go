@@ -413,3 +413,42 @@ func TestRefundPendingPastKeyLifetimeOtherAmount(t *testing.T) {
 		}
 	})
 }
+
+// downRefunder fails every call as an unreachable provider does.
+type downRefunder struct{}
+
+func (downRefunder) Refund(context.Context, adapter.RefundRequest) (adapter.RefundResult, error) {
+	return adapter.RefundResult{}, errors.New("connection refused")
+}
+
+// TestRefundAbandonWaitsForASend: a request sent (its attempt counted)
+// less than the send window ago may still be under way at the provider:
+// --abandon is refused until the window has passed, then gives it up.
+func TestRefundAbandonWaitsForASend(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		_, id, c := billeteWorld(t, db)
+		sent := t0.Add(refunds.KeyLifetime - 5*time.Minute)
+		if _, err := refunds.Prepare(ctx, db, refunds.Ask{Payment: id, Amount: 200}, t0); err != nil {
+			t.Fatal(err)
+		}
+		down := refunds.Config{DB: db, Refunder: downRefunder{}, Now: func() time.Time { return sent }}
+		if _, err := refunds.Refund(ctx, down, refunds.Ask{Payment: id}); err == nil {
+			t.Fatal("a send to a provider down succeeded")
+		}
+		at := func(d time.Duration) refunds.Config {
+			return refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return sent.Add(d) }}
+		}
+		if _, err := refunds.Refund(ctx, at(5*time.Minute), refunds.Ask{Payment: id, Abandon: true}); !errors.Is(err, payhook.ErrLocked) {
+			t.Fatalf("--abandon 5 minutes after a send: %v; want ErrLocked", err)
+		}
+		if c.calls != 0 {
+			t.Fatalf("%d calls; want none", c.calls)
+		}
+		r, err := refunds.Refund(ctx, at(11*time.Minute), refunds.Ask{Payment: id, Abandon: true})
+		if err != nil || r.Seq != 2 || r.Status != refunds.StatusCompleted {
+			t.Fatalf("--abandon 11 minutes after the send: %+v, %v; want request 2 completed", r, err)
+		}
+	})
+}
