@@ -36,6 +36,11 @@ type Config struct {
 	Now func() time.Time
 	// ScrapeTimeout bounds the queries of one scrape. Default 5s.
 	ScrapeTimeout time.Duration
+	// Sources, if set, are the configured sources: each event counter
+	// (received, backfilled, duplicates, processed, failed) has a series
+	// for each from the start, at 0, so that a rule's increase() or rate()
+	// sees the first event (payhook serve gives its config's sources).
+	Sources []string
 	// AlertKinds, if set, are the alert kinds payhook_alerts_open always
 	// has a series for, 0 while none is open (payhook serve gives
 	// billing.AlertKinds), so that a rule on it reads 0 rather than no
@@ -111,6 +116,11 @@ func New(cfg Config) (*Metrics, error) {
 			Help:    "Time from an event's receipt to the end of its processing.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}},
 			[]string{"source"}),
+	}
+	for _, source := range cfg.Sources {
+		for _, c := range []*prometheus.CounterVec{m.received, m.backfilled, m.duplicates, m.processed, m.failed} {
+			c.WithLabelValues(source)
+		}
 	}
 	for _, c := range []prometheus.Collector{m.received, m.backfilled, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
 		m.batch, m.commit, m.ack, m.processing, m.endToEnd,

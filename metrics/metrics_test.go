@@ -204,3 +204,24 @@ func TestAlertsOpenZero(t *testing.T) {
 		}
 	})
 }
+
+// TestSourcesStartAtZero: each event counter has a series at 0 for every
+// configured source before its first event.
+func TestSourcesStartAtZero(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		m, err := New(Config{DB: open(t, dbURL), Sources: []string{"shop", "eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := scrape(t, m)
+		for _, name := range []string{"payhook_events_received_total", "payhook_events_backfilled_total",
+			"payhook_events_duplicates_total", "payhook_events_processed_total", "payhook_events_failed_total"} {
+			for _, source := range []string{"shop", "eu"} {
+				series := name + `{source="` + source + `"}`
+				if v, ok := got[series]; !ok || v != 0 {
+					t.Errorf("%s = %v, %v; want 0", series, v, ok)
+				}
+			}
+		}
+	})
+}

@@ -187,7 +187,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
 	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
-	met, err := metrics.New(metrics.Config{DB: db, Outbox: box, Now: m.Now, AlertKinds: billing.AlertKinds})
+	names := make([]string, len(sources))
+	for i, s := range sources {
+		names[i] = s.Name
+	}
+	met, err := metrics.New(metrics.Config{DB: db, Outbox: box, Now: m.Now, Sources: names, AlertKinds: billing.AlertKinds})
 	if err != nil {
 		return err
 	}
