@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -287,6 +288,55 @@ func TestReconcileRetrievesCapped(t *testing.T) {
 			if logged := strings.Contains(log.String(), "left unchecked"); logged != (tc.retrieves < 3) {
 				t.Fatalf("max %d: log %q; want the unchecked logged when any", tc.max, log.String())
 			}
+		}
+	})
+}
+
+// A payment the cap left unchecked (Config.MaxRetrieves) is not compared,
+// even when the refunds the list has of it are: its open difference
+// stays open. old, refunded here 100 more than at the provider, is found
+// different by a run that retrieves it; a run that retrieves nothing
+// finds old's listed refund posted here, yet never checked old itself.
+// Before, that run marked old compared through its refunds and cleared
+// the difference it still has.
+func TestReconcileUncheckedKeepsOpenDifferences(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		w := newPaysWorld(t, dbURL, flavour.Billete())
+		apply(t, w.db, at.Add(-5*time.Minute), billing.Refunded{PaymentRef: w.old, RefundRef: "re_here_only", Amount: 100, Currency: "EUR", At: at.Add(-5 * time.Minute)})
+		c := w.client(t, nil)
+		open := func() []string {
+			t.Helper()
+			as, err := billing.ListAlerts(context.Background(), w.db, billing.AlertFilter{Kind: reconcile.AlertDifference, Unacknowledged: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var subjects []string
+			for _, a := range as {
+				subjects = append(subjects, a.Subject)
+			}
+			return sorted(subjects...)
+		}
+		all := sorted("s/payment/"+w.old, "s/payment/"+w.moved, "s/payment/"+w.ghost)
+		rep, err := w.run(c, reconcile.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(paymentDiffs(rep), w.old+" different refunded_amount:400→300") {
+			t.Fatalf("differences %q; want old's refunded_amount", paymentDiffs(rep))
+		}
+		if got := open(); !slices.Equal(got, all) {
+			t.Fatalf("open differences %q; want %q", got, all)
+		}
+		rep, err = w.run(c, reconcile.Config{MaxRetrieves: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Unchecked[adapter.KindPayment] != 3 {
+			t.Fatalf("unchecked %v; want old, moved and ghost", rep.Unchecked)
+		}
+		if got := open(); !slices.Equal(got, all) {
+			t.Fatalf("after a run that checked none of them: open differences %q; want %q (old's still open)", got, all)
 		}
 	})
 }

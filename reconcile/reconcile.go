@@ -97,7 +97,9 @@ type Config struct {
 	// MaxRetrieves bounds the objects a run retrieves one by one (the
 	// payments, then the subscriptions, payhook stored in the window that
 	// the lists did not have): the rest are not retrieved, counted in
-	// Report.Unchecked and logged, never reported as differences. Zero
+	// Report.Unchecked and logged, never reported as differences nor
+	// compared (their open differences stay open, even when the refunds
+	// listed of such a payment are checked for postings). Zero
 	// means DefaultMaxRetrieves, a negative value none. The retrieve of a
 	// listed object that checks the client's 404s (at most one per kind)
 	// is not counted.
@@ -300,7 +302,7 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 	}
 
 	c := &comparer{ctx: ctx, db: cfg.DB, source: cfg.Source, since: since, rep: rep, compared: map[string]bool{}, retrier: cfg.retrier(),
-		budget: cfg.maxRetrieves(), gone: map[string][]goneRef{}, answered: map[string]bool{}}
+		budget: cfg.maxRetrieves(), gone: map[string][]goneRef{}, answered: map[string]bool{}, unchecked: map[string]bool{}}
 	c.getter, _ = cfg.Client.(adapter.ObjectGetter)
 	if err := c.payments(listed); err != nil {
 		return nil, err
@@ -318,6 +320,12 @@ func reconcile(ctx context.Context, cfg Config, since, at time.Time) (*Report, e
 	})
 	for _, o := range c.retrieved {
 		rep.Retrieved[o.Kind]++
+	}
+	// An object the cap left unchecked was not compared, whatever else
+	// the run read of it (the refunds listed of a payment): its open
+	// differences are not found fixed.
+	for subject := range c.unchecked {
+		delete(c.compared, subject)
 	}
 	if err := raise(ctx, cfg, at, rep, listed, c.retrieved, c.compared); err != nil {
 		return nil, err
@@ -352,6 +360,11 @@ type comparer struct {
 	// compared holds the alert subjects of the objects this run compared:
 	// only their open differences can be found fixed by it.
 	compared map[string]bool
+	// unchecked holds the alert subjects of the objects the run did not
+	// retrieve, past Config.MaxRetrieves (Report.Unchecked): never
+	// compared, even when another loop (a payment's listed refunds) read
+	// something of them.
+	unchecked map[string]bool
 }
 
 func (c *comparer) add(d Difference) { c.rep.Differences = append(c.rep.Differences, d) }
@@ -685,6 +698,7 @@ func (c *comparer) unlisted(kind, ref string) (adapter.Object, int, error) {
 	}
 	if c.budget <= 0 {
 		c.rep.Unchecked[kind]++
+		c.unchecked[Difference{Kind: kind, Ref: ref}.subject(c.source)] = true
 		return adapter.Object{}, capped, nil
 	}
 	o, err := c.get(kind, ref)
