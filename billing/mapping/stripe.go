@@ -57,11 +57,7 @@ func stripe(e *event) ([]billing.Fact, error) {
 			if err != nil {
 				return nil, err
 			}
-			refunds, err := charge.child("refunds")
-			if err != nil {
-				return nil, err
-			}
-			list, err := refunds.list("data")
+			_, list, err := stripeRefundsOf(charge)
 			if err != nil {
 				return nil, err
 			}
@@ -305,11 +301,7 @@ func stripeCheckout(e *event, o obj) ([]billing.Fact, error) {
 // malformed. The charge itself is the Refunded's payment snapshot:
 // amount_captured (what a partial capture booked) when there, else amount.
 func stripeRefunds(e *event, o obj) ([]billing.Fact, error) {
-	refunds, err := o.child("refunds")
-	if err != nil {
-		return nil, err
-	}
-	list, err := refunds.list("data")
+	_, list, err := stripeRefundsOf(o)
 	if err != nil {
 		return nil, err
 	}
@@ -450,11 +442,7 @@ func stripeRefund(e *event, o obj) ([]billing.Fact, error) {
 		if err != nil {
 			return nil, err
 		}
-		refunds, err := charge.child("refunds")
-		if err != nil {
-			return nil, err
-		}
-		list, err := refunds.list("data")
+		refunds, list, err := stripeRefundsOf(charge)
 		if err != nil {
 			return nil, err
 		}
@@ -587,6 +575,17 @@ func stripePartialRelease(o obj, list []obj) (string, error) {
 		return "", nil
 	}
 	return list[i].need("id")
+}
+
+// stripeRefundsOf returns charge o's embedded refunds (an empty object
+// when it has none) and their list (refunds.data).
+func stripeRefundsOf(o obj) (obj, []obj, error) {
+	refunds, err := o.child("refunds")
+	if err != nil {
+		return obj{}, nil, err
+	}
+	list, err := refunds.list("data")
+	return refunds, list, err
 }
 
 // stripeDispute returns a dispute's payment and id.
