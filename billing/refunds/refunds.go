@@ -168,7 +168,10 @@ func Refund(ctx context.Context, cfg Config, a Ask) (*Request, error) {
 	if record == nil {
 		record = Complete
 	}
-	if err := record(ctx, cfg.DB, r, res, now()); err != nil {
+	if err := record(ctx, cfg.DB, r, res, now()); errors.Is(err, payhook.ErrConflict) {
+		// Recorded, after another run gave the request up (see Complete).
+		return r, err
+	} else if err != nil {
 		return r, fmt.Errorf("refund %s of %s: the provider answered refund %s but recording it failed (request %d stays pending; running it again re-sends key %s, which the provider answers with the same refund): %w",
 			r.Payment, r.Source, res.Ref, r.Seq, r.Key, err)
 	}
@@ -316,12 +319,39 @@ const maxKeyBytes = 255
 
 // Complete records that the provider accepted r with its refund res: a
 // conditional UPDATE of the pending request, so recording twice changes
-// nothing.
+// nothing. A request given up meanwhile (Ask.Abandon by another run while
+// this send was under way, or a failure recorded) refunded all the same:
+// it is recorded completed, what the provider says it is, so that what
+// it took counts, and Complete returns an error saying that the payment
+// may have been refunded twice (the abandoning run's new key too).
 func Complete(ctx context.Context, db *store.DB, r *Request, res adapter.RefundResult, at time.Time) error {
-	if _, err := db.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET status = 'completed', provider_ref = $1,
-		error = '', updated_at = $2 WHERE idem_key = $3 AND status = 'pending'`,
-		payhook.Storable(res.Ref), at.UTC().Format(time.RFC3339Nano), r.Key); err != nil {
+	ref, ts := payhook.Storable(res.Ref), at.UTC().Format(time.RFC3339Nano)
+	done, err := db.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET status = 'completed', provider_ref = $1,
+		error = '', updated_at = $2 WHERE idem_key = $3 AND status = 'pending'`, ref, ts, r.Key)
+	if err != nil {
 		return fmt.Errorf("record refund %s of request %s: %w", res.Ref, r.Key, err)
+	}
+	if n, err := done.RowsAffected(); err != nil {
+		return fmt.Errorf("record refund %s of request %s: %w", res.Ref, r.Key, err)
+	} else if n == 0 {
+		// Not pending: completed already (recorded twice), or failed.
+		var was string
+		late, err := db.SQL.ExecContext(ctx, `UPDATE payhook_refund_requests SET status = 'completed', provider_ref = $1,
+			error = 'refunded after it was given up: ' || error, updated_at = $2 WHERE idem_key = $3 AND status = 'failed'`, ref, ts, r.Key)
+		if err != nil {
+			return fmt.Errorf("record refund %s of request %s: %w", res.Ref, r.Key, err)
+		}
+		if n, err := late.RowsAffected(); err != nil {
+			return fmt.Errorf("record refund %s of request %s: %w", res.Ref, r.Key, err)
+		} else if n == 1 {
+			if err := db.SQL.QueryRowContext(ctx, `SELECT error FROM payhook_refund_requests WHERE idem_key = $1`, r.Key).Scan(&was); err != nil {
+				was = err.Error()
+			}
+			r.Status, r.ProviderRef, r.Error = StatusCompleted, res.Ref, was
+			return fmt.Errorf("refund %s of %s: the provider refunded request %d (key %s, refund %s) after it had been given up (%s): "+
+				"it is recorded completed, but a request made since to replace it may have refunded the payment again; "+
+				"check the payment's refunds at the provider: %w", r.Payment, r.Source, r.Seq, r.Key, res.Ref, was, payhook.ErrConflict)
+		}
 	}
 	r.Status, r.ProviderRef, r.Error = StatusCompleted, res.Ref, ""
 	return nil

@@ -452,3 +452,63 @@ func TestRefundAbandonWaitsForASend(t *testing.T) {
 		}
 	})
 }
+
+// hookRefunder sends through Refunder, then runs after before it answers:
+// another run meanwhile.
+type hookRefunder struct {
+	adapter.Refunder
+	after func()
+}
+
+func (h hookRefunder) Refund(ctx context.Context, r adapter.RefundRequest) (adapter.RefundResult, error) {
+	res, err := h.Refunder.Refund(ctx, r)
+	h.after()
+	return res, err
+}
+
+// TestRefundAnsweredAfterAbandon: a send whose answer arrives after
+// another run gave its request up (a process paused mid-call, a clock
+// behind) refunded all the same: its success is not dropped by a
+// Complete that finds the request no longer pending and says nothing;
+// the request is recorded completed, which the provider says it is, and
+// the run fails naming the refund made twice.
+func TestRefundAnsweredAfterAbandon(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		p, id, c := billeteWorld(t, db)
+		late := refunds.Config{DB: db, Refunder: c, Now: func() time.Time { return t0.Add(refunds.KeyLifetime + time.Hour) }}
+		var abandoned *refunds.Request
+		slow := refunds.Config{DB: db, Now: func() time.Time { return t0 }, Refunder: hookRefunder{Refunder: c, after: func() {
+			var err error
+			if abandoned, err = refunds.Refund(ctx, late, refunds.Ask{Payment: id, Amount: 200, Abandon: true}); err != nil {
+				t.Errorf("--abandon while the first send was under way: %v", err)
+			}
+		}}}
+		r, err := refunds.Refund(ctx, slow, refunds.Ask{Payment: id, Amount: 200})
+		if abandoned == nil || abandoned.Seq != 2 {
+			t.Fatalf("the abandoning run made %+v; want request 2", abandoned)
+		}
+		if got := refunded(t, p, id); got != 400 {
+			t.Fatalf("the provider refunded %d; want 400 (both keys)", got)
+		}
+		if err == nil {
+			t.Errorf("the run whose request was abandoned while its refund went through succeeded quietly: %+v", r)
+		}
+		reqs, err := refunds.List(ctx, db, "shop", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range reqs {
+			if q.Status != refunds.StatusCompleted {
+				t.Errorf("request %d is %s (%s); the provider refunded it: want completed", q.Seq, q.Status, q.Error)
+			}
+		}
+		// What both requests took is counted: 700 more is refused before
+		// any call.
+		calls := c.calls
+		if _, err := refunds.Refund(ctx, late, refunds.Ask{Payment: id, Amount: 700}); !errors.Is(err, payhook.ErrInvalid) || c.calls != calls {
+			t.Errorf("a refund of 700 after 400 went out of 1000: %v, %d calls; want ErrInvalid before any call", err, c.calls-calls)
+		}
+	})
+}
