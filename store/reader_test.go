@@ -54,3 +54,21 @@ func TestReaderLeavesTheWriterFree(t *testing.T) {
 		}
 	})
 }
+
+// TestReaderOfAMemoryDatabase: an in-memory SQLite database (":memory:")
+// is one connection's own: a Reader opening connections of its own read
+// another, empty database (no such table), so it reads through the
+// writer's connection there.
+func TestReaderOfAMemoryDatabase(t *testing.T) {
+	for _, u := range []string{":memory:", "sqlite://:memory:"} {
+		t.Run(u, func(t *testing.T) {
+			ctx := context.Background()
+			db := openDB(t, u)
+			insert(t, db, newEvent("evt_1"))
+			var n int
+			if err := db.Reader().SQL.QueryRowContext(ctx, `SELECT COUNT(*) FROM payhook_events`).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("events read through the Reader = %d, %v; want 1", n, err)
+			}
+		})
+	}
+}

@@ -70,7 +70,8 @@ type DB struct {
 // counting every event) never holds the one connection the acks and the
 // workers write with (WAL lets readers and the writer run at once; a
 // reader sees what was committed when its statement began). On
-// PostgreSQL, or for a DB not opened by Open, db itself. Nothing may be
+// PostgreSQL, on an in-memory SQLite database (":memory:", one
+// connection's own), or for a DB not opened by Open, db itself. Nothing may be
 // written through it.
 func (db *DB) Reader() *DB {
 	if db.reader != nil {
@@ -104,6 +105,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		db.SQL.SetMaxOpenConns(1)
 		db.SQL.SetConnMaxIdleTime(0)
 		db.SQL.SetConnMaxLifetime(0)
+		if sqliteInMemory(target) {
+			// The database is the one connection's: other connections
+			// would open databases of their own, empty. Reader is db.
+			break
+		}
 		rc, err := newSQLiteConnector(sqliteReadDSN(target))
 		if err != nil {
 			db.SQL.Close()
@@ -347,6 +353,12 @@ func sqliteDSN(path string) string {
 	// upgrading a read lock.
 	q.Set("_txlock", "immediate")
 	return "file:" + path + "?" + q.Encode()
+}
+
+// sqliteInMemory reports whether path names an in-memory SQLite database
+// (":memory:", or a URI's mode=memory), which no other connection sees.
+func sqliteInMemory(path string) bool {
+	return path == "" || strings.HasPrefix(path, ":memory:") || strings.Contains(path, "mode=memory")
 }
 
 // sqliteReadDSN is the DSN of Reader's connections: the file's WAL
