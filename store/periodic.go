@@ -31,8 +31,12 @@ func (db *DB) ClaimPeriod(ctx context.Context, name string, period, at time.Time
 // the work it guards runs, and reports whether it did; release gives it
 // back. On PostgreSQL it is a session advisory lock on a connection of
 // its own, held by whichever instance took it (a dead instance's session
-// ends and lets it go); on SQLite, whose file one process writes, a lock
-// of this DB's.
+// ends and lets it go: the server asks that connection's peer every
+// holdKeepalive, so that a host gone without closing it, powered off or
+// cut off, lets go within minutes, not after the operating system's two
+// hours of TCP silence); on SQLite, whose file one process writes, a lock
+// of this DB's. A session lock needs the session: behind a pooler in
+// transaction mode (PgBouncer's pool_mode=transaction) it is not held.
 func (db *DB) TryHold(ctx context.Context, name string) (release func(), ok bool, err error) {
 	if db.Engine != Postgres {
 		db.heldMu.Lock()
@@ -55,7 +59,10 @@ func (db *DB) TryHold(ctx context.Context, name string) (release func(), ok bool
 		return nil, false, fmt.Errorf("hold %s: %w", name, err)
 	}
 	key := "payhook:" + name
-	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0))`, key).Scan(&ok); err != nil || !ok {
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtextextended($1, 0)),
+		set_config('tcp_keepalives_idle', $2, false), set_config('tcp_keepalives_interval', $2, false),
+		set_config('tcp_keepalives_count', '4', false)`,
+		key, fmt.Sprint(int(holdKeepalive.Seconds()))).Scan(&ok, new(string), new(string), new(string)); err != nil || !ok {
 		conn.Close()
 		if err != nil {
 			return nil, false, fmt.Errorf("hold %s: %w", name, err)
@@ -65,11 +72,25 @@ func (db *DB) TryHold(ctx context.Context, name string) (release func(), ok bool
 	return func() {
 		// Unlocked, the connection goes back to the pool; if the unlock
 		// failed, the connection is dropped, and its session with the lock.
+		// Bounded: a server unreachable does not keep the run's job (and
+		// a graceful stop waiting for it) until TCP gives up.
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), holdReleaseWait)
+		defer cancel()
 		var unlocked bool
-		err := conn.QueryRowContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key).Scan(&unlocked)
+		err := conn.QueryRowContext(uctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, key).Scan(&unlocked)
 		if err != nil || !unlocked {
 			conn.Raw(func(any) error { return driver.ErrBadConn })
 		}
 		conn.Close()
 	}, true, nil
 }
+
+// holdKeepalive is how often the server asks the peer of a TryHold
+// session whether it is still there, once it has been silent that long,
+// and between unanswered asks (four): a holder gone unannounced lets go
+// after about 5 of them.
+const holdKeepalive = 30 * time.Second
+
+// holdReleaseWait bounds TryHold's release: past it the connection is
+// dropped, its session and lock with it.
+const holdReleaseWait = 10 * time.Second

@@ -82,3 +82,32 @@ func TestTryHold(t *testing.T) {
 		again()
 	})
 }
+
+// TestTryHoldAsksItsPeer: on PostgreSQL the session holding the lock has
+// the server ask its peer (TCP keepalives) after half a minute of
+// silence, so that a holder whose host went away unannounced lets go
+// within minutes, not after the system's two hours (every later period
+// of the work skipped meanwhile).
+func TestTryHoldAsksItsPeer(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		if db.Engine != store.Postgres {
+			return
+		}
+		// One connection: the one the hold had, given back.
+		db.SQL.SetMaxOpenConns(1)
+		release, ok, err := db.TryHold(ctx, "periodic:x")
+		if err != nil || !ok {
+			t.Fatalf("hold: %v, %v", ok, err)
+		}
+		release()
+		var idle string
+		if err := db.SQL.QueryRowContext(ctx, `SHOW tcp_keepalives_idle`).Scan(&idle); err != nil {
+			t.Fatal(err)
+		}
+		if idle != "30" {
+			t.Fatalf("the hold's session had tcp_keepalives_idle %s; want 30 (seconds)", idle)
+		}
+	})
+}
