@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payhook/payhook/store"
 )
@@ -68,7 +69,7 @@ func periodicJobs(db *store.DB, ps []Periodic, now func() time.Time, logf func(m
 			&river.PeriodicJobOpts{ID: "payhook_periodic:" + p.Name},
 		))
 	}
-	worker := river.WorkFunc(func(ctx context.Context, job *river.Job[periodicArgs]) error {
+	worker := periodicWorker(func(ctx context.Context, job *river.Job[periodicArgs]) error {
 		p, ok := byName[job.Args.Name]
 		if !ok {
 			// Another instance's config: not ours to run.
@@ -104,3 +105,30 @@ func periodicJobs(db *store.DB, ps []Periodic, now func() time.Time, logf func(m
 	})
 	return out, worker, nil
 }
+
+// periodicWorker runs a period's job. Its runs are not bounded by the
+// queue's JobTimeout, which bounds one processing attempt of an event: a
+// scheduled backfill of a day's events and its wait for the workers
+// (which waits as long as they make progress) take longer, and cut
+// there, a run needing more failed at the same point every period. A run
+// ends when its work does (its calls have their own timeouts), when the
+// queue stops and cancels it, or at periodicTimeout; until then TryHold
+// keeps the next periods from joining it.
+type periodicWorker func(ctx context.Context, job *river.Job[periodicArgs]) error
+
+func (w periodicWorker) Work(ctx context.Context, job *river.Job[periodicArgs]) error {
+	return w(ctx, job)
+}
+
+func (periodicWorker) Middleware(*rivertype.JobRow) []rivertype.WorkerMiddleware { return nil }
+
+func (periodicWorker) NextRetry(*river.Job[periodicArgs]) time.Time { return time.Time{} }
+
+// Timeout is periodicTimeout (see periodicWorker).
+func (periodicWorker) Timeout(*river.Job[periodicArgs]) time.Duration { return periodicTimeout }
+
+// periodicTimeout bounds a periodic run: one still under way after it is
+// stuck, and is cancelled, so that the periods after it run again. River's
+// rescuer takes the job of a process that died for stuck after as long
+// (with no timeout it would leave it running for ever).
+const periodicTimeout = 6 * time.Hour

@@ -176,3 +176,35 @@ func waitFor(t *testing.T, what string, count func() int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestPeriodicRunOutlastsJobTimeout: a periodic run (a scheduled backfill
+// of a day, then its wait for the workers) is not bounded by JobTimeout,
+// which bounds one processing attempt of an event: cut there, a run that
+// needs longer failed at the same point every period, and the source was
+// never reconciled.
+func TestPeriodicRunOutlastsJobTimeout(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		const timeout = 2 * time.Second
+		result := make(chan error, 10)
+		periodic := []jobs.Periodic{{Name: "reconcile:shop", Every: time.Second, Run: func(ctx context.Context, _ time.Time) error {
+			select {
+			case <-ctx.Done():
+				result <- ctx.Err()
+			case <-time.After(timeout + time.Second):
+				result <- nil
+			}
+			return nil
+		}}}
+		_, q := setup(t, dbURL, jobs.Config{Periodic: periodic, JobTimeout: timeout})
+		start(t, q)
+		select {
+		case err := <-result:
+			if err != nil {
+				t.Fatalf("a periodic run longer than JobTimeout was cut: %v", err)
+			}
+		case <-time.After(stall):
+			t.Fatalf("no period ran in %s", stall)
+		}
+	})
+}
