@@ -71,8 +71,8 @@ type DB struct {
 // workers write with (WAL lets readers and the writer run at once; a
 // reader sees what was committed when its statement began). On
 // PostgreSQL, on an in-memory SQLite database (":memory:", one
-// connection's own), or for a DB not opened by Open, db itself. Nothing may be
-// written through it.
+// connection's own), or for a DB not opened by Open, db itself. Nothing
+// may be written through it.
 func (db *DB) Reader() *DB {
 	if db.reader != nil {
 		return db.reader
