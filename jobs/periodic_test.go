@@ -3,6 +3,7 @@ package jobs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -42,21 +43,11 @@ func TestPeriodicRunsOncePerPeriod(t *testing.T) {
 			start(t, newQueue(t, other, jobs.Config{Periodic: periodic("b")}))
 		}
 		const want = 4
-		last, moved := -1, time.Now()
-		for {
+		waitFor(t, fmt.Sprintf("%d periods run", want), func() int {
 			mu.Lock()
-			n := len(runs)
-			mu.Unlock()
-			if n >= want {
-				break
-			}
-			if n != last {
-				last, moved = n, time.Now()
-			} else if time.Since(moved) > stall {
-				t.Fatalf("%d periods run, nothing moved for %s", n, stall)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			defer mu.Unlock()
+			return len(runs) - want + 1
+		})
 		mu.Lock()
 		defer mu.Unlock()
 		for period, who := range runs {
@@ -159,7 +150,7 @@ func TestPeriodicRunsNeverOverlap(t *testing.T) {
 }
 
 // waitFor waits until count returns more than 0, failing when it has not
-// moved for stall.
+// moved for stall (counts below 0 are progress too).
 func waitFor(t *testing.T, what string, count func() int) {
 	t.Helper()
 	last, moved := -1, time.Now()
