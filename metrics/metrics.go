@@ -256,6 +256,9 @@ var (
 	diffsDesc   = prometheus.NewDesc("payhook_reconcile_differences",
 		"Differences found by the last reconcile run of each source that finished without an error "+
 			"(a failed run compared nothing: see payhook_runs_last_failed).", []string{"source"}, nil)
+	uncheckedDesc = prometheus.NewDesc("payhook_reconcile_unchecked",
+		"Objects the last reconcile run of each source that finished without an error left unchecked, "+
+			"past its cap on retrieves: neither compared nor counted in payhook_reconcile_differences.", []string{"source"}, nil)
 	runFailedDesc = prometheus.NewDesc("payhook_runs_last_failed",
 		"1 when the last finished backfill or reconcile run of a source ended with an error, else 0.", []string{"kind", "source"}, nil)
 	runSuccessDesc = prometheus.NewDesc("payhook_runs_last_success_timestamp_seconds",
@@ -278,7 +281,7 @@ func reading(cfg Config) Config {
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, depthDesc, oldestDesc, backlogDesc, pausedDesc, alertsDesc, diffsDesc,
-		runFailedDesc, runSuccessDesc, scrapeErrDesc} {
+		uncheckedDesc, runFailedDesc, runSuccessDesc, scrapeErrDesc} {
 		ch <- d
 	}
 }
@@ -375,7 +378,7 @@ func (c *dbCollector) alerts(ctx context.Context, ch chan<- prometheus.Metric) e
 func (c *dbCollector) differences(ctx context.Context, ch chan<- prometheus.Metric) error {
 	// A run that failed (the provider's API down) counted nothing: its 0
 	// would say all agree. The last run that compared is the answer.
-	rows, err := c.cfg.DB.SQL.QueryContext(ctx, `SELECT r.source, r.differences FROM payhook_reconcile_runs r
+	rows, err := c.cfg.DB.SQL.QueryContext(ctx, `SELECT r.source, r.differences, r.unchecked FROM payhook_reconcile_runs r
 		WHERE r.id IN (SELECT MAX(id) FROM payhook_reconcile_runs
 			WHERE kind = 'reconcile' AND finished_at IS NOT NULL AND error = '' GROUP BY source)`)
 	if err != nil {
@@ -384,11 +387,12 @@ func (c *dbCollector) differences(ctx context.Context, ch chan<- prometheus.Metr
 	defer rows.Close()
 	for rows.Next() {
 		var source string
-		var n int64
-		if err := rows.Scan(&source, &n); err != nil {
+		var n, unchecked int64
+		if err := rows.Scan(&source, &n, &unchecked); err != nil {
 			return fmt.Errorf("reconcile differences: %w", err)
 		}
 		ch <- prometheus.MustNewConstMetric(diffsDesc, prometheus.GaugeValue, float64(n), source)
+		ch <- prometheus.MustNewConstMetric(uncheckedDesc, prometheus.GaugeValue, float64(unchecked), source)
 	}
 	return rows.Err()
 }

@@ -65,7 +65,7 @@ func TestReconcileDifferencesAfterFailedRun(t *testing.T) {
 		db := open(t, dbURL)
 		at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 		for i, r := range []*store.Run{
-			{Kind: store.RunReconcile, Source: "stripe", Differences: 3},
+			{Kind: store.RunReconcile, Source: "stripe", Differences: 3, Unchecked: 7},
 			{Kind: store.RunReconcile, Source: "stripe", Error: "list payments: 503 Service Unavailable"},
 			{Kind: store.RunBackfill, Source: "stripe", New: 2},
 		} {
@@ -86,6 +86,7 @@ func TestReconcileDifferencesAfterFailedRun(t *testing.T) {
 		for series, want := range map[string]float64{
 			`payhook_metrics_scrape_errors`:                                                 0,
 			`payhook_reconcile_differences{source="stripe"}`:                                3,
+			`payhook_reconcile_unchecked{source="stripe"}`:                                  7,
 			`payhook_runs_last_failed{kind="reconcile",source="stripe"}`:                    1,
 			`payhook_runs_last_failed{kind="backfill",source="stripe"}`:                     0,
 			`payhook_runs_last_success_timestamp_seconds{kind="reconcile",source="stripe"}`: float64(at.Add(time.Second).Unix()),

@@ -288,6 +288,9 @@ func TestReconcileRetrievesCapped(t *testing.T) {
 			if logged := strings.Contains(log.String(), "left unchecked"); logged != (tc.retrieves < 3) {
 				t.Fatalf("max %d: log %q; want the unchecked logged when any", tc.max, log.String())
 			}
+			if run, err := w.db.Run(context.Background(), rep.Run); err != nil || run.Unchecked != int64(3-tc.retrieves) {
+				t.Fatalf("max %d: run %+v, %v; want %d unchecked recorded", tc.max, run, err, 3-tc.retrieves)
+			}
 		}
 	})
 }

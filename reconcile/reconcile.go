@@ -271,6 +271,9 @@ func Reconcile(ctx context.Context, cfg Config) (*Report, error) {
 		for _, n := range rep.Listed {
 			run.Listed += int64(n)
 		}
+		for _, n := range rep.Unchecked {
+			run.Unchecked += int64(n)
+		}
 		rep.Run = run.ID
 	}
 	if err != nil {

@@ -51,6 +51,9 @@ type Run struct {
 	Refused int64 `json:"refused"`
 	// Differences counts a reconcile's differences.
 	Differences int64 `json:"differences"`
+	// Unchecked counts the objects a reconcile left unchecked, past its
+	// cap on retrieves: neither compared nor counted in Differences.
+	Unchecked int64 `json:"unchecked"`
 	// Error is why the run failed; "" when it succeeded or still runs.
 	Error string `json:"error,omitempty"`
 	// Cursor is the provider's cursor after the last page fully stored:
@@ -70,14 +73,14 @@ func (r *Run) Finished() bool { return !r.FinishedAt.IsZero() }
 func (r *Run) Failed() bool { return r.Finished() && r.Error != "" }
 
 const runColumns = `id, kind, source, params, window_from, window_until, started_at, updated_at, finished_at,
-	listed, new, known, refused, differences, error, cursor, COALESCE(resumes, 0), COALESCE(resumed_by, 0)`
+	listed, new, known, refused, differences, unchecked, error, cursor, COALESCE(resumes, 0), COALESCE(resumed_by, 0)`
 
 func scanRun(row interface{ Scan(...any) error }) (*Run, error) {
 	var r Run
 	var kind string
 	err := row.Scan(&r.ID, &kind, &r.Source, &r.Params, nullTime{&r.From}, nullTime{&r.Until},
 		nullTime{&r.StartedAt}, nullTime{&r.UpdatedAt}, nullTime{&r.FinishedAt},
-		&r.Listed, &r.New, &r.Known, &r.Refused, &r.Differences, &r.Error, &r.Cursor, &r.Resumes, &r.ResumedBy)
+		&r.Listed, &r.New, &r.Known, &r.Refused, &r.Differences, &r.Unchecked, &r.Error, &r.Cursor, &r.Resumes, &r.ResumedBy)
 	if err != nil {
 		return nil, err
 	}
@@ -134,9 +137,9 @@ func (db *DB) updateRun(ctx context.Context, r *Run, at time.Time, finish bool) 
 	r.Error = payhook.Storable(r.Error)
 	res, err := db.SQL.ExecContext(ctx, `UPDATE payhook_reconcile_runs
 		SET updated_at = $2, finished_at = $3, listed = $4, new = $5, known = $6, refused = $7,
-			differences = $8, error = $9, cursor = $10
+			differences = $8, unchecked = $9, error = $10, cursor = $11
 		WHERE id = $1 AND finished_at IS NULL`,
-		r.ID, db.TimeValue(at), finishedAt, r.Listed, r.New, r.Known, r.Refused, r.Differences, r.Error, r.Cursor)
+		r.ID, db.TimeValue(at), finishedAt, r.Listed, r.New, r.Known, r.Refused, r.Differences, r.Unchecked, r.Error, r.Cursor)
 	if err != nil {
 		return fmt.Errorf("record %s run %d: %w", r.Kind, r.ID, err)
 	}

@@ -207,14 +207,14 @@ func (m *Main) reconcileRuns(ctx context.Context, args []string) error {
 				return err
 			}
 			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tKIND\tSOURCE\tSTARTED\tFINISHED\tLISTED\tNEW\tKNOWN\tREFUSED\tDIFFERENCES\tERROR")
+			fmt.Fprintln(tw, "ID\tKIND\tSOURCE\tSTARTED\tFINISHED\tLISTED\tNEW\tKNOWN\tREFUSED\tDIFFERENCES\tUNCHECKED\tERROR")
 			for _, r := range runs {
 				finished := "running"
 				if r.Finished() {
 					finished = r.FinishedAt.Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Kind, r.Source,
-					r.StartedAt.Format(time.RFC3339), finished, r.Listed, r.New, r.Known, r.Refused, r.Differences, orDash(r.Error))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Kind, r.Source,
+					r.StartedAt.Format(time.RFC3339), finished, r.Listed, r.New, r.Known, r.Refused, r.Differences, r.Unchecked, orDash(r.Error))
 			}
 			return tw.Flush()
 		},
