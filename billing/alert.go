@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -91,9 +93,9 @@ const (
 
 // AlertKinds lists every alert kind payhook raises, sorted: what a filter
 // by kind (payhook alerts list --kind, /api/v1/alerts?kind=, the
-// console's alerts page) may name. A kind missing here would be
-// unlistable by kind; TestAlertKindsComplete finds every Alert constant
-// of the module in it.
+// console's alerts page) may name besides an application's own kinds
+// once an alert of one is stored (ListAlerts). TestAlertKindsComplete
+// finds every Alert constant of the module in it.
 var AlertKinds = []string{
 	AlertAPIVersionDrift,
 	AlertCryptoReferenceReused,
@@ -270,12 +272,26 @@ func ListAlerts(ctx context.Context, db *store.DB, f AlertFilter) ([]AlertView, 
 	if f.Unacknowledged {
 		q.where("acknowledged = $%d", false)
 	}
-	return list(ctx, db, "list alerts", func(row scanner) (v AlertView, err error) {
+	as, err := list(ctx, db, "list alerts", func(row scanner) (v AlertView, err error) {
 		err = row.Scan(&v.ID, &v.Kind, &v.Subject, &v.Message, store.ScanTime(&v.FirstSeen),
 			store.ScanTime(&v.LastSeen), &v.Count, &v.Acknowledged)
 		return v, err
 	}, `SELECT id, kind, subject, message, first_seen, last_seen, count, acknowledged
 		FROM payhook_alerts`+q.sql("last_seen DESC, id DESC", f.Limit), q.args...)
+	if err != nil || len(as) > 0 || f.Kind == "" || slices.Contains(AlertKinds, f.Kind) {
+		return as, err
+	}
+	// A kind neither payhook's nor stored is most likely misspelt: an
+	// empty list would read as "none of that kind".
+	var stored bool
+	if err := db.SQL.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM payhook_alerts WHERE kind = $1)`, f.Kind).Scan(&stored); err != nil {
+		return nil, fmt.Errorf("list alerts: kind %q: %w", f.Kind, err)
+	}
+	if !stored {
+		return nil, fmt.Errorf("%w: alert kind %q: want one of %s (or an application's own kind, once one is raised)",
+			payhook.ErrInvalid, f.Kind, strings.Join(AlertKinds, ", "))
+	}
+	return as, nil
 }
 
 // AckAlert acknowledges the alert with the id. It returns an error

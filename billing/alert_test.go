@@ -63,6 +63,36 @@ func TestAlertsAndReads(t *testing.T) {
 	})
 }
 
+// A filter by kind takes payhook's kinds and an application's own once
+// one is stored (RaiseAlert takes any kind); a kind neither payhook's nor
+// stored is refused, since its empty list would read as "none of that
+// kind" when the kind is misspelt.
+func TestListAlertsByKind(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := openDB(t, dbURL)
+		if as := listAlerts(t, db, billing.AlertFilter{Kind: billing.AlertSinkPaused}); len(as) != 0 {
+			t.Fatalf("payhook's kind, none raised: %+v; want none", as)
+		}
+		if _, err := billing.ListAlerts(ctx, db, billing.AlertFilter{Kind: "stock_low"}); !errors.Is(err, payhook.ErrInvalid) ||
+			!strings.Contains(err.Error(), `"stock_low": want one of `+strings.Join(billing.AlertKinds, ", ")) {
+			t.Fatalf("an unknown kind, none stored: %v; want ErrInvalid naming the kinds", err)
+		}
+		raise(t, db, "stock_low", "sku_1", "3 left", t0)
+		as := listAlerts(t, db, billing.AlertFilter{Kind: "stock_low"})
+		if len(as) != 1 || as[0].Subject != "sku_1" {
+			t.Fatalf("the application's kind: %+v; want its alert", as)
+		}
+		if err := billing.AckAlert(ctx, db, as[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if as := listAlerts(t, db, billing.AlertFilter{Kind: "stock_low", Unacknowledged: true}); len(as) != 0 {
+			t.Fatalf("the application's kind, acknowledged, open only: %+v; want none, no error", as)
+		}
+	})
+}
+
 // An alert raised once per occurrence and then resolved (what it reported
 // was fixed) is raised again by the very same occurrence, with one more
 // alert.raised fact; acknowledged by hand, it is not.

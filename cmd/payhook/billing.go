@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/api"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/store"
@@ -468,11 +469,17 @@ func (m *Main) alertsList(ctx context.Context, args []string) error {
 	fs := m.flags("alerts list", alertsHelp)
 	var f billing.AlertFilter
 	fs.BoolVar(&f.Unacknowledged, "open", false, "only alerts not acknowledged")
-	fs.StringVar(&f.Kind, "kind", "", "only alerts of this kind: "+strings.Join(billing.AlertKinds, ", "))
+	fs.StringVar(&f.Kind, "kind", "", "only alerts of this kind: "+strings.Join(billing.AlertKinds, ", ")+", or an application's own")
 	limitVar(fs, &f.Limit, "alerts, most recently seen first")
 	return m.runView(ctx, fs, args, view{
-		check: func() error { return cmp.Or(checkOneOf("kind", f.Kind, billing.AlertKinds), checkLimit(f.Limit)) },
-		load:  func(db *store.DB, _ string) (any, error) { return billing.ListAlerts(ctx, db, f) },
+		check: func() error { return checkLimit(f.Limit) },
+		load: func(db *store.DB, _ string) (any, error) {
+			as, err := billing.ListAlerts(ctx, db, f)
+			if errors.Is(err, payhook.ErrInvalid) {
+				return nil, fmt.Errorf("%w: --kind: %w", errUsage, err) // a kind neither payhook's nor stored
+			}
+			return as, err
+		},
 		print: table("(no alerts)", "ID\tKIND\tSUBJECT\tCOUNT\tACK\tLAST_SEEN\tMESSAGE",
 			func(tw io.Writer, a billing.AlertView) {
 				ack := "no"

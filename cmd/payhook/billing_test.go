@@ -265,8 +265,8 @@ func TestBillingCLI(t *testing.T) {
 				t.Fatalf("alerts list --open --json = %+v; want the reused chain ref", as)
 			}
 			id := as[0].ID
-			// --kind takes payhook's kinds only: a misspelt one listed
-			// nothing, which reads as "none of that kind".
+			// --kind takes payhook's kinds and those stored: a misspelt
+			// one listed nothing, which reads as "none of that kind".
 			mustCLI(t, dbURL, &as, "alerts", "list", "--kind", billing.AlertCryptoReferenceReused, "--json")
 			if len(as) != 1 || as[0].Subject != "tx_1" {
 				t.Errorf("alerts list --kind crypto_reference_reused = %+v; want the reused chain ref", as)
@@ -276,7 +276,7 @@ func TestBillingCLI(t *testing.T) {
 				t.Errorf("alerts list --kind source_silent = %+v; want none", as)
 			}
 			code, out, errOut := run(t, map[string]string{"PAYHOOK_DB": dbURL}, "alerts", "list", "--kind", "crypto_reference_reuse")
-			if code != 2 || out != "" || !strings.Contains(errOut, `--kind "crypto_reference_reuse": want one of `+strings.Join(billing.AlertKinds, ", ")) {
+			if code != 2 || out != "" || !strings.Contains(errOut, `alert kind "crypto_reference_reuse": want one of `+strings.Join(billing.AlertKinds, ", ")) {
 				t.Errorf("alerts list --kind crypto_reference_reuse = %d\n%s\n%s; want 2, naming the known kinds", code, out, errOut)
 			}
 			out = mustCLI(t, dbURL, nil, "alerts", "ack", strconv.FormatInt(id, 10))
