@@ -137,6 +137,21 @@ func TestGetObjectPayment(t *testing.T) {
 				`{"id":"adj_1","action":"chargeback","transaction_id":"txn_1","status":"approved","totals":{"total":"1000"},"created_at":"2025-01-03T00:00:00Z"}]},"meta":{}}`,
 			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "charged_back", Amount: 1000, Currency: "EUR",
 				Created: created, APIVersion: "v9"}},
+		{"paddle charged back again after a won chargeback", "paddle", "txn_1", "/transactions/txn_1", "include=adjustments",
+			`{"data":{"id":"txn_1","status":"completed","currency_code":"EUR","created_at":"2025-01-02T03:04:05Z",` +
+				`"details":{"totals":{"total":"1000","grand_total":"1000","credit":"0"}},"adjustments":[` +
+				`{"id":"adj_1","action":"chargeback","transaction_id":"txn_1","status":"reversed","totals":{"total":"1000"},"created_at":"2025-01-03T00:00:00Z"},` +
+				`{"id":"adj_2","action":"chargeback_reverse","transaction_id":"txn_1","status":"approved","totals":{"total":"1000"},"created_at":"2025-02-03T00:00:00Z"},` +
+				`{"id":"adj_3","action":"chargeback","transaction_id":"txn_1","status":"approved","totals":{"total":"1000"},"created_at":"2025-03-03T00:00:00Z"}]},"meta":{}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "charged_back", Amount: 1000, Currency: "EUR",
+				Created: created, APIVersion: "v9"}},
+		{"paddle chargeback won by a reversal alone", "paddle", "txn_1", "/transactions/txn_1", "include=adjustments",
+			`{"data":{"id":"txn_1","status":"completed","currency_code":"EUR","created_at":"2025-01-02T03:04:05Z",` +
+				`"details":{"totals":{"total":"1000","grand_total":"1000","credit":"0"}},"adjustments":[` +
+				`{"id":"adj_1","action":"chargeback","transaction_id":"txn_1","status":"approved","totals":{"total":"1000"},"created_at":"2025-01-03T00:00:00Z"},` +
+				`{"id":"adj_2","action":"chargeback_reverse","transaction_id":"txn_1","status":"approved","totals":{"total":"1000"},"created_at":"2025-02-03T00:00:00Z"}]},"meta":{}}`,
+			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "succeeded", Amount: 1000, Currency: "EUR",
+				Created: created, APIVersion: "v9"}},
 		{"paddle not paid", "paddle", "txn_1", "/transactions/txn_1", "include=adjustments",
 			`{"data":{"id":"txn_1","status":"billed","currency_code":"EUR","created_at":"2025-01-02T03:04:05Z"},"meta":{}}`,
 			adapter.Object{Kind: adapter.KindPayment, Ref: "txn_1", Status: "billed", Currency: "EUR", Created: created, APIVersion: "v9"}},

@@ -28,11 +28,11 @@ var getPaths = map[string]string{adapter.KindPayment: "transactions/{id}", adapt
 //   - a payment: GET /transactions/{id}?include=adjustments, what the
 //     customer paid, with what its approved refund adjustments took
 //     (RefundedAmount, and the status it gives) and charged_back while an
-//     approved chargeback is not reversed (no approved
-//     chargeback_reverse): unlike a listed transaction, a retrieved one
-//     says all of it, whenever its adjustments were made. A transaction
-//     not paid or completed is the payment at the provider all the same:
-//     its Paddle status (billed, canceled, ...), Amount 0.
+//     approved chargeback is not reversed (see adjusted): unlike a listed
+//     transaction, a retrieved one says all of it, whenever its
+//     adjustments were made. A transaction not paid or completed is the
+//     payment at the provider all the same: its Paddle status (billed,
+//     canceled, ...), Amount 0.
 //
 // Its errors are adapter.ObjectGetter's: a 404 wraps payhook.ErrNotFound,
 // another kind payhook.ErrInvalid, an answer that is not that entity
@@ -73,10 +73,14 @@ func (c *Client) GetObject(ctx context.Context, kind, ref string) (adapter.Objec
 // adjusted is the retrieved payment o with what its transaction's
 // adjustments did: the approved refunds' total taken (RefundedAmount, and
 // the status it gives), charged_back while an approved chargeback is not
-// reversed.
+// reversed. Paddle marks a won chargeback reversed and creates its
+// approved chargeback_reverse; a reversal whose chargeback is still
+// listed approved wins one of those, so a transaction is charged back
+// while its approved chargebacks outnumber the reversals not matched by a
+// reversed chargeback (a chargeback after a won one stays open).
 func adjusted(o adapter.Object, adjustments []listed) (adapter.Object, error) {
 	o.RefundedAmount = 0
-	lost, reversed := false, false
+	lost, won, reverses := 0, 0, 0
 	for _, a := range adjustments {
 		switch a.Action {
 		case "refund", "chargeback":
@@ -93,16 +97,18 @@ func adjusted(o adapter.Object, adjustments []listed) (adapter.Object, error) {
 			case kind == adapter.KindRefund && r.Status == "succeeded":
 				o.RefundedAmount += r.Amount
 			case r.Status == "lost":
-				lost = true
+				lost++
 			case r.Status == "won":
-				reversed = true
+				won++
 			}
 		case "chargeback_reverse":
-			reversed = reversed || a.Status == "approved"
+			if a.Status == "approved" {
+				reverses++
+			}
 		}
 	}
 	switch {
-	case lost && !reversed:
+	case lost > max(0, reverses-won):
 		o.Status = "charged_back"
 	case o.RefundedAmount <= 0:
 		o.Status = "succeeded"
