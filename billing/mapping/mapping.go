@@ -123,7 +123,8 @@
 //	transaction.completed, transaction.paid
 //	                       Captured{payment_id or id, details.totals.grand_total (else total less
 //	                       credit), currency_code} + OrderPaid
-//	                       (custom_data.order_id); nil for a transaction that carries chain_ref
+//	                       (custom_data.order_id, but for a transaction of origin subscription_*,
+//	                       which carries its subscription's); nil for a transaction that carries chain_ref
 //	                       (a crypto invoice is not a Paddle payment); fetched with
 //	                       include=adjustments, also each adjustment as adjustment.* maps it
 //	adjustment.created, adjustment.updated

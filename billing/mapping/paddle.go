@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/payhook/payhook/billing"
 )
@@ -33,8 +34,15 @@ func paddle(e *event) ([]billing.Fact, error) {
 	return ignore("%s events change no billing state", e.typ)
 }
 
-// paddleOrder is custom_data.order_id.
+// paddleOrder is custom_data.order_id, "" for a transaction Paddle
+// created from a subscription (origin subscription_recurring, _update,
+// _charge, _payment_method_change): Paddle copies the subscription's
+// custom_data, the checkout's, to each of them, yet they pay the
+// subscription, not the checkout's order again.
 func paddleOrder(d obj) (string, error) {
+	if origin, err := d.str("origin"); err != nil || strings.HasPrefix(origin, "subscription_") {
+		return "", err
+	}
 	c, err := d.child("custom_data")
 	if err != nil {
 		return "", err

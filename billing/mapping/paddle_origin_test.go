@@ -1,0 +1,69 @@
+package mapping_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/billing"
+	"github.com/payhook/payhook/billing/mapping"
+	"github.com/payhook/payhook/internal/dbtest"
+)
+
+// TestPaddleRenewalDoesNotPayTheOrderAgain: Paddle copies a
+// subscription's custom_data (copied from the checkout's transaction) to
+// every transaction it creates from the subscription: renewals, upgrades,
+// one-time charges (origin subscription_*). Such a transaction is a
+// payment of the subscription, not of the checkout's order: captured,
+// with no order, and no order_paid_twice alert each month.
+func TestPaddleRenewalDoesNotPayTheOrderAgain(t *testing.T) {
+	const first, renewal = "txn_01hv8wptq8987qeep44cyrewp9", "txn_01hywqfe6yxhxcsfb4ays8mqt3"
+	renewed := editFixture(t, "paddle/transaction.completed.json", func(d map[string]any) {
+		if d["origin"] != "subscription_recurring" {
+			t.Fatalf("fixture origin %v; want subscription_recurring", d["origin"])
+		}
+		d["custom_data"] = map[string]any{"order_id": "ord_p1"}
+	})
+	facts, err := mapping.Facts("paddle", &payhook.Event{EventID: "evt_renewal", OccurredAt: occurred, Payload: renewed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: renewal, Amount: 950, Currency: "GBP",
+		CapturedAt: rfc(t, "2024-05-27T09:53:02.174288Z")}}}
+	if !reflect.DeepEqual(facts, want) {
+		t.Fatalf("a renewal carrying the subscription's custom_data:\n got  %s\n want %s", show(facts), show(want))
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := migrated(t, dbURL)
+		if err := applyFixture(ctx, t, db, "paddle/transaction.paid.json"); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := billing.Begin(ctx, db, occurred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := billing.Apply(ctx, tx, "src", facts); err != nil {
+			tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		st := readFixtureState(ctx, t, db)
+		if want := map[string]string{"ord_p1": "paid by " + first}; !reflect.DeepEqual(st.Orders, want) {
+			t.Errorf("orders %v; want %v", st.Orders, want)
+		}
+		if st.Payments[renewal] != "950 GBP refunded 0 succeeded" {
+			t.Errorf("renewal %q; want captured", st.Payments[renewal])
+		}
+		alerts, err := billing.ListAlerts(ctx, db, billing.AlertFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range alerts {
+			t.Errorf("alert %s %s: %s", a.Kind, a.Subject, a.Message)
+		}
+	})
+}
