@@ -90,9 +90,9 @@ type ChargedBack struct {
 // adjustment) sets ReversalRef and PaymentRef instead: the reversal wins
 // the payment's oldest open chargeback, once per ReversalRef (an unknown
 // payment, or one without a chargeback to win, is ErrNotSeenYet). A
-// reversal binds first to a chargeback already won by its own record and
-// not yet bound to a reversal (the same win reported both ways), and only
-// then to the oldest open one.
+// reversal binds to a chargeback not yet bound to a reversal: first one
+// of its amount, then one already won by its own record (the same win
+// reported both ways), and only then the oldest open one.
 //
 // Amount, when above zero, is what the reversal gives back: a win never
 // gives back more than it (nor more than the chargeback took). Zero gives
