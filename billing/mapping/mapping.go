@@ -122,10 +122,10 @@
 //
 //	transaction.completed, transaction.paid
 //	                       Captured{payment_id or id, details.totals.grand_total (else total less
-//	                       credit), currency_code} + OrderPaid
-//	                       (custom_data.order_id, but for a transaction of origin subscription_*,
-//	                       which carries its subscription's); nil for a transaction that carries chain_ref
-//	                       (a crypto invoice is not a Paddle payment); fetched with
+//	                       credit), currency_code} + OrderPaid (custom_data.order_id, a string
+//	                       or an integer; none for a transaction of origin subscription_*, which
+//	                       carries its subscription's); nil for a transaction that carries
+//	                       chain_ref (a crypto invoice is not a Paddle payment); fetched with
 //	                       include=adjustments, also each adjustment as adjustment.* maps it
 //	adjustment.created, adjustment.updated
 //	                       action refund: approved → Refunded{transaction_id, refund_id or id,
@@ -357,6 +357,20 @@ func (o obj) ref(k string) (string, error) {
 		return "", err
 	}
 	return c.str("id")
+}
+
+// id returns an identifier field of data the application writes freely
+// (Paddle's custom_data): a string, or a JSON integer as its digits; ""
+// when absent or null.
+func (o obj) id(k string) (string, error) {
+	if kind, err := o.kind(k); err != nil || kind != '0' {
+		return o.str(k)
+	}
+	n, _, err := o.integer(k)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(n, 10), nil
 }
 
 // needRef is ref for a field that must be there.

@@ -34,7 +34,8 @@ func paddle(e *event) ([]billing.Fact, error) {
 	return ignore("%s events change no billing state", e.typ)
 }
 
-// paddleOrder is custom_data.order_id, "" for a transaction Paddle
+// paddleOrder is custom_data.order_id (a string, or an integer: the
+// application's custom_data is any JSON), "" for a transaction Paddle
 // created from a subscription (origin subscription_recurring, _update,
 // _charge, _payment_method_change): Paddle copies the subscription's
 // custom_data, the checkout's, to each of them, yet they pay the
@@ -47,7 +48,7 @@ func paddleOrder(d obj) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return c.str("order_id")
+	return c.id("order_id")
 }
 
 func paddleTransaction(e *event, d obj) ([]billing.Fact, error) {

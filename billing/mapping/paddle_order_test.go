@@ -2,6 +2,7 @@ package mapping_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -66,4 +67,40 @@ func TestPaddleRenewalDoesNotPayTheOrderAgain(t *testing.T) {
 			t.Errorf("alert %s %s: %s", a.Kind, a.Subject, a.Message)
 		}
 	})
+}
+
+// TestPaddleIntegerOrderID: Paddle's custom_data is any JSON object the
+// application sets (Paddle.js customData: {order_id: 123}); an order id
+// written as a JSON integer is that order, in its digits. It failed the
+// transaction as malformed: a payment made and never captured.
+func TestPaddleIntegerOrderID(t *testing.T) {
+	const txn = "txn_01hv8wptq8987qeep44cyrewp9"
+	at := rfc(t, "2024-04-12T10:18:48.294633Z")
+	for _, tc := range []struct {
+		id    any
+		order string
+	}{{123, "123"}, {int64(9007199254740993), "9007199254740993"}, {"ord_p1", "ord_p1"}} {
+		payload := editFixture(t, "paddle/transaction.paid.json", func(d map[string]any) {
+			d["custom_data"] = map[string]any{"order_id": tc.id}
+		})
+		facts, err := mapping.Facts("paddle", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: payload})
+		if err != nil {
+			t.Fatalf("order_id %v: %v", tc.id, err)
+		}
+		want := []billing.Fact{
+			billing.Captured{Payment: billing.Payment{Ref: txn, OrderID: tc.order, Amount: 65215, Currency: "USD", CapturedAt: at}},
+			billing.OrderPaid{OrderID: tc.order, PaymentRef: txn, At: at},
+		}
+		if !reflect.DeepEqual(facts, want) {
+			t.Errorf("order_id %v:\n got  %s\n want %s", tc.id, show(facts), show(want))
+		}
+	}
+	for _, id := range []any{1.5, true, map[string]any{"id": "x"}} {
+		payload := editFixture(t, "paddle/transaction.paid.json", func(d map[string]any) {
+			d["custom_data"] = map[string]any{"order_id": id}
+		})
+		if _, err := mapping.Facts("paddle", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: payload}); !errors.Is(err, payhook.ErrMalformed) {
+			t.Errorf("order_id %v: %v; want malformed", id, err)
+		}
+	}
 }
