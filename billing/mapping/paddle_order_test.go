@@ -104,3 +104,27 @@ func TestPaddleIntegerOrderID(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddleProrationCreditTransaction: since March 2024 a prorated
+// downgrade is a transaction of its own whose totals are negative (Paddle
+// changelog "Improvements to how proration is processed"): total below
+// zero, the credit in credit_to_balance, grand_total 0. It is a capture
+// of nothing, not a malformed event, and pays no order.
+func TestPaddleProrationCreditTransaction(t *testing.T) {
+	payload := editFixture(t, "paddle/transaction.completed.json", func(d map[string]any) {
+		d["origin"] = "subscription_update"
+		d["custom_data"] = map[string]any{"order_id": "ord_p1"}
+		totals := d["details"].(map[string]any)["totals"].(map[string]any)
+		totals["subtotal"], totals["tax"], totals["total"] = "-792", "-158", "-950"
+		totals["grand_total"], totals["credit_to_balance"], totals["earnings"], totals["fee"] = "0", "950", "0", "0"
+	})
+	facts, err := mapping.Facts("paddle", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []billing.Fact{billing.Captured{Payment: billing.Payment{Ref: "txn_01hywqfe6yxhxcsfb4ays8mqt3", Amount: 0,
+		Currency: "GBP", CapturedAt: rfc(t, "2024-05-27T09:53:02.174288Z")}}}
+	if !reflect.DeepEqual(facts, want) {
+		t.Fatalf("a proration credit:\n got  %s\n want %s", show(facts), show(want))
+	}
+}
