@@ -11,6 +11,16 @@
 // refunded"): the charge then says amount A (authorized), amount_captured
 // X < A, and its amount_refunded counts that release of A−X. It moves no
 // money payhook booked: the payment is captured at X.
+//
+// A multicapture charge (payment_method_options.card.request_multicapture)
+// captured with final_capture=false has released nothing, and says so by
+// captured false: Stripe sets captured only at the final capture, or at
+// the end of the authorization window, which releases the rest
+// (docs.stripe.com/payments/multicapture, "Charge captured events").
+// Until then Remainder is 0, and a refund of exactly A−X is one of
+// captured money. Its payment_method_details.card.multicapture.status
+// says only whether the charge may be captured more than once, and stays
+// available after the final capture: it tells nothing of a release.
 package stripecapture
 
 // ReasonReleased is the refund reason Stripe gives a refund it made
