@@ -1,11 +1,13 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -518,6 +520,13 @@ func (q *Queue) pickJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 		return nil, fmt.Errorf("take waiting %s jobs: %w", kind, err)
 	}
 	rows.Close()
+	if claim {
+		// An UPDATE's RETURNING follows no ORDER BY (PostgreSQL's comes
+		// in the order its join met the rows): the deliveries are taken
+		// and sent in the order they were written, oldest first, alike
+		// on both engines.
+		slices.SortFunc(all, func(a, b takenJob) int { return cmp.Compare(a.event, b.event) })
+	}
 	var taken []takenJob
 	var back []int64
 	q.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,6 +69,43 @@ func TestStepOnTheQueuesClock(t *testing.T) {
 		var attempts int
 		if err := db.SQL.QueryRow(`SELECT attempt FROM river_job`).Scan(&attempts); err != nil || attempts != 2 {
 			t.Fatalf("job attempts %d (%v); want 2", attempts, err)
+		}
+	})
+}
+
+// TestDeliveryBatchOldestFirst: a batch of deliveries sends them in the
+// order they were written, whatever the order of their jobs: an UPDATE's
+// RETURNING, with which the batch takes the jobs, follows no ORDER BY (on
+// SQLite the jobs' order; on PostgreSQL its join's), and the seeds of the
+// deterministic simulation ran apart on the two engines by it.
+func TestDeliveryBatchOldestFirst(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		now := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+		var batches [][]int64
+		db, q := setup(t, dbURL, jobs.Config{StampWithNow: true, Now: func() time.Time { return now },
+			Deliver: func(context.Context, int64, bool) error { return nil },
+			DeliverMany: func(_ context.Context, ids []int64) ([]error, func(context.Context, *sql.Tx) error) {
+				batches = append(batches, slices.Clone(ids))
+				return make([]error, len(ids)), func(context.Context, *sql.Tx) error { return nil }
+			},
+			DeliverySweep: func(context.Context, *sql.Tx, time.Time, time.Time, int) ([]int64, error) { return nil, nil }})
+		// Deliveries 1 to 5, their jobs written newest first.
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{5, 4, 3, 2, 1}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if ran, err := q.Step(ctx); !ran || err != nil {
+			t.Fatalf("Step() = %v, %v; want a delivery run", ran, err)
+		}
+		if len(batches) != 1 || !slices.Equal(batches[0], []int64{5, 1, 2, 3, 4}) {
+			t.Fatalf("DeliverMany got %v; want 5 (the job run) and then 1 to 4, oldest first", batches)
 		}
 	})
 }
