@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 //go:embed migrations
@@ -51,23 +52,63 @@ func Migrations(engine Engine) ([]Migration, error) {
 	return ms, nil
 }
 
+// MigrationLockWait bounds, on PostgreSQL, how long one try of a
+// migration waits for a lock on a table another transaction holds. A
+// migration's DDL waits for every transaction using its table (a DROP
+// INDEX even for those only reading it: a pg_dump, a long query), and
+// while it waits every later statement on that table, an older
+// instance's acks and processing included, queues behind it: a wait
+// without bound refused every delivery for as long as the longest of
+// those transactions ran. Past the bound the try is rolled back and
+// made again MigrationRetryPause later, so the others' statements wait
+// at most this long at a time.
+var MigrationLockWait = time.Second
+
+// MigrationRetryPause is the pause between two tries of a migration that
+// gave up waiting for a lock (MigrationLockWait).
+var MigrationRetryPause = time.Second
+
 // Migrate applies the embedded migrations not applied yet, each in its own
 // transaction, and returns the names of those it applied. Concurrent calls
 // from several instances are safe: on PostgreSQL they take an advisory lock,
-// on SQLite the write lock serialises them.
+// on SQLite the write lock serialises them. On PostgreSQL a migration that
+// waits for a table's lock is tried again until it gets it or ctx ends
+// (MigrationLockWait).
 func (db *DB) Migrate(ctx context.Context) ([]string, error) {
+	return db.MigrateWaiting(ctx, nil)
+}
+
+// MigrateWaiting is Migrate, calling waiting (if not nil) the first time
+// each migration gives up waiting for a lock another transaction holds,
+// with the error, before it tries again: an operator can then end that
+// transaction, or know why the migration takes long.
+func (db *DB) MigrateWaiting(ctx context.Context, waiting func(migration string, err error)) ([]string, error) {
 	ms, err := Migrations(db.Engine)
 	if err != nil {
 		return nil, err
 	}
 	var applied []string
 	for _, m := range ms {
-		done, err := db.applyMigration(ctx, m)
-		if err != nil {
-			return applied, fmt.Errorf("migrate %s to %s: %w", db.URL, m.Name, err)
-		}
-		if done {
-			applied = append(applied, m.Name)
+		for try := 1; ; try++ {
+			done, err := db.applyMigration(ctx, m)
+			if err != nil && db.Engine == Postgres && IsLockTimeout(err) && ctx.Err() == nil {
+				if try == 1 && waiting != nil {
+					waiting(m.Name, err)
+				}
+				select {
+				case <-ctx.Done():
+					return applied, fmt.Errorf("migrate %s to %s: waited for a lock another transaction holds: %w", db.URL, m.Name, ctx.Err())
+				case <-time.After(MigrationRetryPause):
+				}
+				continue
+			}
+			if err != nil {
+				return applied, fmt.Errorf("migrate %s to %s: %w", db.URL, m.Name, err)
+			}
+			if done {
+				applied = append(applied, m.Name)
+			}
+			break
 		}
 	}
 	return applied, nil
@@ -85,6 +126,11 @@ func (db *DB) applyMigration(ctx context.Context, m Migration) (applied bool, er
 	}()
 	if db.Engine == Postgres {
 		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+			return false, err
+		}
+		// Set once the advisory lock is held: another instance's migration
+		// is waited for as long as it takes.
+		if err := db.LockTimeoutTx(ctx, tx, MigrationLockWait); err != nil {
 			return false, err
 		}
 	}

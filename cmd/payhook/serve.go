@@ -172,7 +172,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	if err := migrateAll(ctx, db); err != nil {
+	applied, err := db.MigrateWaiting(ctx, func(name string, err error) {
+		log.Warn(migrationWaits, "migration", name, "err", err.Error())
+	})
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("migrated", "applied", strings.Join(applied, " "))
+	}
+	if err := jobs.Migrate(ctx, db); err != nil {
 		return err
 	}
 
@@ -410,6 +419,9 @@ func (m *Main) checkDurable(ctx context.Context, db *store.DB, unsafe bool, log 
 	return nil
 }
 
+// migrationWaits says why a migration takes long (store.MigrationLockWait).
+const migrationWaits = "the migration waits for a lock another transaction holds on its table (a backup such as pg_dump, a long query, an idle transaction): it gives up every second and tries again until it gets it, so that other sessions' statements are not held behind it"
+
 func migrateAll(ctx context.Context, db *store.DB) error {
 	if _, err := db.Migrate(ctx); err != nil {
 		return err
@@ -437,7 +449,9 @@ func (m *Main) migrate(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	applied, err := db.Migrate(ctx)
+	applied, err := db.MigrateWaiting(ctx, func(name string, err error) {
+		fmt.Fprintf(m.Stderr, "payhook: migrate: %s: %s (%v)\n", name, migrationWaits, err)
+	})
 	if err != nil {
 		return err
 	}

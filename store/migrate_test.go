@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
+)
+
+// A migration that waits for a table's lock does not hold every other
+// statement on that table behind it. 0012's DROP INDEX waits on
+// PostgreSQL for every transaction using payhook_events, one that only
+// reads it too (a pg_dump taking the backup deploy.md asks for, a long
+// query), and the statements that came after it queue behind its wait:
+// an older instance's acks were refused for as long as the reader ran.
+// The migration gives up waiting after MigrationLockWait and tries
+// again, so an event is stored meanwhile; it is applied once the reader
+// is gone.
+func TestMigrationWaitingForALockLetsAcksThrough(t *testing.T) {
+	wait, pause := MigrationLockWait, MigrationRetryPause
+	MigrationLockWait, MigrationRetryPause = 100*time.Millisecond, 100*time.Millisecond
+	t.Cleanup(func() { MigrationLockWait, MigrationRetryPause = wait, pause })
+	const drop = "0012_drop_replaced_event_indexes"
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// The schema of a release before 0012, as an older instance runs it.
+		ms, err := Migrations(db.Engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(ms, func(m Migration) bool { return m.Name == drop })
+		if i < 0 {
+			t.Fatalf("no migration %s", drop)
+		}
+		for _, m := range ms[:i] {
+			if _, err := db.applyMigration(ctx, m); err != nil {
+				t.Fatalf("apply %s: %v", m.Name, err)
+			}
+		}
+		insert := func(ctx context.Context, id string) error {
+			_, err := db.SQL.ExecContext(ctx, `INSERT INTO payhook_events
+				(source, event_id, type, received_at, payload, status, enqueued_at)
+				VALUES ('shop', $1, 'payment.succeeded', $2, $3, 'received', $2)`,
+				id, db.TimeValue(time.Now()), []byte(`{}`))
+			return err
+		}
+		if err := insert(ctx, "evt_before"); err != nil {
+			t.Fatal(err)
+		}
+
+		// A transaction reading the table, open throughout the migration.
+		reader, err := db.Reader().SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer reader.Rollback()
+		var n int
+		if err := reader.QueryRowContext(ctx, `SELECT count(*) FROM payhook_events`).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("read: %d events, %v", n, err)
+		}
+
+		waited := make(chan string, 1)
+		type result struct {
+			applied []string
+			err     error
+		}
+		done := make(chan result, 1)
+		go func() {
+			applied, err := db.MigrateWaiting(ctx, func(name string, err error) { waited <- name })
+			done <- result{applied, err}
+		}()
+		if db.Engine == Postgres {
+			select {
+			case name := <-waited:
+				if name != drop {
+					t.Errorf("waiting named %s; want %s", name, drop)
+				}
+			case r := <-done:
+				t.Fatalf("Migrate = %v, %v while a transaction read payhook_events; want it to wait", r.applied, r.err)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s waiting for the reader's transaction was not reported", drop)
+			}
+		}
+
+		// An ack while the migration waits for the reader.
+		ackCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err = insert(ackCtx, "evt_during")
+		cancel()
+		if err != nil {
+			t.Fatalf("an event could not be stored while %s waited for a reader: %v", drop, err)
+		}
+
+		if err := reader.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			if r.err != nil || len(r.applied) == 0 || r.applied[0] != drop {
+				t.Fatalf("Migrate = %v, %v; want %s applied", r.applied, r.err, drop)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s not applied 5 s after the reader ended", drop)
+		}
+		var events int
+		if err := db.SQL.QueryRowContext(ctx, `SELECT count(*) FROM payhook_events`).Scan(&events); err != nil || events != 2 {
+			t.Fatalf("%d events stored (%v); want 2", events, err)
+		}
+		if err := db.CheckSchema(ctx); err != nil {
+			t.Fatal(fmt.Errorf("after the migration: %w", err))
+		}
+	})
+}
