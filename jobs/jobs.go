@@ -475,13 +475,30 @@ func Migrate(ctx context.Context, db *store.DB) error {
 //     wrote for an event, without River's unique key (keyLiveJobsTx):
 //     event ids grow, so each job's entry lands where the last one did.
 func riverIndexes(ctx context.Context, db *store.DB) error {
-	if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS payhook_river_job_first_tries
-		ON river_job (kind, queue, priority, scheduled_at, id) WHERE state = 'available' AND attempt = 0`); err != nil {
-		return fmt.Errorf("migrate river tables: index of first tries: %w", err)
-	}
-	if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS payhook_river_job_unkeyed
-		ON river_job (`+jobEventID(db.Engine)+`) WHERE kind = '`+processArgs{}.Kind()+`' AND unique_key IS NULL`); err != nil {
-		return fmt.Errorf("migrate river tables: index of jobs without a unique key: %w", err)
+	for _, ix := range []struct{ name, def, what string }{
+		{"payhook_river_job_first_tries",
+			`(kind, queue, priority, scheduled_at, id) WHERE state = 'available' AND attempt = 0`, "index of first tries"},
+		{"payhook_river_job_unkeyed",
+			`(` + jobEventID(db.Engine) + `) WHERE kind = '` + processArgs{}.Kind() + `' AND unique_key IS NULL`,
+			"index of jobs without a unique key"},
+	} {
+		// On PostgreSQL, CREATE INDEX IF NOT EXISTS takes the table's SHARE
+		// lock before it finds the index there: at every start it waited
+		// for the transactions writing river_job, and every instance's
+		// acks (each writes its event's job) queued behind it. An index
+		// already made is left alone without a lock.
+		if db.Engine == store.Postgres {
+			var exists bool
+			if err := db.SQL.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, ix.name).Scan(&exists); err != nil {
+				return fmt.Errorf("migrate river tables: %s: %w", ix.what, err)
+			}
+			if exists {
+				continue
+			}
+		}
+		if _, err := db.SQL.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS `+ix.name+` ON river_job `+ix.def); err != nil {
+			return fmt.Errorf("migrate river tables: %s: %w", ix.what, err)
+		}
 	}
 	return nil
 }

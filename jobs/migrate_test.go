@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
@@ -136,6 +137,51 @@ func TestMigrateLockOutlivesIdleTimeout(t *testing.T) {
 		}
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestMigrateAgainWaitsForNoWriter: jobs.Migrate on a database migrated
+// already (every start of serve but the first, every payhook migrate run
+// again) waits for no transaction writing river_job. CREATE INDEX IF NOT
+// EXISTS takes the table's SHARE lock before it finds the index there: a
+// start waited for the instances' writing transactions (an idle one up
+// to store.IdleInTransaction), and every ack of every instance, each
+// writing its event's job, queued behind it.
+func TestMigrateAgainWaitsForNoWriter(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		if !strings.HasPrefix(dbURL, "postgres") {
+			return // SQLite has one writer, whose lock any migration waits for
+		}
+		ctx := context.Background()
+		setup, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer setup.Close()
+		if _, err := setup.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := jobs.Migrate(ctx, setup); err != nil {
+			t.Fatal(err)
+		}
+		writer, err := setup.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer writer.Rollback()
+		if _, err := writer.ExecContext(ctx, `LOCK TABLE river_job IN ROW EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		inst, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inst.Close()
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := jobs.Migrate(mctx, inst); err != nil {
+			t.Fatalf("jobs.Migrate of a migrated database, a transaction writing river_job open: %v", err)
 		}
 	})
 }
