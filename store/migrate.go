@@ -158,3 +158,43 @@ func (db *DB) applyMigration(ctx context.Context, m Migration) (applied bool, er
 	}
 	return true, tx.Commit()
 }
+
+// NewerMigrations returns the names of the migrations the database has
+// applied that this build does not embed, in order: those of a newer
+// payhook, which an older binary leaves alone and runs on (a rolling
+// upgrade's older instances, a rollback of the binary; docs/deploy.md,
+// Upgrades). Nil for a database without a payhook schema.
+func (db *DB) NewerMigrations(ctx context.Context) ([]string, error) {
+	ok, err := db.HasSchema(ctx)
+	if err != nil || !ok {
+		return nil, err
+	}
+	ms, err := Migrations(db.Engine)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[int]bool, len(ms))
+	for _, m := range ms {
+		known[m.Version] = true
+	}
+	rows, err := db.SQL.QueryContext(ctx, `SELECT version, name FROM payhook_schema_migrations ORDER BY version`)
+	if err != nil {
+		return nil, fmt.Errorf("read the migrations of %s: %w", db.URL, err)
+	}
+	defer rows.Close()
+	var newer []string
+	for rows.Next() {
+		var v int
+		var name string
+		if err := rows.Scan(&v, &name); err != nil {
+			return nil, fmt.Errorf("read the migrations of %s: %w", db.URL, err)
+		}
+		if !known[v] {
+			newer = append(newer, name)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the migrations of %s: %w", db.URL, err)
+	}
+	return newer, nil
+}

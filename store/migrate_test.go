@@ -118,3 +118,37 @@ func TestMigrationWaitingForALockLetsAcksThrough(t *testing.T) {
 		}
 	})
 }
+
+// NewerMigrations names the migrations applied by a newer payhook, and
+// none on a database this build migrated or one without a schema.
+func TestNewerMigrations(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if newer, err := db.NewerMigrations(ctx); err != nil || newer != nil {
+			t.Fatalf("NewerMigrations(no schema) = %v, %v; want none", newer, err)
+		}
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if newer, err := db.NewerMigrations(ctx); err != nil || newer != nil {
+			t.Fatalf("NewerMigrations(migrated) = %v, %v; want none", newer, err)
+		}
+		for _, v := range []int{10001, 10000} {
+			if _, err := db.SQL.ExecContext(ctx, `INSERT INTO payhook_schema_migrations (version, name, applied_at)
+				VALUES ($1, $2, CURRENT_TIMESTAMP)`, v, fmt.Sprintf("%d_newer", v)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if newer, err := db.NewerMigrations(ctx); err != nil || !slices.Equal(newer, []string{"10000_newer", "10001_newer"}) {
+			t.Fatalf("NewerMigrations(newer) = %v, %v; want [10000_newer 10001_newer]", newer, err)
+		}
+		if err := db.CheckSchema(ctx); err != nil {
+			t.Fatalf("CheckSchema(newer) = %v; want nil: this build's migrations are all there", err)
+		}
+	})
+}

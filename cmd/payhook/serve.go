@@ -181,6 +181,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if len(applied) > 0 {
 		log.Info("migrated", "applied", strings.Join(applied, " "))
 	}
+	if newer, err := db.NewerMigrations(ctx); err != nil {
+		return err
+	} else if len(newer) > 0 {
+		log.Warn(newerSchema, "newer", strings.Join(newer, " "))
+	}
 	if err := jobs.Migrate(ctx, db); err != nil {
 		return err
 	}
@@ -422,6 +427,9 @@ func (m *Main) checkDurable(ctx context.Context, db *store.DB, unsafe bool, log 
 // migrationWaits says why a migration takes long (store.MigrationLockWait).
 const migrationWaits = "the migration waits for a lock another transaction holds on its table (a backup such as pg_dump, a long query, an idle transaction): it gives up every second and tries again until it gets it, so that other sessions' statements are not held behind it"
 
+// newerSchema says that the database has migrations of a newer payhook.
+const newerSchema = "the database also has migrations of a newer payhook, which this one leaves alone and runs on (an older instance during a rolling upgrade, or a rollback of the binary: docs/deploy.md, Upgrades)"
+
 func migrateAll(ctx context.Context, db *store.DB) error {
 	if _, err := db.Migrate(ctx); err != nil {
 		return err
@@ -458,7 +466,18 @@ func (m *Main) migrate(ctx context.Context, args []string) error {
 	if err := jobs.Migrate(ctx, db); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "migrated %s: %d payhook migrations applied %v; job queue up to date\n", db.URL, len(applied), applied)
+	newer, err := db.NewerMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) == 0 {
+		fmt.Fprintf(m.Stdout, "migrated %s: no payhook migration to apply; job queue up to date\n", db.URL)
+	} else {
+		fmt.Fprintf(m.Stdout, "migrated %s: %d payhook migrations applied %v; job queue up to date\n", db.URL, len(applied), applied)
+	}
+	if len(newer) > 0 {
+		fmt.Fprintf(m.Stdout, "%s: %v\n", newerSchema, newer)
+	}
 	return nil
 }
 
