@@ -442,6 +442,12 @@ const migrateHelp = `Usage: payhook migrate [--db URL]
 Creates or updates payhook's schema and the job queue's tables. Safe to run
 again and from several instances at once. serve migrates by itself.
 
+On PostgreSQL a migration that waits for a lock another transaction holds
+on its table (a pg_dump, a long query) gives up after a second and tries
+again a second later until it gets it, saying so on stderr once, so that
+the other instances' acks are not queued behind it. Migrations of a newer
+payhook found in the database are named, and left alone.
+
 Examples:
   payhook migrate
   payhook migrate --db postgres://payhook:secret@127.0.0.1:5432/payhook`
