@@ -263,6 +263,9 @@ var (
 		"1 when the last finished backfill or reconcile run of a source ended with an error, else 0.", []string{"kind", "source"}, nil)
 	runSuccessDesc = prometheus.NewDesc("payhook_runs_last_success_timestamp_seconds",
 		"When the last backfill or reconcile run of a source that finished without an error ended (Unix time).", []string{"kind", "source"}, nil)
+	walDesc = prometheus.NewDesc("payhook_sqlite_wal_bytes",
+		"Size of the SQLite database's WAL file (SQLite only). Above store.WALLimit (64 MiB) and growing, "+
+			"checkpoints cannot empty it: a read transaction held open (a long backup, a sqlite3 shell in BEGIN).", nil, nil)
 	scrapeErrDesc = prometheus.NewDesc("payhook_metrics_scrape_errors",
 		"Database reads of this scrape that failed (their gauges are missing).", nil, nil)
 )
@@ -281,7 +284,7 @@ func reading(cfg Config) Config {
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{eventsDesc, depthDesc, oldestDesc, backlogDesc, pausedDesc, alertsDesc, diffsDesc,
-		uncheckedDesc, runFailedDesc, runSuccessDesc, scrapeErrDesc} {
+		uncheckedDesc, runFailedDesc, runSuccessDesc, walDesc, scrapeErrDesc} {
 		ch <- d
 	}
 }
@@ -296,6 +299,9 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 		if err := read(ctx, ch); err != nil {
 			errs++
 		}
+	}
+	if size, ok := c.cfg.DB.WALBytes(); ok {
+		ch <- prometheus.MustNewConstMetric(walDesc, prometheus.GaugeValue, float64(size))
 	}
 	ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, float64(errs))
 }

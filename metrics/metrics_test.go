@@ -226,3 +226,24 @@ func TestSourcesStartAtZero(t *testing.T) {
 		}
 	})
 }
+
+// TestSQLiteWALBytes: on SQLite payhook_sqlite_wal_bytes is the size of
+// the WAL file, so a read held open that lets it grow without bound is
+// seen; on PostgreSQL there is no such series.
+func TestSQLiteWALBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := open(t, dbURL)
+		m, err := New(Config{DB: db})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, ok := scrape(t, m)["payhook_sqlite_wal_bytes"]
+		size, isSQLite := db.WALBytes()
+		switch {
+		case !isSQLite && ok:
+			t.Fatalf("payhook_sqlite_wal_bytes = %v on PostgreSQL", v)
+		case isSQLite && (!ok || v <= 0 || int64(v) != size):
+			t.Fatalf("payhook_sqlite_wal_bytes = %v, %v; want the WAL's %d bytes (after the migrations)", v, ok, size)
+		}
+	})
+}

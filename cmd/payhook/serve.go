@@ -77,6 +77,10 @@ const (
 	shutdownTimeout = 30 * time.Second
 )
 
+// walCheckEvery is how often serve looks at a SQLite database's WAL
+// (store.WatchWAL).
+const walCheckEvery = 10 * time.Second
+
 // postgresCommits is how many group commits may be under way at once on
 // PostgreSQL (groupcommit.Config.Commits).
 const postgresCommits = 3
@@ -238,6 +242,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	flushed := make(chan error, 1)
 	go func() { flushed <- sigs.Run(flushCtx, time.Second, log.Warn) }()
 	defer func() { stopFlush(); <-flushed }()
+	// On SQLite, a read held open elsewhere lets the WAL grow without
+	// bound and unseen (store.WALWatch): say so while it grows.
+	walCtx, stopWAL := context.WithCancel(ctx)
+	walDone := make(chan struct{})
+	go func() { defer close(walDone); store.WatchWAL(walCtx, db, walCheckEvery, log.Warn) }()
+	defer func() { stopWAL(); <-walDone }()
 	recv, err := receiver.New(receiver.Config{Sources: sources, Inbox: committer, Logger: log, Now: m.Now,
 		OnAnswer: func(source string, o receiver.Outcome, status int, took time.Duration) {
 			met.Answered(source, string(o), status, took)
