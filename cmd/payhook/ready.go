@@ -39,6 +39,10 @@ type readiness struct {
 	fresh time.Duration
 	start time.Time
 	ok    atomic.Int64
+	// down is set by a check answered 503, cleared by the next probe
+	// that succeeds, which says so in the log: the warnings of an outage
+	// then have their end.
+	down atomic.Bool
 }
 
 func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +70,9 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rd.ok.Store(max(1, int64(time.Since(rd.start))))
+		if rd.down.Swap(false) {
+			rd.log.Info("ready again: the database takes writes")
+		}
 		fmt.Fprintln(w, "ready")
 	case <-timer.C:
 		rd.notReady(w, fmt.Sprintf("database did not take a write within %v", rd.timeout))
@@ -76,6 +83,7 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // notReady answers 503. The reason goes to the log only: /readyz is
 // unauthenticated and a driver's error may name hosts and files.
 func (rd *readiness) notReady(w http.ResponseWriter, reason string) {
+	rd.down.Store(true)
 	rd.log.Warn("not ready", "reason", reason)
 	http.Error(w, "not ready: the database does not take writes in time", http.StatusServiceUnavailable)
 }

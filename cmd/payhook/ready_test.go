@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,63 @@ func TestReadyzProbesOncePerFresh(t *testing.T) {
 		var probes int
 		if err := db.SQL.QueryRow(`SELECT probes FROM payhook_ready WHERE id = 1`).Scan(&probes); err != nil || probes != 1 {
 			t.Fatalf("%d probes written (%v) for 20 checks within readyFresh; want 1", probes, err)
+		}
+	})
+}
+
+// TestReadyzSaysReadyAgain: after checks answered 503 (each logged "not
+// ready"), the first that finds the database taking writes again logs
+// "ready again", once; before, the log of an outage had no end.
+func TestReadyzSaysReadyAgain(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var logs syncBuffer
+		rd := &readiness{db: db, now: time.Now, log: slog.New(slog.NewTextHandler(&logs, nil)),
+			timeout: 200 * time.Millisecond, start: time.Now()}
+		check := func() int {
+			w := httptest.NewRecorder()
+			rd.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+			return w.Code
+		}
+		if code := check(); code != 200 {
+			t.Fatalf("readyz = %d; want 200", code)
+		}
+		other, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		tx, err := other.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		lock := `SELECT probes FROM payhook_ready WHERE id = 1 FOR UPDATE`
+		if other.Engine == store.SQLite {
+			lock = `UPDATE payhook_ready SET probes = probes WHERE id = 1`
+		}
+		if _, err := tx.Exec(lock); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return check() == http.StatusServiceUnavailable })
+		if strings.Contains(logs.String(), "ready again") {
+			t.Fatalf("ready again logged while not ready:\n%s", logs.String())
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return check() == 200 })
+		check()
+		if n := strings.Count(logs.String(), "ready again"); n != 1 {
+			t.Fatalf(`"ready again" logged %d times; want 1:\n%s`, n, logs.String())
 		}
 	})
 }
