@@ -248,7 +248,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer cancel()
 	inserted, err := r.cfg.Inbox.Ingest(ctx, []*payhook.Event{ev})
 	if err != nil {
-		r.cfg.Logger.Error("webhook not stored", "source", name, "event_id", ev.EventID, "err", err)
+		msg := "webhook not stored"
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// The wait ended, not the commit: one under way (a database
+			// that answers late) may still store the event, and the
+			// provider's retry is then a duplicate.
+			msg = "webhook not acknowledged: its commit did not return in time and may still store it"
+		}
+		r.cfg.Logger.Error(msg, "source", name, "event_id", ev.EventID, "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, response{Error: "could not store the event; retry later"})
 		return
 	}
