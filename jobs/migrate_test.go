@@ -172,13 +172,19 @@ func TestMigrateAgainWaitsForNoWriter(t *testing.T) {
 		if _, err := writer.ExecContext(ctx, `LOCK TABLE river_job IN ROW EXCLUSIVE MODE`); err != nil {
 			t.Fatal(err)
 		}
-		inst, err := store.Open(ctx, dbURL)
+		// The instance's sessions wait for no lock: with the fix it asks
+		// for none, so however slow the machine it gets through; one that
+		// waited for the writer fails at once, rather than pass once the
+		// server ends the idle writer (store.IdleInTransaction, 30 s).
+		sep := "?"
+		if strings.Contains(dbURL, "?") {
+			sep = "&"
+		}
+		inst, err := store.Open(ctx, dbURL+sep+"lock_timeout=1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer inst.Close()
-		// Without a bound of time (the machine may be slow): waiting for
-		// the writer, it would wait for ever.
 		if err := jobs.Migrate(ctx, inst); err != nil {
 			t.Fatalf("jobs.Migrate of a migrated database, a transaction writing river_job open: %v", err)
 		}
