@@ -456,9 +456,10 @@ paid twice, an event that failed its last attempt), by reconcile (a
 difference with the provider), by the source and sink watches (a silent
 source, refused signatures, a paused sink) and at ingest; raising one
 again counts it and makes it open (unacknowledged) again. --open lists
-only the unacknowledged ones; --kind only those of one kind, one of
-payhook's (an unknown kind is refused, naming them). Every subcommand
-takes --db URL (env PAYHOOK_DB) like serve.
+only the unacknowledged ones; --kind only those of one kind: one of
+payhook's, or an application's own once an alert of it is stored (any
+other kind is refused, naming payhook's). Every subcommand takes --db
+URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook alerts list --open
