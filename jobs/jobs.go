@@ -494,10 +494,13 @@ func riverIndexes(ctx context.Context, db *store.DB) error {
 		// lock before it finds the index there: at every start it waited
 		// for the transactions writing river_job, and every instance's
 		// acks (each writes its event's job) queued behind it. An index
-		// already made is left alone without a lock.
+		// already made is left alone without a lock. It is looked for in
+		// river_job's schema, as CREATE INDEX does, not along the
+		// search_path, where another schema's index of that name hid it.
 		if db.Engine == store.Postgres {
 			var exists bool
-			if err := db.SQL.QueryRowContext(ctx, `SELECT to_regclass($1) IS NOT NULL`, ix.name).Scan(&exists); err != nil {
+			if err := db.SQL.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM pg_class i JOIN pg_class t ON t.relnamespace = i.relnamespace
+				WHERE t.oid = 'river_job'::regclass AND i.relname = $1)`, ix.name).Scan(&exists); err != nil {
 				return fmt.Errorf("migrate river tables: %s: %w", ix.what, err)
 			}
 			if exists {

@@ -190,3 +190,52 @@ func TestMigrateAgainWaitsForNoWriter(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrateMakesIndexesBesideAnotherSchemas: jobs.Migrate makes its
+// indexes on river_job when a schema further on the search_path holds an
+// index of the same name (another payhook's tables, or those left where
+// payhook ran before). CREATE INDEX IF NOT EXISTS looks in river_job's
+// own schema; the check before it must too, or this schema's river_job
+// is left without them.
+func TestMigrateMakesIndexesBesideAnotherSchemas(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		if !strings.HasPrefix(dbURL, "postgres") {
+			return // SQLite has no schemas
+		}
+		ctx := context.Background()
+		setup, err := store.Open(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer setup.Close()
+		for _, stmt := range []string{
+			`CREATE SCHEMA elsewhere`,
+			`CREATE TABLE elsewhere.river_job (id bigint)`,
+			`CREATE INDEX payhook_river_job_first_tries ON elsewhere.river_job (id)`,
+		} {
+			if _, err := setup.SQL.ExecContext(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sep := "?"
+		if strings.Contains(dbURL, "?") {
+			sep = "&"
+		}
+		inst, err := store.Open(ctx, dbURL+sep+"search_path=public,elsewhere")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inst.Close()
+		if _, err := inst.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := jobs.Migrate(ctx, inst); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := setup.SQL.QueryRowContext(ctx, `SELECT count(*) FROM pg_indexes
+			WHERE schemaname = 'public' AND tablename = 'river_job' AND indexname LIKE 'payhook_river_job_%'`).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("%d of payhook's indexes on public.river_job (%v); want 2", n, err)
+		}
+	})
+}
