@@ -31,7 +31,7 @@ type deliverArgs struct {
 func (deliverArgs) Kind() string { return "payhook_deliver" }
 
 func (deliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Priority: deliveryPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+	return river.InsertOpts{Priority: workPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
 }
 
 // queueKey carries the Queue in the context of the handlers it runs, for

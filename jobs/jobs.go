@@ -390,19 +390,11 @@ func (processArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Priority: workPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
 }
 
-// workPriority is River's priority of the jobs that process events:
-// below the sweep's and the scheduled jobs' (River's default, 1, the
-// highest), which River fetches first, so that a backlog of events does
-// not hold up the sweep that rescues stuck ones.
+// workPriority is River's priority of the jobs that process events and
+// send deliveries: below the sweep's and the scheduled jobs' (River's
+// default, 1, the highest), which River fetches first, so that a backlog
+// of events does not hold up the sweep that rescues stuck ones.
 const workPriority = 2
-
-// deliveryPriority is the priority of the deliveries' jobs, below the
-// events': a sink down or slow for a while leaves thousands of them due,
-// which, fetched first (the older first), held every event's processing
-// behind them past the recovery bound. A backlog of events holds the
-// deliveries back instead, for as long as it takes to process (each is
-// sent at least once, later).
-const deliveryPriority = 3
 
 // sweepArgs is the periodic job that re-enqueues waiting events.
 type sweepArgs struct{}

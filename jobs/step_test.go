@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -107,51 +106,6 @@ func TestDeliveryBatchOldestFirst(t *testing.T) {
 		}
 		if len(batches) != 1 || !slices.Equal(batches[0], []int64{5, 1, 2, 3, 4}) {
 			t.Fatalf("DeliverMany got %v; want 5 (the job run) and then 1 to 4, oldest first", batches)
-		}
-	})
-}
-
-// TestEventsBeforeDeliveries: a queue fetches an event's job before the
-// deliveries due earlier. A sink down or slow for a while leaves its
-// deliveries due by the thousand; at one priority, River fetched them
-// first (the older first) and events waited behind them, past the
-// recovery bound, though processing events is what every fact depends on.
-func TestEventsBeforeDeliveries(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
-		now := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
-		var ran []string
-		mux := &payhook.Mux{}
-		mux.HandleFunc("*", func(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
-			ran = append(ran, ev.EventID)
-			return effect(ctx, tx, ev)
-		})
-		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, StampWithNow: true, Now: func() time.Time { return now },
-			Deliver: func(_ context.Context, id int64, _ bool) error {
-				ran = append(ran, fmt.Sprint("delivery ", id))
-				return nil
-			}})
-		tx, err := db.SQL.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{1}, false); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		now = now.Add(time.Minute)
-		ev := event("evt_late")
-		ev.ReceivedAt = now
-		ingest(t, q, ev)
-		for range 2 {
-			if ran, err := q.Step(ctx); !ran || err != nil {
-				t.Fatalf("Step() = %v, %v; want a job run", ran, err)
-			}
-		}
-		if want := []string{"evt_late", "delivery 1"}; !slices.Equal(ran, want) {
-			t.Fatalf("ran %q; want %q: the event first", ran, want)
 		}
 	})
 }
