@@ -15,7 +15,8 @@ import (
 // stepClient names the jobs Step claims (River's attempted_by).
 const stepClient = "payhook-step"
 
-// Step runs the oldest due job to its end in the calling goroutine, with
+// Step runs the next due job, as River orders them (by priority, then the
+// oldest), to its end in the calling goroutine, with
 // the code River's workers run (Process for an event, Config.Deliver for
 // a delivery, Sweep, Config.Periodic), and reports whether there was one.
 // It is for a simulation that must choose every interleaving itself
