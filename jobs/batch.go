@@ -494,7 +494,11 @@ func (q *Queue) pickJobsTx(ctx context.Context, tx *sql.Tx, kind string, n int, 
 		query = `WITH picked AS MATERIALIZED (SELECT id ` + from + `) ` +
 			q.runJobs(`id IN (SELECT id FROM picked)`, 4) + ` RETURNING id, ` + argsCol
 	}
-	rows, err := tx.QueryContext(ctx, query, river.QueueDefault, kind, limit, q.riverStamp())
+	queue := river.QueueDefault
+	if kind == (deliverArgs{}).Kind() {
+		queue = DeliveryQueue
+	}
+	rows, err := tx.QueryContext(ctx, query, queue, kind, limit, q.riverStamp())
 	if err != nil {
 		return nil, fmt.Errorf("take waiting %s jobs: %w", kind, err)
 	}

@@ -31,8 +31,14 @@ type deliverArgs struct {
 func (deliverArgs) Kind() string { return "payhook_deliver" }
 
 func (deliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Priority: workPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
+	return river.InsertOpts{Queue: DeliveryQueue, Priority: workPriority, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: liveStates}}
 }
+
+// DeliveryQueue is the River queue of the deliveries' jobs, worked by
+// Config.DeliveryWorkers of their own, so that neither the events' jobs
+// nor the deliveries' wait behind the other's backlog. A delivery's job
+// enqueued by an older payhook, in River's default queue, runs there.
+const DeliveryQueue = "payhook_deliveries"
 
 // queueKey carries the Queue in the context of the handlers it runs, for
 // EnqueueDeliveries.

@@ -43,6 +43,13 @@ type Config struct {
 	// them. Without Fetch each worker applies a batch of events (Batch)
 	// in one transaction: more workers only take CPU from the ack path.
 	Workers int
+	// DeliveryWorkers is how many deliveries' jobs (retries, the sweep's
+	// stand-ins, resends) run at once, in a River queue of their own
+	// (DeliveryQueue) beside the Workers of the events' jobs: a sink down
+	// or slow for a while leaves thousands of retries due, which in one
+	// queue were fetched before the events' newer jobs and held every
+	// event's processing behind them. Default 4, on SQLite 2.
+	DeliveryWorkers int
 	// PauseLag, BusyWorkers and BusyMaxLag say how processing gives way
 	// to the acks while the Queue is storing deliveries, by how long an
 	// attempt's job has waited since it was due (see yield.go): less than
@@ -261,6 +268,12 @@ func (c Config) withDefaults(engine store.Engine) Config {
 			c.Workers = 20
 		default:
 			c.Workers = 8
+		}
+	}
+	if c.DeliveryWorkers <= 0 {
+		c.DeliveryWorkers = 4
+		if engine == store.SQLite {
+			c.DeliveryWorkers = 2
 		}
 	}
 	if c.BusyWorkers <= 0 {
@@ -569,9 +582,10 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 	river.AddWorker(workers, periodicWorker)
 	q.periodic = periodicWorker
 	rc := &river.Config{
-		Logger:        quiet(cfg.Logger),
-		Workers:       workers,
-		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers}},
+		Logger:  quiet(cfg.Logger),
+		Workers: workers,
+		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers},
+			DeliveryQueue: {MaxWorkers: cfg.DeliveryWorkers}},
 		MaxAttempts:   cfg.MaxAttempts,
 		FetchCooldown: cfg.FetchCooldown,
 		// FetchPollInterval may not be below FetchCooldown.

@@ -1269,3 +1269,44 @@ func TestBatchEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestEventsNotBehindDeliveries: the deliveries' jobs run in a queue of
+// their own (jobs.DeliveryQueue), so an event is processed while every
+// delivery worker is held by a slow sink and more deliveries are due.
+// In one queue, a sink down or slow for a while left its retries due by
+// the thousand, fetched before the events' newer jobs: every event's
+// processing waited behind them (an upgrade review measured 145 s after a
+// kill, past the 90 s recovery bound, with 50,000 deliveries pending).
+func TestEventsNotBehindDeliveries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		release := make(chan struct{})
+		var sending atomic.Int32
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", effect)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, DeliveryWorkers: 1,
+			Deliver: func(ctx context.Context, _ int64, _ bool) error {
+				sending.Add(1)
+				select { // a sink that does not answer
+				case <-release:
+				case <-ctx.Done():
+				}
+				return nil
+			}})
+		defer close(release)
+		tx, err := db.SQL.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueDeliveriesTx(ctx, tx, []int64{1, 2, 3, 4, 5}, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		waitFor(t, "a delivery holding its worker", func() int { return int(sending.Load()) })
+		ingest(t, q, event("evt_behind"))
+		waitFor(t, "the event processed while the deliveries wait", func() int { return effects(t, db, "evt_behind") })
+	})
+}

@@ -16,7 +16,8 @@ import (
 const stepClient = "payhook-step"
 
 // Step runs the next due job, as River orders them (by priority, then the
-// oldest), to its end in the calling goroutine, with
+// oldest; of River's default queue, then of DeliveryQueue), to its end in
+// the calling goroutine, with
 // the code River's workers run (Process for an event, Config.Deliver for
 // a delivery, Sweep, Config.Periodic), and reports whether there was one.
 // It is for a simulation that must choose every interleaving itself
@@ -40,11 +41,20 @@ func (q *Queue) Step(ctx context.Context) (bool, error) {
 	if _, err := exec.JobSchedule(ctx, &riverdriver.JobScheduleParams{Max: 100, Now: &now}); err != nil {
 		return false, fmt.Errorf("step: schedule due jobs: %w", err)
 	}
-	got, err := exec.JobGetAvailable(ctx, &riverdriver.JobGetAvailableParams{
-		ClientID: stepClient, MaxAttemptedBy: 100, MaxToLock: 1, Now: &now, Queue: river.QueueDefault,
-	})
-	if err != nil {
-		return false, fmt.Errorf("step: claim the next job: %w", err)
+	// The queues one after the other: a stepped Queue has no workers of
+	// its own per queue, and the events' jobs come first.
+	var got *riverdriver.JobGetAvailableResult
+	for _, queue := range []string{river.QueueDefault, DeliveryQueue} {
+		var err error
+		got, err = exec.JobGetAvailable(ctx, &riverdriver.JobGetAvailableParams{
+			ClientID: stepClient, MaxAttemptedBy: 100, MaxToLock: 1, Now: &now, Queue: queue,
+		})
+		if err != nil {
+			return false, fmt.Errorf("step: claim the next job: %w", err)
+		}
+		if len(got.Jobs) > 0 {
+			break
+		}
 	}
 	if len(got.Jobs) == 0 {
 		return false, nil

@@ -203,6 +203,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
+	qcfg.DeliveryWorkers = cfg.Processing.DeliveryWorkers
 	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
 	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
 	names := make([]string, len(sources))
