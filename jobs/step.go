@@ -17,9 +17,9 @@ const stepClient = "payhook-step"
 
 // Step runs the next due job, as River orders them (by priority, then the
 // oldest; of River's default queue, then of DeliveryQueue), to its end in
-// the calling goroutine, with
-// the code River's workers run (Process for an event, Config.Deliver for
-// a delivery, Sweep, Config.Periodic), and reports whether there was one.
+// the calling goroutine, with the code River's workers run (Process for
+// an event, Config.Deliver for a delivery, Sweep, Config.Periodic), and
+// reports whether there was one.
 // It is for a simulation that must choose every interleaving itself
 // (internal/dst): a stepped Queue is never started, and each call is one
 // step.
