@@ -37,18 +37,22 @@ type Config struct {
 	// Handlers routes events to their handlers. Events whose type no
 	// handler takes are marked ignored. If nil, every event is ignored.
 	Handlers *payhook.Mux
-	// Workers is how many jobs run at once. Default on PostgreSQL 8, or
+	// Workers is how many jobs of River's default queue (the events',
+	// the sweep's, Periodic's) run at once. Default on PostgreSQL 8, or
 	// 20 when Fetch is set (each attempt then waits on a provider's API,
 	// one event at a time); on SQLite 4, whose one connection serialises
 	// them. Without Fetch each worker applies a batch of events (Batch)
 	// in one transaction: more workers only take CPU from the ack path.
 	Workers int
 	// DeliveryWorkers is how many deliveries' jobs (retries, the sweep's
-	// stand-ins, resends) run at once, in a River queue of their own
-	// (DeliveryQueue) beside the Workers of the events' jobs: a sink down
-	// or slow for a while leaves thousands of retries due, which in one
-	// queue were fetched before the events' newer jobs and held every
-	// event's processing behind them. Default 4, on SQLite 2.
+	// stand-ins, resends, and the first attempts of the deliveries of an
+	// event processed alone: a retry, Batch 1, every event while Fetch is
+	// set) run at once, in a River queue of their own (DeliveryQueue)
+	// beside the Workers of the events' jobs: a sink down or slow for a
+	// while leaves thousands of retries due, which in one queue were
+	// fetched before the events' newer jobs and held every event's
+	// processing behind them. Default 4, or Workers when Fetch is set; on
+	// SQLite 2.
 	DeliveryWorkers int
 	// PauseLag, BusyWorkers and BusyMaxLag say how processing gives way
 	// to the acks while the Queue is storing deliveries, by how long an
@@ -271,9 +275,17 @@ func (c Config) withDefaults(engine store.Engine) Config {
 		}
 	}
 	if c.DeliveryWorkers <= 0 {
-		c.DeliveryWorkers = 4
-		if engine == store.SQLite {
+		switch {
+		case engine == store.SQLite:
 			c.DeliveryWorkers = 2
+		case c.Fetch != nil:
+			// Every event is processed alone, and each enqueues its
+			// deliveries' first attempts as jobs of DeliveryQueue: as many
+			// workers send them as process the events, as before that
+			// queue, when they shared the Workers.
+			c.DeliveryWorkers = c.Workers
+		default:
+			c.DeliveryWorkers = 4
 		}
 	}
 	if c.BusyWorkers <= 0 {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/store"
 )
 
@@ -228,5 +229,31 @@ func TestBursting(t *testing.T) {
 	q.ingesting.Store(0)
 	if q.bursting() {
 		t.Error("a burst while no ingest is under way or just ended")
+	}
+}
+
+// TestDeliveryWorkersDefaults: while Fetch is set every event is processed
+// alone and its deliveries' first attempts are jobs of DeliveryQueue, so
+// as many workers send them as process the events (before that queue they
+// shared the Workers, 20): with 4, a sink answering in 200 ms would be
+// sent 20 deliveries a second, whatever the rate of events.
+func TestDeliveryWorkersDefaults(t *testing.T) {
+	fetch := func(context.Context, *payhook.Event) ([]byte, error) { return nil, nil }
+	for _, tc := range []struct {
+		engine store.Engine
+		cfg    Config
+		want   int
+	}{
+		{store.Postgres, Config{}, 4},
+		{store.Postgres, Config{Fetch: fetch}, 20},
+		{store.Postgres, Config{Fetch: fetch, Workers: 30}, 30},
+		{store.Postgres, Config{Fetch: fetch, DeliveryWorkers: 3}, 3},
+		{store.SQLite, Config{}, 2},
+		{store.SQLite, Config{Fetch: fetch}, 2},
+	} {
+		if got := tc.cfg.withDefaults(tc.engine).DeliveryWorkers; got != tc.want {
+			t.Errorf("%s, fetch %t, workers %d: %d delivery workers, want %d",
+				tc.engine, tc.cfg.Fetch != nil, tc.cfg.Workers, got, tc.want)
+		}
 	}
 }
