@@ -115,7 +115,31 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, errorBody{Error: "missing or wrong bearer token"})
 		return
 	}
+	if err := CheckText(r); err != nil {
+		a.fail(w, r, err)
+		return
+	}
 	a.mux.ServeHTTP(w, r)
+}
+
+// CheckText returns an error wrapping payhook.ErrInvalid when r's path or
+// a query parameter holds text no column can hold (not UTF-8, or a NUL):
+// nothing stored matches it, and PostgreSQL fails a query comparing with
+// it (a 500) where SQLite finds nothing. The console's pages check theirs
+// too.
+func CheckText(r *http.Request) error {
+	if payhook.Storable(r.URL.Path) != r.URL.Path {
+		return fmt.Errorf("%w: the path is not valid UTF-8 or holds a NUL: no reference is", payhook.ErrInvalid)
+	}
+	for name, vs := range r.URL.Query() {
+		for _, v := range vs {
+			if payhook.Storable(name) != name || payhook.Storable(v) != v {
+				return fmt.Errorf("%w: parameter %q is not valid UTF-8 or holds a NUL: nothing stored matches it",
+					payhook.ErrInvalid, payhook.Storable(name))
+			}
+		}
+	}
+	return nil
 }
 
 // authorized compares the bearer token in constant time (over hashes, so

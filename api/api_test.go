@@ -405,6 +405,17 @@ func TestAPI(t *testing.T) {
 				"/api/v1/orders?status=maybe",
 				"/api/v1/subscriptions?status=cancelled", // canceled: a misspelling lists nothing
 				"/api/v1/alerts?kind=event_faild",        // event_failed: likewise
+				// Values no column can hold (not UTF-8, a NUL): refused, not
+				// a failed query (a 500 on PostgreSQL).
+				"/api/v1/payments?source=%ff",
+				"/api/v1/payments?order_id=%00",
+				"/api/v1/orders?source=%ff",
+				"/api/v1/subscriptions?customer=%ff",
+				"/api/v1/events?source=%ff",
+				"/api/v1/events?type=%00",
+				"/api/v1/payments/pay%ff",
+				"/api/v1/orders/ord%00",
+				"/api/v1/subscriptions/sub%ff",
 			} {
 				var e errorBody
 				c.call("GET", path, 400, &e)

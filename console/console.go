@@ -275,6 +275,10 @@ func (c *Console) page(fn pageFunc) http.HandlerFunc {
 			c.toLogin(w, r)
 			return
 		}
+		if err := api.CheckText(r); err != nil {
+			c.fail(w, r, err)
+			return
+		}
 		v := &view{User: s.User, CSRF: c.auth.csrf(s), Query: r.URL.Query(), Request: r, Flash: flash(r.URL.Query())}
 		if err := fn(w, r, v); err != nil {
 			c.fail(w, r, err)

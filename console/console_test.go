@@ -374,6 +374,11 @@ func TestEventPages(t *testing.T) {
 			{"/console/orders", 200, nil, nil},
 			{"/console/alerts?all=1", 200, nil, nil},
 			{"/console/alerts?all=1&kind=event_faild", 400, []string{"event_failed"}, nil},
+			// Text no column can hold: refused, not a failed query (a 500
+			// on PostgreSQL).
+			{"/console/events?source=%ff", 400, []string{"not valid UTF-8"}, nil},
+			{"/console/payments?source=%00", 400, []string{"not valid UTF-8"}, nil},
+			{"/console/subscriptions?customer=%ff", 400, []string{"not valid UTF-8"}, nil},
 			{"/console/runs", 200, nil, nil},
 			{"/console/nope", 404, nil, nil},
 		} {
