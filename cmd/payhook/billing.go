@@ -70,6 +70,22 @@ func checkOneOf(flagName, v string, allowed []string) error {
 	return nil
 }
 
+// storableArgs refuses a flag's value or arg holding text no column can
+// hold (not UTF-8, a NUL): nothing stored matches it, and PostgreSQL fails
+// the query comparing with it where SQLite finds nothing (api.CheckText).
+func storableArgs(fs *flag.FlagSet, arg string) error {
+	if payhook.Storable(arg) != arg {
+		return fmt.Errorf("%w: %s: the argument is not valid UTF-8 or holds a NUL: nothing stored matches it", errUsage, fs.Name())
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if v := f.Value.String(); err == nil && payhook.Storable(v) != v {
+			err = fmt.Errorf("%w: %s: --%s is not valid UTF-8 or holds a NUL: nothing stored matches it", errUsage, fs.Name(), f.Name)
+		}
+	})
+	return err
+}
+
 // limitVar adds the --limit flag of a list, "at most this many what",
 // into p. Every list has the same default and the same bounds
 // (checkLimit), the read API's.
@@ -167,6 +183,9 @@ func (m *Main) runView(ctx context.Context, fs *flag.FlagSet, args []string, v v
 		err = parseNoArgs(fs, args)
 	}
 	if err != nil {
+		return err
+	}
+	if err := storableArgs(fs, arg); err != nil {
 		return err
 	}
 	if v.check != nil {

@@ -332,6 +332,10 @@ func TestBillingCLI(t *testing.T) {
 				{"ledger", "balances", "--bogus"},
 				{"alerts", "list", "--acknowledged"},
 				{"alerts", "list", "--kind", "event_faild"},
+				{"payments", "list", "--source", "shop\xff"},
+				{"subscriptions", "list", "--customer", "cus\x00"},
+				{"payments", "show", "pay\xff"},
+				{"events", "list", "--type", "a\x00"},
 				{"alerts", "ack", "x"},
 				{"alerts", "ack"},
 			} {
