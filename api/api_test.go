@@ -413,6 +413,7 @@ func TestAPI(t *testing.T) {
 				"/api/v1/subscriptions?customer=%ff",
 				"/api/v1/events?source=%ff",
 				"/api/v1/events?type=%00",
+				"/api/v1/alerts?kind=stock%fflow",
 				"/api/v1/payments/pay%ff",
 				"/api/v1/orders/ord%00",
 				"/api/v1/subscriptions/sub%ff",
