@@ -177,24 +177,43 @@ func (db *DB) NewerMigrations(ctx context.Context) ([]string, error) {
 	for _, m := range ms {
 		known[m.Version] = true
 	}
-	rows, err := db.SQL.QueryContext(ctx, `SELECT version, name FROM payhook_schema_migrations ORDER BY version`)
+	applied, err := db.appliedMigrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var versions []int
+	for v := range applied {
+		if !known[v] {
+			versions = append(versions, v)
+		}
+	}
+	sort.Ints(versions)
+	var newer []string
+	for _, v := range versions {
+		newer = append(newer, applied[v])
+	}
+	return newer, nil
+}
+
+// appliedMigrations returns the migrations recorded in the database's
+// payhook_schema_migrations, name by version.
+func (db *DB) appliedMigrations(ctx context.Context) (map[int]string, error) {
+	rows, err := db.SQL.QueryContext(ctx, `SELECT version, name FROM payhook_schema_migrations`)
 	if err != nil {
 		return nil, fmt.Errorf("read the migrations of %s: %w", db.URL, err)
 	}
 	defer rows.Close()
-	var newer []string
+	applied := map[int]string{}
 	for rows.Next() {
 		var v int
 		var name string
 		if err := rows.Scan(&v, &name); err != nil {
 			return nil, fmt.Errorf("read the migrations of %s: %w", db.URL, err)
 		}
-		if !known[v] {
-			newer = append(newer, name)
-		}
+		applied[v] = name
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the migrations of %s: %w", db.URL, err)
 	}
-	return newer, nil
+	return applied, nil
 }

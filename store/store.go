@@ -235,25 +235,13 @@ func (db *DB) CheckSchema(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("database %s has no payhook schema; run payhook migrate: %w", db.URL, payhook.ErrNotFound)
 	}
-	rows, err := db.SQL.QueryContext(ctx, `SELECT version FROM payhook_schema_migrations`)
+	applied, err := db.appliedMigrations(ctx)
 	if err != nil {
-		return fmt.Errorf("check schema of %s: %w", db.URL, err)
-	}
-	defer rows.Close()
-	applied := make(map[int]bool)
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return fmt.Errorf("check schema of %s: %w", db.URL, err)
-		}
-		applied[v] = true
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check schema of %s: %w", db.URL, err)
+		return err
 	}
 	var missing []string
 	for _, m := range ms {
-		if !applied[m.Version] {
+		if _, ok := applied[m.Version]; !ok {
 			missing = append(missing, m.Name)
 		}
 	}

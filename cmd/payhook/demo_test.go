@@ -120,7 +120,7 @@ func seedWaiting(t *testing.T, dbURL, source string) (untouched func()) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := migrateAll(ctx, db); err != nil {
+	if _, _, err := migrateAll(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
 	q, err := jobs.New(db, jobs.Config{Logger: discardLogger()})

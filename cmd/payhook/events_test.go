@@ -62,7 +62,7 @@ func seedEvents(t *testing.T, dbURL string, keys ...[2]string) map[string]int64 
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := migrateAll(ctx, db); err != nil {
+	if _, _, err := migrateAll(ctx, db, nil); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := db.SQL.BeginTx(ctx, nil)

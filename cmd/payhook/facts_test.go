@@ -374,7 +374,7 @@ func TestSinkGoneRaisesAlert(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if err := migrateAll(ctx, db); err != nil {
+		if _, _, err := migrateAll(ctx, db, nil); err != nil {
 			t.Fatal(err)
 		}
 		box, err := cfg.outbox(db, discardLogger(), nil)

@@ -25,7 +25,7 @@ func TestEventsReplayBulk(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if err := migrateAll(ctx, db); err != nil {
+		if _, _, err := migrateAll(ctx, db, nil); err != nil {
 			t.Fatal(err)
 		}
 		now := time.Now()

@@ -176,7 +176,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	applied, err := db.MigrateWaiting(ctx, func(name string, err error) {
+	applied, newer, err := migrateAll(ctx, db, func(name string, err error) {
 		log.Warn(migrationWaits, "migration", name, "err", err.Error())
 	})
 	if err != nil {
@@ -185,13 +185,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if len(applied) > 0 {
 		log.Info("migrated", "applied", strings.Join(applied, " "))
 	}
-	if newer, err := db.NewerMigrations(ctx); err != nil {
-		return err
-	} else if len(newer) > 0 {
+	if len(newer) > 0 {
 		log.Warn(newerSchema, "newer", strings.Join(newer, " "))
-	}
-	if err := jobs.Migrate(ctx, db); err != nil {
-		return err
 	}
 
 	box, err := cfg.outbox(db, log, m.Now)
@@ -441,11 +436,19 @@ const migrationWaits = "the migration waits for a lock another transaction holds
 // newerSchema says that the database has migrations of a newer payhook.
 const newerSchema = "the database also has migrations of a newer payhook, which this one leaves alone and runs on (an older instance during a rolling upgrade, or a rollback of the binary: docs/deploy.md, Upgrades)"
 
-func migrateAll(ctx context.Context, db *store.DB) error {
-	if _, err := db.Migrate(ctx); err != nil {
-		return err
+// migrateAll applies payhook's migrations (calling waiting, if not nil,
+// when one waits for a table's lock: store.DB.MigrateWaiting) and the
+// job queue's, and returns the names of payhook's it applied and of
+// those of a newer payhook the database has (store.DB.NewerMigrations).
+func migrateAll(ctx context.Context, db *store.DB, waiting func(migration string, err error)) (applied, newer []string, err error) {
+	if applied, err = db.MigrateWaiting(ctx, waiting); err != nil {
+		return applied, nil, err
 	}
-	return jobs.Migrate(ctx, db)
+	if err := jobs.Migrate(ctx, db); err != nil {
+		return applied, nil, err
+	}
+	newer, err = db.NewerMigrations(ctx)
+	return applied, newer, err
 }
 
 const migrateHelp = `Usage: payhook migrate [--db URL]
@@ -474,16 +477,9 @@ func (m *Main) migrate(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	applied, err := db.MigrateWaiting(ctx, func(name string, err error) {
+	applied, newer, err := migrateAll(ctx, db, func(name string, err error) {
 		fmt.Fprintf(m.Stderr, "payhook: migrate: %s: %s (%v)\n", name, migrationWaits, err)
 	})
-	if err != nil {
-		return err
-	}
-	if err := jobs.Migrate(ctx, db); err != nil {
-		return err
-	}
-	newer, err := db.NewerMigrations(ctx)
 	if err != nil {
 		return err
 	}
