@@ -29,6 +29,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/logthrottle"
 	"github.com/payhook/payhook/store"
 )
 
@@ -543,10 +544,15 @@ func riverVersions(ctx context.Context, db *store.DB) int {
 	return n
 }
 
-// quiet keeps River's own logs to warnings and errors.
+// quiet keeps River's own logs to warnings and errors, at most one line
+// of each message every logthrottle period: with the database down, River
+// fails a fetch every 100 ms.
 func quiet(l *slog.Logger) *slog.Logger {
-	return slog.New(levelHandler{slog.LevelWarn, l.Handler()})
+	return slog.New(logthrottle.New(levelHandler{slog.LevelWarn, l.Handler()}, riverFloodPeriod))
 }
+
+// riverFloodPeriod is how often River's logs say one thing at most.
+const riverFloodPeriod = 10 * time.Second
 
 type levelHandler struct {
 	min slog.Level
@@ -555,6 +561,14 @@ type levelHandler struct {
 
 func (h levelHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h levelHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return levelHandler{h.min, h.Handler.WithAttrs(as)}
+}
+
+func (h levelHandler) WithGroup(name string) slog.Handler {
+	return levelHandler{h.min, h.Handler.WithGroup(name)}
 }
 
 // New returns a Queue over db, whose schema (store and River) must be

@@ -42,7 +42,12 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/logthrottle"
 )
+
+// FloodPeriod is how often the Receiver logs a line of one kind at most
+// (Config.Logger).
+const FloodPeriod = 10 * time.Second
 
 // DefaultMaxBodyBytes is the body limit when Config leaves it zero: 1 MiB.
 const DefaultMaxBodyBytes = 1 << 20
@@ -76,7 +81,12 @@ type Config struct {
 	// requests cannot exhaust memory. If zero, defaults to 64 MiB, or
 	// MaxBodyBytes when that is larger.
 	MaxInFlightBytes int64
-	// Logger receives one line per rejected delivery. Default slog.Default().
+	// Logger receives a line per delivery rejected, ignored or not stored,
+	// at most one a FloodPeriod of each message, source and status: the
+	// next line of that kind says how many were left out (left_out). A
+	// database that is down, or a sender spraying bad signatures, is then
+	// a line every 10 s rather than one per request; metrics count every
+	// delivery (OnAnswer). Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
@@ -139,6 +149,7 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Logger = slog.New(logthrottle.New(cfg.Logger.Handler(), FloodPeriod, "source", "status").WithClock(cfg.Now))
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 5 * time.Second
 	}
