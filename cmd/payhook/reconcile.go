@@ -93,8 +93,14 @@ func (m *Main) reconcile(ctx context.Context, args []string) error {
 		// Events stored but not processed yet (no serve running, or a
 		// backlog) read as differences that no backfill fixes: say so.
 		if waiting, err := db.ListEvents(ctx, store.Filter{Source: src.Name, Status: payhook.StatusReceived, Limit: 1}); err == nil && len(waiting) > 0 {
-			fmt.Fprintf(m.Stderr, "note: events of source %s are still waiting to be processed (payhook events list --source %s --status received): "+
-				"a running payhook serve processes them; reconcile again after\n", src.Name, src.Name)
+			// The command to paste names the database this run read, as
+			// serve's hints do: without it, it would list the default one.
+			dbArg := ""
+			if *dbURL != "" {
+				dbArg = " --db " + store.Redact(*dbURL)
+			}
+			fmt.Fprintf(m.Stderr, "note: events of source %s are still waiting to be processed (payhook events list%s --source %s --status received): "+
+				"a running payhook serve processes them; reconcile again after\n", src.Name, dbArg, src.Name)
 		}
 		return fmt.Errorf("reconcile %s: %d %s: %w", src.Name, n, plural(n, "difference"), errDifferences)
 	}

@@ -434,6 +434,11 @@ func TestReconcileSaysEventsWait(t *testing.T) {
 		if code, _, errOut := run(t, env, "reconcile", "--source", "shop"); code != 1 || !strings.Contains(errOut, note) {
 			t.Fatalf("reconcile with the events unprocessed = %d, %q; want 1 and %q", code, errOut, note)
 		}
+		// Given --db, the command the note names lists that database.
+		withDB := "payhook events list --db " + store.Redact(env["PAYHOOK_DB"]) + " --source shop --status received"
+		if code, _, errOut := run(t, env, "reconcile", "--source", "shop", "--db", env["PAYHOOK_DB"]); code != 1 || !strings.Contains(errOut, withDB) {
+			t.Fatalf("reconcile --db with the events unprocessed = %d, %q; want 1 and %q", code, errOut, withDB)
+		}
 	})
 }
 
