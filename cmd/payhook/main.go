@@ -284,6 +284,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		if out, ok := fs.Output().(*helpOutput); ok {
+			// A command without flags (version) gets no empty Flags: heading.
+			hasFlags := false
+			fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+			if !hasFlags {
+				fmt.Fprintf(out.stdout, "%s\n", strings.TrimRight(out.help, "\n"))
+				return err
+			}
 			fmt.Fprintf(out.stdout, "%s\n\nFlags:\n", strings.TrimRight(out.help, "\n"))
 			fs.SetOutput(out.stdout)
 			fs.PrintDefaults()

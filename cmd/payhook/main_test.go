@@ -156,6 +156,10 @@ func TestHelp(t *testing.T) {
 	if _, stdout, _ := run(t, nil, "events", "list", "--help"); !strings.Contains(stdout, "-limit") {
 		t.Errorf("events list --help lists no flags:\n%s", stdout)
 	}
+	// One that has none gets no empty Flags: heading.
+	if _, stdout, _ := run(t, nil, "version", "--help"); strings.Contains(stdout, "Flags:") {
+		t.Errorf("version --help has a Flags: heading and no flags:\n%s", stdout)
+	}
 }
 
 // TestREADMEUsage: the README's CLI section is payhook help's text, made
