@@ -84,7 +84,7 @@ func (m *Main) reconcile(ctx context.Context, args []string) error {
 	if *asJSON {
 		err = m.printJSON(rep)
 	} else {
-		err = printReport(m.Stdout, rep)
+		err = printReport(m.Stdout, rep, runFlags(*configPath, *dbURL))
 	}
 	if err != nil {
 		return err
@@ -95,12 +95,8 @@ func (m *Main) reconcile(ctx context.Context, args []string) error {
 		if waiting, err := db.ListEvents(ctx, store.Filter{Source: src.Name, Status: payhook.StatusReceived, Limit: 1}); err == nil && len(waiting) > 0 {
 			// The command to paste names the database this run read, as
 			// serve's hints do: without it, it would list the default one.
-			dbArg := ""
-			if *dbURL != "" {
-				dbArg = " --db " + store.Redact(*dbURL)
-			}
-			fmt.Fprintf(m.Stderr, "note: events of source %s are still waiting to be processed (payhook events list%s --source %s --status received): "+
-				"a running payhook serve processes them; reconcile again after\n", src.Name, dbArg, src.Name)
+			fmt.Fprintf(m.Stderr, "note: events of source %s are still waiting to be processed (payhook events list --source %s --status received%s): "+
+				"a running payhook serve processes them; reconcile again after\n", src.Name, src.Name, runFlags("", *dbURL))
 		}
 		return fmt.Errorf("reconcile %s: %d %s: %w", src.Name, n, plural(n, "difference"), errDifferences)
 	}
@@ -145,8 +141,24 @@ func (m *Main) sourceClient(configPath, name string) (*sourceConfig, adapter.Cli
 	return nil, nil, fmt.Errorf("%sno source %q (sources: %s): %w", cfg.prefix(), name, strings.Join(names, ", "), payhook.ErrConfig)
 }
 
-// printReport writes rep for people: one row per difference.
-func printReport(w io.Writer, rep *reconcile.Report) error {
+// runFlags are the --config and --db a command was given, to add to a
+// payhook command it prints for pasting: without them, the pasted command
+// would read the default config and database. A password in the URL is
+// hidden.
+func runFlags(configPath, dbURL string) string {
+	var s string
+	if configPath != "" {
+		s += " --config " + configPath
+	}
+	if dbURL != "" {
+		s += " --db " + store.Redact(dbURL)
+	}
+	return s
+}
+
+// printReport writes rep for people: one row per difference, whose fix,
+// when it is a payhook backfill, ends with flags (runFlags).
+func printReport(w io.Writer, rep *reconcile.Report, flags string) error {
 	var listed []string
 	for _, k := range adapter.ObjectKinds {
 		listed = append(listed, fmt.Sprintf("%d %s", rep.Listed[k], plural(rep.Listed[k], k)))
@@ -173,7 +185,11 @@ func printReport(w io.Writer, rep *reconcile.Report) error {
 		for _, f := range d.Fields {
 			fields = append(fields, fmt.Sprintf("%s %s → %s", f.Name, orDash(f.HereShown()), orDash(f.ProviderShown())))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Ref, d.What, orDash(strings.Join(fields, "; ")), d.Fix)
+		fix := d.Fix
+		if strings.Contains(fix, "payhook backfill ") {
+			fix += flags
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Kind, d.Ref, d.What, orDash(strings.Join(fields, "; ")), fix)
 	}
 	return tw.Flush()
 }

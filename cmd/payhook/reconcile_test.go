@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -172,7 +173,7 @@ func TestReconcileDroppedRefund(t *testing.T) {
 					// thousand yen. Before, the report read "refunded_amount 0
 					// → 1000" and the alert likewise.
 					var text strings.Builder
-					if err := printReport(&text, &rep); err != nil || !strings.Contains(text.String(), "refunded_amount EUR 0 → EUR 1000") {
+					if err := printReport(&text, &rep, ""); err != nil || !strings.Contains(text.String(), "refunded_amount EUR 0 → EUR 1000") {
 						t.Errorf("reconcile #%d report: %v\n%s\nwant refunded_amount EUR 0 → EUR 1000", run, err, text.String())
 					}
 					var msg string
@@ -428,6 +429,12 @@ func TestReconcileSaysEventsWait(t *testing.T) {
 		if code, _, errOut := run(t, env, "reconcile", "--source", "shop"); code != 1 || strings.Contains(errOut, note) {
 			t.Fatalf("reconcile before the backfill = %d, %q; want 1 and no note of waiting events", code, errOut)
 		}
+		// Given --config and --db, the backfill its fix names reads them.
+		flags := " --config " + env["PAYHOOK_CONFIG"] + " --db " + store.Redact(env["PAYHOOK_DB"])
+		fix := regexp.MustCompile(`payhook backfill --source shop --since \S+` + regexp.QuoteMeta(flags) + `\n`)
+		if code, out, errOut := run(t, env, "reconcile", "--source", "shop", "--config", env["PAYHOOK_CONFIG"], "--db", env["PAYHOOK_DB"]); code != 1 || !fix.MatchString(out) {
+			t.Fatalf("reconcile --config --db before the backfill = %d, %q, %q; want 1 and a fix matching %s", code, out, errOut, fix)
+		}
 		if code, out, errOut := run(t, env, "backfill", "--source", "shop"); code != 0 || !strings.Contains(out, "2 new") {
 			t.Fatalf("backfill = %d, %q, %q; want 0 and 2 new", code, out, errOut)
 		}
@@ -435,7 +442,7 @@ func TestReconcileSaysEventsWait(t *testing.T) {
 			t.Fatalf("reconcile with the events unprocessed = %d, %q; want 1 and %q", code, errOut, note)
 		}
 		// Given --db, the command the note names lists that database.
-		withDB := "payhook events list --db " + store.Redact(env["PAYHOOK_DB"]) + " --source shop --status received"
+		withDB := "payhook events list --source shop --status received --db " + store.Redact(env["PAYHOOK_DB"]) + ")"
 		if code, _, errOut := run(t, env, "reconcile", "--source", "shop", "--db", env["PAYHOOK_DB"]); code != 1 || !strings.Contains(errOut, withDB) {
 			t.Fatalf("reconcile --db with the events unprocessed = %d, %q; want 1 and %q", code, errOut, withDB)
 		}
@@ -462,12 +469,12 @@ func TestPrintReportUnchecked(t *testing.T) {
 	t.Parallel()
 	rep := &reconcile.Report{Source: "s", Listed: map[string]int{}, Unchecked: map[string]int{adapter.KindPayment: 2, adapter.KindSubscription: 1}}
 	var text strings.Builder
-	if err := printReport(&text, rep); err != nil || !strings.Contains(text.String(), "unchecked: 2 payments, 1 subscription payhook stored") {
+	if err := printReport(&text, rep, ""); err != nil || !strings.Contains(text.String(), "unchecked: 2 payments, 1 subscription payhook stored") {
 		t.Fatalf("report %q, %v; want the unchecked objects counted", text.String(), err)
 	}
 	rep.Unchecked = nil
 	text.Reset()
-	if err := printReport(&text, rep); err != nil || strings.Contains(text.String(), "unchecked") {
+	if err := printReport(&text, rep, ""); err != nil || strings.Contains(text.String(), "unchecked") {
 		t.Fatalf("report %q, %v; want no unchecked line", text.String(), err)
 	}
 }
