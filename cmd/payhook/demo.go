@@ -52,11 +52,16 @@ const demoDB = "sqlite://payhook-demo.db"
 func (m *Main) demo(ctx context.Context, args []string) error {
 	fs := m.flags("demo", demoHelp)
 	dbURL := fs.String("db", demoDB, "database URL; the default demo file is removed first, another must hold no events and no tables but payhook's")
-	size := fs.Float64("size", 1, "multiply the story's counts by this")
+	size := fs.Float64("size", 1, "multiply the story's counts by this (positive)")
 	seed := fs.Int64("seed", 1, "seed of the story and the faults")
 	unsafeDurability := fs.Bool("unsafe-durability", false,
 		"run even on a database that could lose acknowledged events, such as a test cluster with fsync off (see payhook serve --help)")
 	if err := parseNoArgs(fs, args); err != nil {
+		return err
+	}
+	// As sim run refuses it: the library would take 0 or less for 1 and
+	// run the whole story, silently.
+	if err := positive("size", *size, "1 is the story, 0.1 a tenth of it"); err != nil {
 		return err
 	}
 	serveArgs := []string{"--db", *dbURL}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -455,6 +456,23 @@ func TestSimRunUsage(t *testing.T) {
 		out, errOut := stdout.String(), stderr.String()
 		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("payhook sim run %v = %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+// TestDemoSizeUsage: demo refuses a --size that makes no sense, as sim
+// run does, before it opens a database; before, 0 and negative values ran
+// the whole story silently.
+func TestDemoSizeUsage(t *testing.T) {
+	t.Parallel()
+	for _, size := range []string{"0", "-1", "NaN"} {
+		path := filepath.Join(t.TempDir(), "demo.db")
+		code, out, errOut := run(t, nil, "demo", "--db", "sqlite://"+path, "--size", size)
+		if want := "--size " + size + ": want a positive number"; code != 2 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("payhook demo --size %s = %d, stdout %q, stderr %q; want 2 and %q", size, code, out, errOut, want)
+		}
+		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("payhook demo --size %s left a database: %v", size, err)
 		}
 	}
 }
