@@ -24,7 +24,7 @@ sending, so it differs from the first, and payhook also raises an
 event_body_conflict alert, as it does for a provider that changed an event.
 
 Examples:
-  payhook send --secret whsec_... 
+  payhook send --secret whsec_...
   payhook send --url http://127.0.0.1:8080/webhooks/demo --secret whsec_... --id evt_demo_1 --type checkout.completed`
 
 func (m *Main) send(ctx context.Context, args []string) error {
