@@ -29,12 +29,13 @@ type fileConfig struct {
 // processingConfig tunes the job queue; zero values take the defaults.
 type processingConfig struct {
 	// Workers is how many events' jobs run at once (default 8 on
-	// PostgreSQL, 20 when a source has API credentials, 4 on SQLite).
+	// PostgreSQL, 4 on SQLite; 20 on either when a source has API
+	// credentials).
 	Workers int `yaml:"workers"`
 	// DeliveryWorkers is how many deliveries' jobs (retries, and first
 	// attempts of the deliveries of events processed alone) run at once,
-	// in a queue of their own (jobs.Config.DeliveryWorkers; default 4,
-	// workers when a source has API credentials, 2 on SQLite).
+	// in a queue of their own (jobs.Config.DeliveryWorkers; default 4, 2
+	// on SQLite; workers when a source has API credentials).
 	DeliveryWorkers int `yaml:"delivery_workers"`
 	// MaxAttempts is how many times an event is tried before it is failed
 	// (default 25).
