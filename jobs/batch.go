@@ -47,9 +47,14 @@ const maxAlone = 10000
 // the batch failed as a whole and rolled back): the caller then runs it
 // alone.
 func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, errp *error) (ran bool, sends []int64) {
-	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil {
+	if q.cfg.Batch <= 1 || q.cfg.Fetch != nil && q.cfg.FetchSource == nil {
 		// A fetch reads the provider outside the transaction before each
 		// attempt: its events are processed one by one.
+		return false, nil
+	}
+	if q.cfg.Fetch != nil && q.isAlone(q.alone, id) {
+		// Most likely an event of a source that fetches, put back by a
+		// batch (see applyBatch): no batch needs to lock it to find out.
 		return false, nil
 	}
 	q.ingestFirst(behind)
@@ -62,6 +67,9 @@ func (q *Queue) processBatch(ctx context.Context, id int64, final, behind bool, 
 		// failure.
 		q.guardBatches.Store(true)
 		done, committed, own, err = q.applyBatch(ctx, id, true, behind)
+	}
+	if errors.Is(err, errFetches) {
+		return false, nil
 	}
 	if err != nil {
 		q.cfg.Logger.Debug("event batch rolled back; the event is tried alone", "event", id, "err", err)
@@ -115,6 +123,9 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
+	if len(evs) > 0 && q.fetches(evs[0].Source) {
+		return nil, batchCommitted{}, nil, errFetches
+	}
 	room, ownBytes := q.batchRoom(guarded, behind), payloadBytes(evs)
 	if ownBytes >= q.cfg.BatchBytes {
 		room = 0 // its own event fills the batch
@@ -135,6 +146,15 @@ func (q *Queue) applyBatch(ctx context.Context, id int64, guarded, behind bool) 
 	if err != nil {
 		return nil, batchCommitted{}, nil, err
 	}
+	// The events of a source that fetches go back (below), and are kept
+	// out of later batches: their own jobs read them alone.
+	locked = slices.DeleteFunc(locked, func(ev *payhook.Event) bool {
+		if q.fetches(ev.Source) {
+			q.keepAlone(q.alone, ev.ID)
+			return true
+		}
+		return false
+	})
 	evs = append(evs, locked...)
 	if len(evs) > 0 {
 		q.payloadSize.Store(max(1, (ownBytes+payloadBytes(locked))/int64(len(evs))))
@@ -298,6 +318,15 @@ type failedEvent struct {
 // failed (see applyBatch).
 var errHandlerFailed = errors.New("a handler failed in a batch without savepoints")
 
+// errFetches is applyBatch's error for an event of a source that Fetch
+// reads (FetchSource): it is processed alone.
+var errFetches = errors.New("the event's resource is read before its attempt")
+
+// fetches reports whether Fetch reads the resources of source's events.
+func (q *Queue) fetches(source string) bool {
+	return q.cfg.Fetch != nil && (q.cfg.FetchSource == nil || q.cfg.FetchSource(source))
+}
+
 // batchTime is how long a batch may go on taking events: BatchTime, or
 // BusyBatchTime while acknowledging unless the batch is behind (see
 // yield).
@@ -399,6 +428,13 @@ func (q *Queue) finishTx(ctx context.Context, tx *sql.Tx, done []finished) error
 		}
 	}
 	return nil
+}
+
+// isAlone reports whether id is in alone (q.alone or q.aloneDeliveries).
+func (q *Queue) isAlone(alone map[int64]bool, id int64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return alone[id]
 }
 
 // keepAlone adds id to alone (q.alone or q.aloneDeliveries), so that no

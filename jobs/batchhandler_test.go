@@ -25,6 +25,7 @@ type batchHandler struct {
 	batches      int // HandleBatch calls that applied their batch
 	largest      int // the most events HandleBatch was given at once
 	alone        int // Handle calls
+	onBatch      func(evs []*payhook.Event)
 }
 
 func (h *batchHandler) Handle(ctx context.Context, tx *sql.Tx, ev *payhook.Event) error {
@@ -58,6 +59,9 @@ func (h *batchHandler) HandleBatch(ctx context.Context, tx *sql.Tx, evs []*payho
 	h.batches++
 	h.largest = max(h.largest, len(evs))
 	h.mu.Unlock()
+	if h.onBatch != nil {
+		h.onBatch(evs)
+	}
 	return errs, nil
 }
 
@@ -196,4 +200,65 @@ func processedOnce(t *testing.T, db *store.DB, evs []*payhook.Event) {
 			t.Errorf("%s: %s with %d effects; want processed with 1", ev.EventID, got.Status, effects(t, db, ev.EventID))
 		}
 	}
+}
+
+// TestFetchSourceBatchesTheOthers: with a Fetch that reads the events of
+// one source only (FetchSource), that source's events are each read and
+// processed alone, and the other sources' are applied in batches, as
+// without a Fetch; before, one source with API credentials had every
+// event of every source processed alone.
+func TestFetchSourceBatchesTheOthers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := &batchHandler{}
+		mux := &payhook.Mux{}
+		mux.Handle("*", h)
+		var mu sync.Mutex
+		fetched := map[string]int{}
+		inBatch := map[string]bool{}
+		fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ev.Source == "api" {
+				fetched[ev.EventID]++
+				return []byte(`{}`), nil
+			}
+			return nil, nil
+		}
+		h.onBatch = func(evs []*payhook.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, ev := range evs {
+				inBatch[ev.EventID] = true
+			}
+		}
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 2, Batch: 16, MaxAttempts: 1,
+			Fetch: fetch, FetchSource: func(source string) bool { return source == "api" }})
+		var evs []*payhook.Event
+		for i := range 12 {
+			ev := event(fmt.Sprint("evt_", i))
+			if i%3 == 0 {
+				ev.Source = "api"
+			}
+			evs = append(evs, ev)
+		}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		processedOnce(t, db, evs)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range evs {
+			switch {
+			case ev.Source == "api" && (fetched[ev.EventID] != 1 || inBatch[ev.EventID]):
+				t.Errorf("%s of the source that fetches: read %d times, in a batch %v; want read once, alone",
+					ev.EventID, fetched[ev.EventID], inBatch[ev.EventID])
+			case ev.Source != "api" && fetched[ev.EventID] != 0:
+				t.Errorf("%s of a source that does not fetch: read %d times", ev.EventID, fetched[ev.EventID])
+			}
+		}
+		if h.batches == 0 {
+			t.Error("no batch: the events of the source that does not fetch were processed alone")
+		}
+	})
 }

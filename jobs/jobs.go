@@ -48,8 +48,8 @@ type Config struct {
 	Workers int
 	// DeliveryWorkers is how many deliveries' jobs (retries, the sweep's
 	// stand-ins, resends, and the first attempts of the deliveries of an
-	// event processed alone: a retry, Batch 1, every event while Fetch is
-	// set) run at once, in a River queue of their own (DeliveryQueue)
+	// event processed alone: a retry, Batch 1, every event Fetch reads)
+	// run at once, in a River queue of their own (DeliveryQueue)
 	// beside the Workers of the events' jobs: a sink down or slow for a
 	// while leaves thousands of retries due, which in one queue were
 	// fetched before the events' newer jobs and held every event's
@@ -83,8 +83,8 @@ type Config struct {
 	// event in it succeeds, or failed under a savepoint (a
 	// payhook.BatchHandler's own, or one per event after a batch that
 	// failed) and was left out; otherwise it rolls back and each event is
-	// tried on its own, as with a Batch of 1. Retries, and every event while
-	// Fetch is set, are processed one by one. A batch after one that
+	// tried on its own, as with a Batch of 1. Retries, and every event
+	// Fetch reads (see FetchSource), are processed one by one. A batch after one that
 	// failed applies each event under a savepoint, a PostgreSQL
 	// subtransaction (past 64 in one transaction they slow every
 	// snapshot): it takes 32 events at most, as do the batches of the
@@ -179,6 +179,11 @@ type Config struct {
 	// transaction, and the handlers find it in Event.Resource. It returns
 	// nil when there is nothing to fetch; an error fails the attempt.
 	Fetch func(ctx context.Context, ev *payhook.Event) ([]byte, error)
+	// FetchSource, if set with Fetch, reports whether Fetch reads the
+	// resources of a source's events: those of the other sources are
+	// then applied in batches (Batch), as without a Fetch. If nil, every
+	// event is read and processed alone.
+	FetchSource func(source string) bool
 	// OnFailed, if set, is called when an event fails for good (its last
 	// attempt failed, or at once when the error wraps
 	// payhook.ErrMalformed), inside tx, the transaction that marks it

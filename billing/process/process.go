@@ -112,9 +112,10 @@ func New(cfg Config) (jobs.Config, error) {
 	}
 	for _, s := range cfg.Sources {
 		if s.Fetch != nil {
-			// Without one, the queue need not read each event before its
-			// transaction, and applies several in one (jobs.Config.Batch).
+			// The events of sources without one are applied several in
+			// one transaction (jobs.Config.Batch), not read first.
 			jc.Fetch = p.fetch
+			jc.FetchSource = func(source string) bool { return p.bySource[source].Fetch != nil }
 			break
 		}
 	}

@@ -120,9 +120,15 @@ type sourceConfig struct {
 	Environment string   `yaml:"environment"` // "", "test" or "live"
 	Tolerance   string   `yaml:"tolerance"`   // e.g. 5m; "" is the provider's default
 	// APIURL and APIKey let processing read the current state of a
-	// resource from the provider (those of provider.APIs()).
+	// resource from the provider (those of provider.APIs()), and
+	// backfill, reconcile and refunds reach it.
 	APIURL string `yaml:"api_url"`
 	APIKey string `yaml:"api_key"`
+	// Fetch false keeps processing from reading each event's resource
+	// (the credentials then serve backfill, reconcile and refunds only):
+	// events are applied from their payloads, in batches, as without
+	// credentials. Default true when api_url is set.
+	Fetch *bool `yaml:"fetch"`
 	// APIVersion pins the provider's API version: requests ask for it,
 	// and an event or listed object of another raises api_version_drift.
 	APIVersion string `yaml:"api_version"`
@@ -243,7 +249,9 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s%s: %w", c.prefix(), s.label(i), err) // wraps payhook.ErrConfig
 			}
-			src.Fetch = client.Fetch
+			if s.fetches() {
+				src.Fetch = client.Fetch
+			}
 		}
 		out = append(out, src)
 	}
@@ -282,6 +290,12 @@ func (c *fileConfig) validate() error {
 	return nil
 }
 
+// fetches reports whether processing reads each event's resource from
+// the provider: with api_url, unless fetch is false.
+func (s *sourceConfig) fetches() bool {
+	return s.APIURL != "" && (s.Fetch == nil || *s.Fetch)
+}
+
 func (s *sourceConfig) validate() error {
 	switch {
 	case s.Name == "":
@@ -293,6 +307,8 @@ func (s *sourceConfig) validate() error {
 	// An unknown provider is left to provider.New, which lists the known.
 	case (s.APIURL == "") != (s.APIKey == ""):
 		return errors.New("api_url and api_key go together")
+	case s.Fetch != nil && *s.Fetch && s.APIURL == "":
+		return errors.New("fetch: reading each event's resource needs api_url and api_key")
 	case s.Reconcile.set() && s.APIURL == "":
 		return errors.New("reconcile: a scheduled reconciliation needs api_url and api_key")
 	case s.APIURL != "" && !slices.Contains(provider.APIs(), s.Provider):

@@ -223,6 +223,12 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`source "shop": api_url: payhook reads the API of providers billete and paddle and stripe only, not crypto`}},
 		{"api_key without api_url on stripe", source(stripe, "    api_key: sk_test_x"), nil,
 			[]string{"api_url and api_key go together"}},
+		{"fetch without api_url", source(stripe, "    fetch: true"), nil,
+			[]string{`source "shop": fetch: reading each event's resource needs api_url and api_key`}},
+		{"fetch not a boolean", source(stripe, "    fetch: sometimes"), nil,
+			[]string{`payhook.yaml:5: "fetch" in source "shop" is neither true nor false`}},
+		{"fetch a list", source(stripe, "    fetch: [true]"), nil,
+			[]string{`"fetch" in source "shop" is a list; want true or false`}},
 		{"bad environment", source(stripe, "    environment: prod"), nil,
 			[]string{`source "shop"`, `environment "prod" is neither test nor live`}},
 		{"environment on a provider that does not say it", source("    provider: paddle", "    secrets: [x]", "    environment: live"), nil,
@@ -370,7 +376,8 @@ func TestConfigSources(t *testing.T) {
 }
 
 // TestConfigAPIClients: api_url and api_key give billete and stripe
-// sources the Fetch of their provider's API client; other sources none.
+// sources the Fetch of their provider's API client, unless fetch is
+// false; other sources none.
 func TestConfigAPIClients(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -385,13 +392,17 @@ func TestConfigAPIClients(t *testing.T) {
 	text := "sources:\n" +
 		"  - name: b\n    provider: billete\n    secrets: [whsec_eA==]\n    api_url: ${API}\n    api_key: sk_test_b\n" +
 		"  - name: s\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}/\n    api_key: sk_test_s\n" +
-		"  - name: plain\n    provider: stripe\n    secrets: [whsec_x]\n"
+		"  - name: plain\n    provider: stripe\n    secrets: [whsec_x]\n" +
+		"  - name: nofetch\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}\n    api_key: sk_test_n\n    fetch: false\n"
 	srcs, err := loadSources(writeConfig(t, text), env(map[string]string{"API": api.URL}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if srcs[2].Fetch != nil {
 		t.Error("a source without api_url fetches")
+	}
+	if srcs[3].Fetch != nil {
+		t.Error("a source with fetch: false fetches")
 	}
 	for _, f := range []struct {
 		src          payhook.Source

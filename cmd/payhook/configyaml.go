@@ -73,7 +73,8 @@ func yamlError(err error) (int, string) {
 }
 
 // checkNode checks that n fits t, the Go type it will be decoded into
-// (a struct with yaml tags, a slice, a string or an int): every key
+// (a struct with yaml tags, a slice, a string, an int, a bool, or a
+// pointer to one of them): every key
 // known and given once, every value of the right kind. where names n's
 // place for errors ("", `source "stripe"`, "processing").
 func checkNode(n *yaml.Node, t reflect.Type, where string, fail func(int, string, ...any) error) error {
@@ -142,6 +143,15 @@ func checkNode(n *yaml.Node, t reflect.Type, where string, fail func(int, string
 		if _, err := strconv.Atoi(n.Value); n.Kind != yaml.ScalarNode || err != nil {
 			return fail(n.Line, "%s is %s; want a whole number", what, quoteNumber(n))
 		}
+	case reflect.Bool:
+		switch {
+		case n.Kind != yaml.ScalarNode:
+			return fail(n.Line, "%s is %s; want true or false", what, kindOf(n))
+		case n.ShortTag() != "!!bool":
+			return fail(n.Line, "%s is neither true nor false", what)
+		}
+	case reflect.Pointer: // an optional value
+		return checkNode(n, t.Elem(), where, fail)
 	}
 	return nil
 }
