@@ -56,6 +56,11 @@ type Source struct {
 	// processing acts on it rather than on a possibly older event. Sources
 	// configured with API credentials have one.
 	Fetch func(ctx context.Context, ev *Event) ([]byte, error)
+	// FetchRate, if above 0, bounds the calls of Fetch a second, so that
+	// processing stays under the provider's rate limit rather than having
+	// its attempts refused (429) and retried; the workers wait their
+	// turn. 0: no bound.
+	FetchRate float64
 	// APIVersion, if set, is the provider API version the source pins: an
 	// event of another version (its payload's top-level api_version) is
 	// processed all the same and raises an api_version_drift alert, once

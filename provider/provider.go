@@ -76,6 +76,14 @@ func names(keep func(adapter.Adapter) bool) []string {
 	return out
 }
 
+// APIRate returns the requests a second payhook's reads of a source of
+// provider name stay under by default (adapter.Adapter.APIRate): 0 for
+// none, or an unknown provider.
+func APIRate(name string) float64 {
+	a, _ := Lookup(name)
+	return a.APIRate
+}
+
 // ReportsEnvironment reports whether events of provider name say whether
 // they are test or live events (payhook.Envelope.Environment). Only for
 // those providers can a source filter events by environment; for the

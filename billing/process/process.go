@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidwall/sjson"
+	"golang.org/x/time/rate"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
@@ -99,6 +100,9 @@ func New(cfg Config) (jobs.Config, error) {
 			// payhook.NewEvent fails closed: every event would be ignored.
 			return jobs.Config{}, fmt.Errorf("process: source %q: provider %s does not say an event's environment, so none is %q: %w",
 				s.Name, s.Provider, s.Environment, payhook.ErrConfig)
+		}
+		if s.Fetch != nil && s.FetchRate > 0 {
+			s.Fetch = limitFetch(s.Fetch, s.FetchRate)
 		}
 		p.bySource[s.Name] = s
 	}
@@ -322,6 +326,19 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 			"source", ev.Source, "event", ev.EventID, "type", ev.Type, "err", err)
 	}
 	return b, err
+}
+
+// limitFetch returns fetch called at most perSecond times a second: a
+// call waits its turn (one at a time, evenly spaced), or fails when its
+// ctx ends first.
+func limitFetch(fetch func(context.Context, *payhook.Event) ([]byte, error), perSecond float64) func(context.Context, *payhook.Event) ([]byte, error) {
+	lim := rate.NewLimiter(rate.Limit(perSecond), 1)
+	return func(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+		if err := lim.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("wait for the turn of a read of the provider's API (at most %g a second): %w", perSecond, err)
+		}
+		return fetch(ctx, ev)
+	}
 }
 
 // failed raises the alert of an event that failed for good. The alert

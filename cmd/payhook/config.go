@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -129,6 +131,12 @@ type sourceConfig struct {
 	// events are applied from their payloads, in batches, as without
 	// credentials. Default true when api_url is set.
 	Fetch *bool `yaml:"fetch"`
+	// APIRate bounds processing's reads of the provider's API, in
+	// requests a second (payhook.Source.FetchRate), so that a sale's
+	// events wait their turn rather than be refused (429) and retried;
+	// off: no bound. Default the provider's (provider.APIRate: Stripe 20,
+	// Paddle 3).
+	APIRate string `yaml:"api_rate"`
 	// APIVersion pins the provider's API version: requests ask for it,
 	// and an event or listed object of another raises api_version_drift.
 	APIVersion string `yaml:"api_version"`
@@ -171,6 +179,7 @@ func (s *sourceConfig) fields() []field {
 		{"name", &s.Name, false}, {"provider", &s.Provider, false},
 		{"environment", &s.Environment, false}, {"tolerance", &s.Tolerance, false},
 		{"api_url", &s.APIURL, false}, {"api_key", &s.APIKey, false}, {"api_version", &s.APIVersion, false},
+		{"api_rate", &s.APIRate, false},
 		{"header", &s.Header, true}, {"prefix", &s.Prefix, true}, {"encoding", &s.Encoding, true},
 		{"timestamp_header", &s.TimestampHeader, true}, {"template", &s.Template, true},
 		{"id_field", &s.IDField, true}, {"id_header", &s.IDHeader, true},
@@ -251,6 +260,7 @@ func (c *fileConfig) sources() ([]payhook.Source, error) {
 			}
 			if s.fetches() {
 				src.Fetch = client.Fetch
+				src.FetchRate, _ = s.apiRate() // validated
 			}
 		}
 		out = append(out, src)
@@ -290,6 +300,22 @@ func (c *fileConfig) validate() error {
 	return nil
 }
 
+// apiRate parses the source's api_rate: requests a second, 0 for off,
+// the provider's own bound when not set.
+func (s *sourceConfig) apiRate() (float64, error) {
+	switch s.APIRate {
+	case "":
+		return provider.APIRate(s.Provider), nil
+	case "off":
+		return 0, nil
+	}
+	r, err := strconv.ParseFloat(s.APIRate, 64)
+	if err != nil || !(r > 0) || math.IsInf(r, 0) {
+		return 0, fmt.Errorf("api_rate %q is neither a number of requests a second above 0, such as 20, nor off", s.APIRate)
+	}
+	return r, nil
+}
+
 // fetches reports whether processing reads each event's resource from
 // the provider: with api_url, unless fetch is false.
 func (s *sourceConfig) fetches() bool {
@@ -309,6 +335,8 @@ func (s *sourceConfig) validate() error {
 		return errors.New("api_url and api_key go together")
 	case s.Fetch != nil && *s.Fetch && s.APIURL == "":
 		return errors.New("fetch: reading each event's resource needs api_url and api_key")
+	case s.APIRate != "" && s.APIURL == "":
+		return errors.New("api_rate: bounds the reads of api_url, which is not set")
 	case s.Reconcile.set() && s.APIURL == "":
 		return errors.New("reconcile: a scheduled reconciliation needs api_url and api_key")
 	case s.APIURL != "" && !slices.Contains(provider.APIs(), s.Provider):
@@ -324,6 +352,9 @@ func (s *sourceConfig) validate() error {
 		}
 	}
 	if _, err := s.silence(); err != nil {
+		return err
+	}
+	if _, err := s.apiRate(); err != nil {
 		return err
 	}
 	if _, _, err := s.signatureAlert(); err != nil {

@@ -227,6 +227,12 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`source "shop": fetch: reading each event's resource needs api_url and api_key`}},
 		{"fetch not a boolean", source(stripe, "    fetch: sometimes"), nil,
 			[]string{`payhook.yaml:5: "fetch" in source "shop" is neither true nor false`}},
+		{"api_rate without api_url", source(stripe, "    api_rate: 5"), nil,
+			[]string{`source "shop": api_rate: bounds the reads of api_url, which is not set`}},
+		{"api_rate of 0", source(stripe, "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x", "    api_rate: 0"), nil,
+			[]string{`source "shop": api_rate "0" is neither a number of requests a second above 0, such as 20, nor off`}},
+		{"api_rate not a number", source(stripe, "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x", "    api_rate: fast"), nil,
+			[]string{`api_rate "fast" is neither`}},
 		{"fetch a list", source(stripe, "    fetch: [true]"), nil,
 			[]string{`"fetch" in source "shop" is a list; want true or false`}},
 		{"bad environment", source(stripe, "    environment: prod"), nil,
@@ -393,7 +399,9 @@ func TestConfigAPIClients(t *testing.T) {
 		"  - name: b\n    provider: billete\n    secrets: [whsec_eA==]\n    api_url: ${API}\n    api_key: sk_test_b\n" +
 		"  - name: s\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}/\n    api_key: sk_test_s\n" +
 		"  - name: plain\n    provider: stripe\n    secrets: [whsec_x]\n" +
-		"  - name: nofetch\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}\n    api_key: sk_test_n\n    fetch: false\n"
+		"  - name: nofetch\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}\n    api_key: sk_test_n\n    fetch: false\n" +
+		"  - name: unbounded\n    provider: stripe\n    secrets: [whsec_x]\n    api_url: ${API}\n    api_key: sk_test_u\n    api_rate: off\n" +
+		"  - name: slow\n    provider: paddle\n    secrets: [pdl_x]\n    api_url: ${API}\n    api_key: pdl_k\n    api_rate: 1.5\n"
 	srcs, err := loadSources(writeConfig(t, text), env(map[string]string{"API": api.URL}))
 	if err != nil {
 		t.Fatal(err)
@@ -403,6 +411,13 @@ func TestConfigAPIClients(t *testing.T) {
 	}
 	if srcs[3].Fetch != nil {
 		t.Error("a source with fetch: false fetches")
+	}
+	// Reads are bounded by the provider's rate (billete states none), or
+	// api_rate.
+	for i, want := range map[int]float64{0: 0, 1: 20, 4: 0, 5: 1.5} {
+		if srcs[i].FetchRate != want {
+			t.Errorf("source %s reads at most %g a second; want %g", srcs[i].Name, srcs[i].FetchRate, want)
+		}
 	}
 	for _, f := range []struct {
 		src          payhook.Source

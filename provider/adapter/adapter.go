@@ -44,6 +44,10 @@ type Adapter struct {
 	// Client, if set, returns the provider's API client for one source's
 	// credentials. Nil when payhook reads no API of the provider.
 	Client func(c ClientConfig) Client
+	// APIRate is how many requests a second payhook's reads of one
+	// source's resources stay under (payhook.Source.FetchRate), below the
+	// provider's published rate limit: 0 when it states none.
+	APIRate float64
 	// Resources are the objects the Client fetches, by event type: every
 	// event of a type listed is mapped from its object's current state
 	// (see Resource). Nil when there are none.

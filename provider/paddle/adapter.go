@@ -18,5 +18,9 @@ var Adapter = adapter.Adapter{
 	Client: func(c adapter.ClientConfig) adapter.Client {
 		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
+	// Paddle takes 240 requests a minute from one IP address
+	// (developer.paddle.com/api-reference/about/rate-limiting), the
+	// application's own among them.
+	APIRate:   3,
 	Resources: resources, // fetch.go
 }

@@ -18,5 +18,8 @@ var Adapter = adapter.Adapter{
 	Client: func(c adapter.ClientConfig) adapter.Client {
 		return &Client{BaseURL: c.BaseURL, Key: c.Key, HTTP: c.HTTP, APIVersion: c.APIVersion}
 	},
+	// Stripe takes 25 requests a second to one endpoint, and 25 in all
+	// from a sandbox (100 in live mode; docs.stripe.com/rate-limits).
+	APIRate:   20,
 	Resources: resources,
 }

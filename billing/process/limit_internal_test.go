@@ -1,0 +1,52 @@
+package process
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/payhook/payhook"
+)
+
+// TestLimitFetch: a source's FetchRate spaces its reads evenly, however
+// many workers ask at once, and a read whose attempt ends while it waits
+// its turn fails without reaching the provider. In a synctest bubble, so
+// that the time counted is the bubble's, not this machine's.
+func TestLimitFetch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		fetch := limitFetch(func(context.Context, *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			return []byte(`{}`), nil
+		}, 4)
+		var wg sync.WaitGroup
+		for range 20 { // 20 workers at once
+			wg.Go(func() {
+				if _, err := fetch(context.Background(), &payhook.Event{}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(at) != 20 {
+			t.Fatalf("%d reads; want 20", len(at))
+		}
+		// Four a second, one at a time: the 20th at 4.75 s.
+		for i, d := range at {
+			if want := time.Duration(i) * time.Second / 4; d != want {
+				t.Errorf("read %d at %v; want %v", i+1, d, want)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := fetch(ctx, &payhook.Event{}); err == nil || len(at) != 20 {
+			t.Errorf("a read whose attempt ends before its turn = %v, %d reads; want an error and no read", err, len(at))
+		}
+	})
+}
