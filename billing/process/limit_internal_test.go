@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/store"
 )
 
 // TestLimitFetch: a source's FetchRate spaces its reads evenly, however
@@ -49,4 +50,34 @@ func TestLimitFetch(t *testing.T) {
 			t.Errorf("a read whose attempt ends before its turn = %v, %d reads; want an error and no read", err, len(at))
 		}
 	})
+}
+
+// TestNewFetchSource: the queue reads first the events of the sources
+// with a Fetch only; when every source has one, it need not ask
+// (FetchSource nil: every event alone, as before), and when none has,
+// no event is read.
+func TestNewFetchSource(t *testing.T) {
+	fetch := func(context.Context, *payhook.Event) ([]byte, error) { return nil, nil }
+	api := payhook.Source{Name: "api", Provider: "stripe", Fetch: fetch}
+	plain := payhook.Source{Name: "plain", Provider: "stripe"}
+	for _, tc := range []struct {
+		name         string
+		sources      []payhook.Source
+		fetch, asked bool
+	}{
+		{"none fetches", []payhook.Source{plain}, false, false},
+		{"all fetch", []payhook.Source{api}, true, false},
+		{"one of two fetches", []payhook.Source{api, plain}, true, true},
+	} {
+		jc, err := New(Config{DB: &store.DB{}, Sources: tc.sources})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (jc.Fetch != nil) != tc.fetch || (jc.FetchSource != nil) != tc.asked {
+			t.Errorf("%s: Fetch set %v, FetchSource set %v; want %v, %v", tc.name, jc.Fetch != nil, jc.FetchSource != nil, tc.fetch, tc.asked)
+		}
+		if tc.asked && (!jc.FetchSource("api") || jc.FetchSource("plain")) {
+			t.Errorf("%s: FetchSource(api) %v, FetchSource(plain) %v; want true, false", tc.name, jc.FetchSource("api"), jc.FetchSource("plain"))
+		}
+	}
 }

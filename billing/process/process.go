@@ -85,6 +85,7 @@ func New(cfg Config) (jobs.Config, error) {
 	}
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
 		bySource: make(map[string]payhook.Source, len(cfg.Sources))}
+	fetching := 0 // sources with a Fetch
 	for _, s := range cfg.Sources {
 		if s.Name == "" {
 			return jobs.Config{}, fmt.Errorf("process: a source has no name: %w", payhook.ErrConfig)
@@ -101,8 +102,11 @@ func New(cfg Config) (jobs.Config, error) {
 			return jobs.Config{}, fmt.Errorf("process: source %q: provider %s does not say an event's environment, so none is %q: %w",
 				s.Name, s.Provider, s.Environment, payhook.ErrConfig)
 		}
-		if s.Fetch != nil && s.FetchRate > 0 {
-			s.Fetch = limitFetch(s.Fetch, s.FetchRate)
+		if s.Fetch != nil {
+			fetching++
+			if s.FetchRate > 0 {
+				s.Fetch = limitFetch(s.Fetch, s.FetchRate)
+			}
 		}
 		p.bySource[s.Name] = s
 	}
@@ -114,14 +118,14 @@ func New(cfg Config) (jobs.Config, error) {
 		Now:      cfg.Now,
 		OnFailed: p.failed,
 	}
-	for _, s := range cfg.Sources {
-		if s.Fetch != nil {
-			// The events of sources without one are applied several in
-			// one transaction (jobs.Config.Batch), not read first.
-			jc.Fetch = p.fetch
-			jc.FetchSource = func(source string) bool { return p.bySource[source].Fetch != nil }
-			break
-		}
+	if fetching > 0 {
+		jc.Fetch = p.fetch
+	}
+	if fetching > 0 && fetching < len(cfg.Sources) {
+		// The events of sources without a Fetch are applied several in
+		// one transaction (jobs.Config.Batch), not read first. (When all
+		// have one, no batch need lock an event to find that out.)
+		jc.FetchSource = func(source string) bool { return p.bySource[source].Fetch != nil }
 	}
 	if cfg.Outbox != nil {
 		jc.Deliver = cfg.Outbox.Deliver
