@@ -18,6 +18,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,9 @@ import (
 const LeftOut = "left_out"
 
 // maxKinds bounds the kinds a Handler remembers; when full it forgets
-// them all (the next line of each kind then passes).
+// those with no line left out (the next line of each then passes), and
+// a line of a new kind while all have some passes without being
+// remembered.
 const maxKinds = 1024
 
 // Handler is a slog.Handler that passes at most one line of each kind a
@@ -88,15 +91,21 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 		h.s.mu.Unlock()
 		return nil
 	}
-	if k == nil {
-		if len(h.s.kinds) >= maxKinds {
-			clear(h.s.kinds)
-		}
+	if k == nil && len(h.s.kinds) >= maxKinds {
+		// Forget the kinds with nothing left out (their next line passes,
+		// as it would have once its period ended); those with a count
+		// keep it for their next line.
+		maps.DeleteFunc(h.s.kinds, func(_ string, k *kind) bool { return k.left == 0 })
+	}
+	if k == nil && len(h.s.kinds) < maxKinds {
 		k = &kind{}
 		h.s.kinds[key] = k
 	}
-	left := k.left
-	k.passed, k.left = now, 0
+	left := 0
+	if k != nil { // else all remembered kinds have a count: r passes, unremembered
+		left = k.left
+		k.passed, k.left = now, 0
+	}
 	h.s.mu.Unlock()
 	if left > 0 {
 		r = r.Clone()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,4 +126,32 @@ func noTime(groups []string, a slog.Attr) slog.Attr {
 		return slog.Attr{}
 	}
 	return a
+}
+
+// TestFullKeepsLeftOut: when the kinds remembered reach maxKinds (a
+// sender spraying many source names), the count of a kind's lines left
+// out is not forgotten: its next line still says how many.
+func TestFullKeepsLeftOut(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	h := New(slog.NewTextHandler(&out, nil), 10*time.Second, "source").WithClock(func() time.Time { return now })
+	l := slog.New(h)
+	for range 4 {
+		l.Error("down", "source", "a") // the first passes, 3 left out
+	}
+	for i := range 2 * maxKinds {
+		l.Info("rejected", "source", strconv.Itoa(i))
+	}
+	now = now.Add(10 * time.Second)
+	out.Reset()
+	l.Error("down", "source", "a")
+	if !strings.Contains(out.String(), "left_out=3") {
+		t.Errorf("after %d other kinds, the next line of a kind with 3 left out is %q; want left_out=3", 2*maxKinds, out.String())
+	}
+	h.s.mu.Lock()
+	n := len(h.s.kinds)
+	h.s.mu.Unlock()
+	if n > maxKinds {
+		t.Errorf("%d kinds remembered; want %d at most", n, maxKinds)
+	}
 }
