@@ -29,9 +29,9 @@ import (
 const LeftOut = "left_out"
 
 // maxKinds bounds the kinds a Handler remembers; when full it forgets
-// those with no line left out (the next line of each then passes), and
-// a line of a new kind while all have some passes without being
-// remembered.
+// those with no line left out and those whose period ended (the next
+// line of each then passes), and a line of a new kind while all have
+// lines left out in their period passes without being remembered.
 const maxKinds = 1024
 
 // Handler is a slog.Handler that passes at most one line of each kind a
@@ -93,9 +93,10 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	if k == nil && len(h.s.kinds) >= maxKinds {
 		// Forget the kinds with nothing left out (their next line passes,
-		// as it would have once its period ended); those with a count
-		// keep it for their next line.
-		maps.DeleteFunc(h.s.kinds, func(_ string, k *kind) bool { return k.left == 0 })
+		// as it would have once its period ended), and those whose period
+		// ended: those with a count in their period keep it for their
+		// next line.
+		maps.DeleteFunc(h.s.kinds, func(_ string, k *kind) bool { return k.left == 0 || now.Sub(k.passed) >= h.period })
 	}
 	if k == nil && len(h.s.kinds) < maxKinds {
 		k = &kind{}

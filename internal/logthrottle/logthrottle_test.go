@@ -155,3 +155,25 @@ func TestFullKeepsLeftOut(t *testing.T) {
 		t.Errorf("%d kinds remembered; want %d at most", n, maxKinds)
 	}
 }
+
+// TestFullForgetsEnded: kinds that filled the Handler with lines left
+// out do not keep a new kind's flood unthrottled once their period
+// ended.
+func TestFullForgetsEnded(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	h := New(slog.NewTextHandler(&out, nil), 10*time.Second, "source").WithClock(func() time.Time { return now })
+	l := slog.New(h)
+	for i := range maxKinds {
+		l.Info("rejected", "source", strconv.Itoa(i))
+		l.Info("rejected", "source", strconv.Itoa(i)) // left out
+	}
+	now = now.Add(time.Minute)
+	out.Reset()
+	for range 3 {
+		l.Error("down", "source", "a")
+	}
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Errorf("a new kind after a full period ended: %d lines of 3 passed; want 1:\n%s", n, out.String())
+	}
+}
