@@ -262,3 +262,89 @@ func TestFetchSourceBatchesTheOthers(t *testing.T) {
 		}
 	})
 }
+
+// TestFetchSourceReplaysAndFailures: with FetchSource, a batch that
+// fails unguarded and runs again guarded, and replays of both sources'
+// events, still read each event of the source that fetches once per
+// processing, never in a batch, and leave no job behind.
+func TestFetchSourceReplaysAndFailures(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := &batchHandler{fail: "evt_fail"}
+		mux := &payhook.Mux{}
+		mux.Handle("*", h)
+		var mu sync.Mutex
+		fetched := map[string]int{}
+		inBatch := map[string]bool{}
+		fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if ev.Source == "api" {
+				fetched[ev.EventID]++
+				return []byte(`{}`), nil
+			}
+			return nil, nil
+		}
+		h.onBatch = func(evs []*payhook.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, ev := range evs {
+				if ev.Source == "api" {
+					inBatch[ev.EventID] = true
+				}
+			}
+		}
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 3, Batch: 16, MaxAttempts: 1,
+			Fetch: fetch, FetchSource: func(source string) bool { return source == "api" }})
+		var evs, ok []*payhook.Event
+		for i := range 40 {
+			ev := event(fmt.Sprint("evt_", i))
+			if i%2 == 0 {
+				ev.Source = "api"
+			}
+			if i == 7 {
+				ev.EventID = "evt_fail"
+			}
+			evs = append(evs, ev)
+		}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.EventID != "evt_fail" {
+				ok = append(ok, ev)
+			}
+		}
+		start(t, q)
+		processedOnce(t, db, ok)
+		if got := waitDone(t, db, evs[7].ID); got.Status != payhook.StatusFailed {
+			t.Errorf("evt_fail %s; want failed", got.Status)
+		}
+		if _, err := db.SQL.Exec(`DELETE FROM effects`); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range ok {
+			if err := q.Replay(context.Background(), ev.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		processedOnce(t, db, ok)
+		waitFor(t, "the jobs to end", func() int {
+			var n int
+			if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'payhook_process_event' AND state IN ('available', 'running', 'retryable', 'scheduled')`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				return 1
+			}
+			return -n
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range ok {
+			if ev.Source == "api" && (fetched[ev.EventID] != 2 || inBatch[ev.EventID]) {
+				t.Errorf("%s: read %d times, in a batch %v; want read twice (processed, replayed), never in a batch",
+					ev.EventID, fetched[ev.EventID], inBatch[ev.EventID])
+			}
+		}
+	})
+}
