@@ -362,7 +362,15 @@ func (h *harness) open() {
 	if err := h.sink.add(box); err != nil {
 		h.fatalf("outbox: %v", err)
 	}
-	qc, err := process.New(process.Config{DB: h.db, Sources: []payhook.Source{h.src}, Now: h.Now, Logger: log, Outbox: box})
+	sources := []payhook.Source{h.src}
+	if h.seed%4 == 0 {
+		// Beside a source of another application that never fetches: the
+		// queue then asks whose events it reads first (FetchSource), and
+		// each event of this one is locked by a batch that puts it back
+		// and runs it alone.
+		sources = append(sources, payhook.Source{Name: "other", Provider: "billete", Verifier: v})
+	}
+	qc, err := process.New(process.Config{DB: h.db, Sources: sources, Now: h.Now, Logger: log, Outbox: box})
 	if err != nil {
 		h.fatalf("process: %v", err)
 	}
