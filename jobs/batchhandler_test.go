@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
@@ -344,6 +345,54 @@ func TestFetchSourceReplaysAndFailures(t *testing.T) {
 			if ev.Source == "api" && (fetched[ev.EventID] != 2 || inBatch[ev.EventID]) {
 				t.Errorf("%s: read %d times, in a batch %v; want read twice (processed, replayed), never in a batch",
 					ev.EventID, fetched[ev.EventID], inBatch[ev.EventID])
+			}
+		}
+	})
+}
+
+// TestFetchLater: a Fetch that returns jobs.Later (a read whose turn under
+// the provider's rate limit is far off) gives the worker back: the event
+// is tried again later, its attempt neither counted nor failed, and is
+// then processed once. Before, such a wait held the worker, and every
+// other source's events waited behind a slow provider's turns.
+func TestFetchLater(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := &batchHandler{}
+		mux := &payhook.Mux{}
+		mux.Handle("*", h)
+		var mu sync.Mutex
+		reads := map[string]int{}
+		fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if reads[ev.EventID]++; reads[ev.EventID] == 1 {
+				return nil, jobs.Later(10*time.Millisecond, "its turn is later")
+			}
+			return []byte(`{}`), nil
+		}
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 2, MaxAttempts: 1, Fetch: fetch})
+		var evs []*payhook.Event
+		for i := range 4 {
+			evs = append(evs, event(fmt.Sprint("evt_", i)))
+		}
+		if _, err := q.Ingest(context.Background(), evs); err != nil {
+			t.Fatal(err)
+		}
+		start(t, q)
+		for _, ev := range evs {
+			got := waitDone(t, db, ev.ID)
+			// MaxAttempts 1: had the put-off read counted, the event
+			// would have failed.
+			if got.Status != payhook.StatusProcessed || got.Attempts != 1 || got.LastError != "" || effects(t, db, ev.EventID) != 1 {
+				t.Errorf("%s: %s after %d attempts (%q) with %d effects; want processed after 1, no error, 1 effect",
+					ev.EventID, got.Status, got.Attempts, got.LastError, effects(t, db, ev.EventID))
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range evs {
+			if reads[ev.EventID] != 2 {
+				t.Errorf("%s read %d times; want 2 (put off, then read)", ev.EventID, reads[ev.EventID])
 			}
 		}
 	})

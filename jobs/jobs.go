@@ -688,6 +688,9 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	}
 	q.deliverCommitted(ctx, sends)
 	q.afterCommitted(ctx, after)
+	if l, ok := asLater(err); ok {
+		return river.JobSnooze(l.after) // no attempt: its worker goes to other jobs
+	}
 	if errors.Is(err, payhook.ErrMalformed) {
 		return river.JobCancel(err) // retrying cannot fix it
 	}
@@ -794,10 +797,35 @@ func (q *Queue) Process(ctx context.Context, id int64) error {
 func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 	start := time.Now()
 	err := q.apply(ctx, id, start)
-	if err == nil {
-		return nil
+	if _, later := asLater(err); err == nil || later {
+		return err
 	}
 	return q.failed(ctx, id, err, final, start)
+}
+
+// Later returns the error a Fetch returns when it cannot read now, and
+// could after: waiting its turn under a provider's rate limit, say. The
+// attempt's job then gives its worker back to the other jobs and is tried
+// again after that time (River's snooze), counted neither as an attempt
+// nor as a failure. why says what it waits for.
+func Later(after time.Duration, why string) error {
+	return &laterError{after: max(0, after), why: why}
+}
+
+type laterError struct {
+	after time.Duration
+	why   string
+}
+
+func (e *laterError) Error() string {
+	return fmt.Sprintf("tried again in %s: %s", e.after, e.why)
+}
+
+// asLater returns the Later error err wraps, if any.
+func asLater(err error) (*laterError, bool) {
+	var l *laterError
+	ok := errors.As(err, &l)
+	return l, ok
 }
 
 // failed records err, the failure of an attempt of event id begun at

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -12,9 +13,11 @@ import (
 )
 
 // TestLimitFetch: a source's FetchRate spaces its reads evenly, however
-// many workers ask at once, and a read whose attempt ends while it waits
-// its turn fails without reaching the provider. In a synctest bubble, so
-// that the time counted is the bubble's, not this machine's.
+// many workers ask at once; a read whose turn is more than maxFetchWait
+// away gives its worker back (jobs.Later, for that long) instead of
+// waiting in it, and one whose attempt ends while it waits fails without
+// reaching the provider. In a synctest bubble, so that the time counted is
+// the bubble's, not this machine's.
 func TestLimitFetch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -27,26 +30,35 @@ func TestLimitFetch(t *testing.T) {
 			return []byte(`{}`), nil
 		}, 4)
 		var wg sync.WaitGroup
+		var later []string
 		for range 20 { // 20 workers at once
 			wg.Go(func() {
-				if _, err := fetch(context.Background(), &payhook.Event{}); err != nil {
-					t.Error(err)
+				_, err := fetch(context.Background(), &payhook.Event{})
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					later = append(later, err.Error())
 				}
 			})
 		}
 		wg.Wait()
-		if len(at) != 20 {
-			t.Fatalf("%d reads; want 20", len(at))
+		// Four a second, one at a time, within maxFetchWait (1 s): five
+		// read, at 0, 0.25, 0.5, 0.75 and 1 s.
+		if len(at) != 5 {
+			t.Fatalf("%d reads at %v; want 5", len(at), at)
 		}
-		// Four a second, one at a time: the 20th at 4.75 s.
 		for i, d := range at {
 			if want := time.Duration(i) * time.Second / 4; d != want {
 				t.Errorf("read %d at %v; want %v", i+1, d, want)
 			}
 		}
+		// The 15 others come back for the next turn, at 1.25 s.
+		if len(later) != 15 || !strings.HasPrefix(later[0], "tried again in 1.25s: ") {
+			t.Errorf("%d reads put off (%q); want 15, tried again in 1.25s", len(later), later)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		if _, err := fetch(ctx, &payhook.Event{}); err == nil || len(at) != 20 {
+		if _, err := fetch(ctx, &payhook.Event{}); err == nil || len(at) != 5 {
 			t.Errorf("a read whose attempt ends before its turn = %v, %d reads; want an error and no read", err, len(at))
 		}
 	})

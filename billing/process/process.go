@@ -332,18 +332,35 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 	return b, err
 }
 
-// limitFetch returns fetch called at most perSecond times a second: a
-// call waits its turn (one at a time, evenly spaced), or fails when its
-// ctx ends first.
+// limitFetch returns fetch called at most perSecond times a second, one
+// at a time, evenly spaced: a call whose turn comes within maxFetchWait
+// waits for it (or fails when its ctx ends first); a later one returns
+// jobs.Later, so that its worker processes other sources' events
+// meanwhile rather than wait behind a slow provider's turns.
 func limitFetch(fetch func(context.Context, *payhook.Event) ([]byte, error), perSecond float64) func(context.Context, *payhook.Event) ([]byte, error) {
 	lim := rate.NewLimiter(rate.Limit(perSecond), 1)
 	return func(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-		if err := lim.Wait(ctx); err != nil {
-			return nil, fmt.Errorf("wait for the turn of a read of the provider's API (at most %g a second): %w", perSecond, err)
+		r := lim.Reserve()
+		if d := r.Delay(); d > maxFetchWait {
+			r.Cancel()
+			return nil, jobs.Later(d, fmt.Sprintf("the provider's API is read at most %g times a second (api_rate)", perSecond))
+		} else if d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				r.Cancel()
+				return nil, fmt.Errorf("wait for the turn of a read of the provider's API: %w", ctx.Err())
+			}
 		}
 		return fetch(ctx, ev)
 	}
 }
+
+// maxFetchWait is the longest a read waits for its turn under a source's
+// FetchRate in its worker (see limitFetch).
+const maxFetchWait = time.Second
 
 // failed raises the alert of an event that failed for good. The alert
 // commits with the failure, in the transaction that marks the event

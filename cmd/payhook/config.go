@@ -297,29 +297,8 @@ func (c *fileConfig) validate() error {
 		}
 		seen[strings.ToLower(s.Name)] = i
 	}
-	// A read waits its turn under api_rate within its attempt's time
-	// limit, and fails without reading when the turn would come later:
-	// with every worker waiting on one source, the last waits
-	// workers/api_rate, which must leave the attempt the time of max_lag
-	// (half of it at most) and of the read itself.
-	workers := cmp.Or(c.Processing.Workers, 20) // jobs.Config's default with a Fetch
-	for i := range c.Sources {
-		s := &c.Sources[i]
-		rate, _ := s.apiRate() // validated
-		if !s.fetches() || rate <= 0 {
-			continue
-		}
-		if wait := time.Duration(float64(workers) / rate * float64(time.Second)); wait > maxFetchWait {
-			return fmt.Errorf("%s%s: api_rate %g leaves the last of %d workers waiting %s for its turn to read the API, more than %s of an attempt's %s; lower processing's workers or raise api_rate: %w",
-				c.prefix(), s.label(i), rate, workers, wait, maxFetchWait, jobs.DefaultJobTimeout, payhook.ErrConfig)
-		}
-	}
 	return nil
 }
-
-// maxFetchWait is the longest a read may wait its turn under api_rate
-// (see fileConfig.validate): a quarter of an attempt's time limit.
-const maxFetchWait = jobs.DefaultJobTimeout / 4
 
 // apiRate parses the source's api_rate: requests a second, 0 for off,
 // the provider's own bound when not set.
