@@ -84,9 +84,9 @@ type Config struct {
 	// payhook.BatchHandler's own, or one per event after a batch that
 	// failed) and was left out; otherwise it rolls back and each event is
 	// tried on its own, as with a Batch of 1. Retries, and every event
-	// Fetch reads (see FetchSource), are processed one by one. A batch after one that
-	// failed applies each event under a savepoint, a PostgreSQL
-	// subtransaction (past 64 in one transaction they slow every
+	// Fetch reads (see FetchSource), are processed one by one. A batch
+	// after one that failed applies each event under a savepoint, a
+	// PostgreSQL subtransaction (past 64 in one transaction they slow every
 	// snapshot): it takes 32 events at most, as do the batches of the
 	// first attempts of after-commit deliveries (DeliverMany).
 	// Default 512 (a payhook.BatchHandler, billing's processing, costs a
@@ -177,7 +177,8 @@ type Config struct {
 	// Fetch, if set, reads the current state of the resource an event is
 	// about from the provider's API before each attempt, outside any
 	// transaction, and the handlers find it in Event.Resource. It returns
-	// nil when there is nothing to fetch; an error fails the attempt.
+	// nil when there is nothing to fetch; an error fails the attempt,
+	// but one of Later, which puts it off without counting it.
 	Fetch func(ctx context.Context, ev *payhook.Event) ([]byte, error)
 	// FetchSource, if set with Fetch, reports whether Fetch reads the
 	// resources of a source's events: those of the other sources are
