@@ -203,6 +203,42 @@ func processedOnce(t *testing.T, db *store.DB, evs []*payhook.Event) {
 	}
 }
 
+// apiReads is what a queue of apiQueue read (by event id) and applied
+// in batches.
+type apiReads struct {
+	mu      sync.Mutex
+	fetched map[string]int
+	inBatch map[string]bool
+}
+
+// apiQueue sets up a queue over h, of workers and batches of 16, whose
+// Fetch reads the events of source "api" alone (FetchSource), recording
+// those it reads and the events h is given in batches.
+func apiQueue(t *testing.T, dbURL string, h *batchHandler, workers int) (*store.DB, *jobs.Queue, *apiReads) {
+	r := &apiReads{fetched: map[string]int{}, inBatch: map[string]bool{}}
+	mux := &payhook.Mux{}
+	mux.Handle("*", h)
+	fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if ev.Source == "api" {
+			r.fetched[ev.EventID]++
+			return []byte(`{}`), nil
+		}
+		return nil, nil
+	}
+	h.onBatch = func(evs []*payhook.Event) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, ev := range evs {
+			r.inBatch[ev.EventID] = true
+		}
+	}
+	db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: workers, Batch: 16, MaxAttempts: 1,
+		Fetch: fetch, FetchSource: func(source string) bool { return source == "api" }})
+	return db, q, r
+}
+
 // TestFetchSourceBatchesTheOthers: with a Fetch that reads the events of
 // one source only (FetchSource), that source's events are each read and
 // processed alone, and the other sources' are applied in batches, as
@@ -211,29 +247,8 @@ func processedOnce(t *testing.T, db *store.DB, evs []*payhook.Event) {
 func TestFetchSourceBatchesTheOthers(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		h := &batchHandler{}
-		mux := &payhook.Mux{}
-		mux.Handle("*", h)
-		var mu sync.Mutex
-		fetched := map[string]int{}
-		inBatch := map[string]bool{}
-		fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if ev.Source == "api" {
-				fetched[ev.EventID]++
-				return []byte(`{}`), nil
-			}
-			return nil, nil
-		}
-		h.onBatch = func(evs []*payhook.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, ev := range evs {
-				inBatch[ev.EventID] = true
-			}
-		}
-		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 2, Batch: 16, MaxAttempts: 1,
-			Fetch: fetch, FetchSource: func(source string) bool { return source == "api" }})
+		db, q, r := apiQueue(t, dbURL, h, 2)
+		mu, fetched, inBatch := &r.mu, r.fetched, r.inBatch
 		var evs []*payhook.Event
 		for i := range 12 {
 			ev := event(fmt.Sprint("evt_", i))
@@ -271,31 +286,8 @@ func TestFetchSourceBatchesTheOthers(t *testing.T) {
 func TestFetchSourceReplaysAndFailures(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		h := &batchHandler{fail: "evt_fail"}
-		mux := &payhook.Mux{}
-		mux.Handle("*", h)
-		var mu sync.Mutex
-		fetched := map[string]int{}
-		inBatch := map[string]bool{}
-		fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			if ev.Source == "api" {
-				fetched[ev.EventID]++
-				return []byte(`{}`), nil
-			}
-			return nil, nil
-		}
-		h.onBatch = func(evs []*payhook.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, ev := range evs {
-				if ev.Source == "api" {
-					inBatch[ev.EventID] = true
-				}
-			}
-		}
-		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 3, Batch: 16, MaxAttempts: 1,
-			Fetch: fetch, FetchSource: func(source string) bool { return source == "api" }})
+		db, q, r := apiQueue(t, dbURL, h, 3)
+		mu, fetched, inBatch := &r.mu, r.fetched, r.inBatch
 		var evs, ok []*payhook.Event
 		for i := range 40 {
 			ev := event(fmt.Sprint("evt_", i))

@@ -9,6 +9,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
+	"github.com/payhook/payhook/store"
 )
 
 // BenchmarkProcess measures processing throughput: b.N stored events, each
@@ -20,31 +21,7 @@ func BenchmarkProcess(b *testing.B) {
 			mux := &payhook.Mux{}
 			mux.HandleFunc("payment.succeeded", effect)
 			db, q := setup(b, dbtest.URL(b, engine), jobs.Config{Handlers: mux, FetchCooldown: time.Millisecond})
-			ctx := context.Background()
-			for i := 0; i < b.N; i += 100 {
-				var batch []*payhook.Event
-				for j := i; j < min(i+100, b.N); j++ {
-					batch = append(batch, event(fmt.Sprint("evt_", j)))
-				}
-				if _, err := q.Ingest(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			if err := q.Start(ctx); err != nil {
-				b.Fatal(err)
-			}
-			for {
-				var waiting int
-				db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'received'`).Scan(&waiting)
-				if waiting == 0 {
-					break
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-			q.Stop(ctx)
+			benchProcess(b, db, q)
 		})
 	}
 }
@@ -71,32 +48,38 @@ func BenchmarkProcessFetch(b *testing.B) {
 				}
 				db, q := setup(b, dbtest.URL(b, engine), jobs.Config{Handlers: mux, Fetch: fetch, Workers: workers,
 					FetchCooldown: time.Millisecond})
-				ctx := context.Background()
-				for i := 0; i < b.N; i += 100 {
-					var batch []*payhook.Event
-					for j := i; j < min(i+100, b.N); j++ {
-						batch = append(batch, event(fmt.Sprint("evt_", j)))
-					}
-					if _, err := q.Ingest(ctx, batch); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ResetTimer()
-				if err := q.Start(ctx); err != nil {
-					b.Fatal(err)
-				}
-				for {
-					var waiting int
-					db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'received'`).Scan(&waiting)
-					if waiting == 0 {
-						break
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				b.StopTimer()
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
-				q.Stop(ctx)
+				benchProcess(b, db, q)
 			})
 		}
 	}
+}
+
+// benchProcess stores b.N events with their jobs, starts q and times it
+// until none is left waiting.
+func benchProcess(b *testing.B, db *store.DB, q *jobs.Queue) {
+	ctx := context.Background()
+	for i := 0; i < b.N; i += 100 {
+		var batch []*payhook.Event
+		for j := i; j < min(i+100, b.N); j++ {
+			batch = append(batch, event(fmt.Sprint("evt_", j)))
+		}
+		if _, err := q.Ingest(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	if err := q.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for {
+		var waiting int
+		db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_events WHERE status = 'received'`).Scan(&waiting)
+		if waiting == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	q.Stop(ctx)
 }
