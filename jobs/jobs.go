@@ -808,7 +808,8 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 // could after: waiting its turn under a provider's rate limit, say. The
 // attempt's job then gives its worker back to the other jobs and is tried
 // again after that time (River's snooze), counted neither as an attempt
-// nor as a failure. why says what it waits for.
+// nor as a failure. why says what it waits for. Returned by a handler, it
+// is a failed attempt like any other error.
 func Later(after time.Duration, why string) error {
 	return &laterError{after: max(0, after), why: why}
 }
@@ -822,11 +823,18 @@ func (e *laterError) Error() string {
 	return fmt.Sprintf("tried again in %s: %s", e.after, e.why)
 }
 
-// asLater returns the Later error err wraps, if any.
+// fetchLater is a Later that a Fetch returned. Only it snoozes the job: a
+// Later from a handler (alone or in a batch) is a failed attempt like any
+// other error, or it would be tried for ever, never failed.
+type fetchLater struct{ *laterError }
+
+// asLater returns the Later error of a Fetch that err wraps, if any.
 func asLater(err error) (*laterError, bool) {
-	var l *laterError
-	ok := errors.As(err, &l)
-	return l, ok
+	var l *fetchLater
+	if errors.As(err, &l) {
+		return l.laterError, true
+	}
+	return nil, false
 }
 
 // failed records err, the failure of an attempt of event id begun at
@@ -907,6 +915,9 @@ func (q *Queue) apply(ctx context.Context, id int64, start time.Time) (err error
 			return err
 		}
 		if resource, err = q.cfg.Fetch(ctx, ev); err != nil {
+			if l := (*laterError)(nil); errors.As(err, &l) {
+				return &fetchLater{l} // only a Fetch's Later snoozes the job
+			}
 			return fmt.Errorf("fetch the resource of event %d: %w", id, err)
 		}
 	}

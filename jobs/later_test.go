@@ -1,0 +1,63 @@
+package jobs_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/jobs"
+)
+
+// TestLaterFromAHandlerIsAFailure: jobs.Later is for a Fetch (a read
+// whose turn is later). A handler that returns it, alone or in a batch,
+// fails its attempt like any other error: counted, retried, and failed
+// at MaxAttempts. Before, alone it was snoozed for ever without an
+// attempt (never failed, never alerted), and in a batch its failure was
+// recorded each time while River's attempt was given back, so that the
+// event's attempts grew past MaxAttempts and it never failed either.
+func TestLaterFromAHandlerIsAFailure(t *testing.T) {
+	for _, batch := range []int{1, 16} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				var calls atomic.Int64
+				mux := &payhook.Mux{}
+				mux.HandleFunc("*", func(context.Context, *sql.Tx, *payhook.Event) error {
+					calls.Add(1)
+					return jobs.Later(time.Millisecond, "not a fetch")
+				})
+				const maxAttempts = 2
+				db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Batch: batch, MaxAttempts: maxAttempts})
+				ev := event("evt_later")
+				ingest(t, q, ev)
+				start(t, q)
+				last, moved := int64(-1), time.Now()
+				for {
+					got, err := db.Event(context.Background(), ev.ID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := calls.Load()
+					if got.Status != payhook.StatusReceived || n > maxAttempts+2 {
+						if got.Status != payhook.StatusFailed || got.Attempts != maxAttempts {
+							t.Fatalf("after %d handler calls: %s, %d attempts (%q); want failed after %d",
+								n, got.Status, got.Attempts, got.LastError, maxAttempts)
+						}
+						return
+					}
+					if n != last {
+						last, moved = n, time.Now()
+					}
+					if time.Since(moved) > stall {
+						t.Fatalf("nothing moved for %s: %d calls, %s", stall, n, got.Status)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			})
+		})
+	}
+}
