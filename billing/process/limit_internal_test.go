@@ -2,6 +2,8 @@ package process
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,9 +33,9 @@ func TestLimitFetch(t *testing.T) {
 		}, 4)
 		var wg sync.WaitGroup
 		var later []string
-		for range 20 { // 20 workers at once
+		for i := range 20 { // 20 workers at once, each an event's job
 			wg.Go(func() {
-				_, err := fetch(context.Background(), &payhook.Event{})
+				_, err := fetch(context.Background(), &payhook.Event{ID: int64(i + 1)})
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -52,13 +54,18 @@ func TestLimitFetch(t *testing.T) {
 				t.Errorf("read %d at %v; want %v", i+1, d, want)
 			}
 		}
-		// The 15 others come back for the next turn, at 1.25 s.
-		if len(later) != 15 || !strings.HasPrefix(later[0], "tried again in 1.25s: ") {
-			t.Errorf("%d reads put off (%q); want 15, tried again in 1.25s", len(later), later)
+		// The 15 others come back for their turns, booked: 1.25 s, 1.5 s
+		// and so on to 4.75 s.
+		for k := 5; k < 20; k++ {
+			want := fmt.Sprintf("tried again in %s: ", time.Duration(k)*time.Second/4)
+			if !slices.ContainsFunc(later, func(s string) bool { return strings.HasPrefix(s, want) }) {
+				t.Errorf("no read put off with %q (%q); want 15, tried again in 1.25s to 4.75s", want, later)
+			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
-		if _, err := fetch(ctx, &payhook.Event{}); err == nil || len(at) != 5 {
+		time.Sleep(3 * time.Second) // at 4 s: the next turn free is at 5 s
+		if _, err := fetch(ctx, &payhook.Event{ID: 100}); err == nil || len(at) != 5 {
 			t.Errorf("a read whose attempt ends before its turn = %v, %d reads; want an error and no read", err, len(at))
 		}
 	})
@@ -92,4 +99,69 @@ func TestNewFetchSource(t *testing.T) {
 			t.Errorf("%s: FetchSource(api) %v, FetchSource(plain) %v; want true, false", tc.name, jc.FetchSource("api"), jc.FetchSource("plain"))
 		}
 	}
+}
+
+// TestLimitFetchFirstComeFirstRead: an event put off under a source's
+// FetchRate keeps the turn it was given: it is read when it comes back
+// (as River's snooze brings it back, after the jobs.Later's time), before
+// the events that asked after it, and is put off once. Before, its turn
+// went back to the limiter, and the events that asked meanwhile (faster
+// than the rate, a backlog growing) took every turn as it came within a
+// second: the put-off event came back to find the next second booked,
+// again and again, starved while they arrived; and every put-off event
+// came back at each turn, a snooze for each of them per turn.
+func TestLimitFetchFirstComeFirstRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var order []int64
+		putOff := map[int64]int{}
+		fetch := limitFetch(func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			order = append(order, ev.ID)
+			return []byte(`{}`), nil
+		}, 4)
+		var wg sync.WaitGroup
+		job := func(id int64) { // an event's job, snoozed as long as each Later says
+			wg.Go(func() {
+				for {
+					_, err := fetch(context.Background(), &payhook.Event{ID: id})
+					if err == nil {
+						return
+					}
+					msg, ok := strings.CutPrefix(err.Error(), "tried again in ")
+					d, perr := time.ParseDuration(strings.SplitN(msg, ":", 2)[0])
+					if !ok || perr != nil {
+						t.Errorf("event %d: %v; want a jobs.Later", id, err)
+						return
+					}
+					mu.Lock()
+					putOff[id]++
+					mu.Unlock()
+					time.Sleep(d)
+				}
+			})
+		}
+		for id := range int64(5) { // five turns within a second
+			job(id + 1)
+		}
+		synctest.Wait()
+		job(6) // put off
+		synctest.Wait()
+		for i := range int64(80) { // then eight a second for 10 s
+			time.Sleep(time.Second / 8)
+			job(100 + i)
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if i := slices.Index(order, 6); i != 5 {
+			t.Errorf("event 6 read %dth (order %v); want 6th, before the events that asked after it", i+1, order)
+		}
+		for id, n := range putOff {
+			if n > 1 {
+				t.Errorf("event %d put off %d times; want once at most", id, n)
+			}
+		}
+	})
 }

@@ -336,15 +336,44 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 // at a time, evenly spaced: a call whose turn comes within maxFetchWait
 // waits for it (or fails when its ctx ends first); a later one returns
 // jobs.Later, so that its worker processes other sources' events
-// meanwhile rather than wait behind a slow provider's turns.
+// meanwhile rather than wait behind a slow provider's turns. The event
+// put off keeps its turn, booked under its row id: it is read when it
+// comes back, in the order the events asked, and is put off once (again
+// only if it comes back early). Given back instead, its turn went to the
+// events that asked meanwhile, and it could be put off for as long as
+// they came faster than perSecond, with a snooze of every event waiting
+// at each turn.
 func limitFetch(fetch func(context.Context, *payhook.Event) ([]byte, error), perSecond float64) func(context.Context, *payhook.Event) ([]byte, error) {
 	lim := rate.NewLimiter(rate.Limit(perSecond), 1)
+	var mu sync.Mutex
+	booked := map[int64]*rate.Reservation{}
+	var pruned time.Time
 	return func(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-		r := lim.Reserve()
-		if d := r.Delay(); d > maxFetchWait {
-			r.Cancel()
+		now := time.Now()
+		mu.Lock()
+		r, ok := booked[ev.ID]
+		if !ok {
+			r = lim.ReserveN(now, 1)
+		}
+		d := r.DelayFrom(now)
+		if d > maxFetchWait {
+			booked[ev.ID] = r
+			if now.Sub(pruned) > bookedFor {
+				// The turns of events whose job did not come back (a
+				// replay or another instance processed them).
+				for id, b := range booked {
+					if b.DelayFrom(now) < -bookedFor {
+						delete(booked, id)
+					}
+				}
+				pruned = now
+			}
+			mu.Unlock()
 			return nil, jobs.Later(d, fmt.Sprintf("the provider's API is read at most %g times a second (api_rate)", perSecond))
-		} else if d > 0 {
+		}
+		delete(booked, ev.ID)
+		mu.Unlock()
+		if d > 0 {
 			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
@@ -357,6 +386,10 @@ func limitFetch(fetch func(context.Context, *payhook.Event) ([]byte, error), per
 		return fetch(ctx, ev)
 	}
 }
+
+// bookedFor is how long after its turn an event put off under a
+// source's FetchRate still finds it booked.
+const bookedFor = time.Minute
 
 // maxFetchWait is the longest a read waits for its turn under a source's
 // FetchRate in its worker (see limitFetch).
