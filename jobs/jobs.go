@@ -810,9 +810,18 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 // again after that time (River's snooze), counted neither as an attempt
 // nor as a failure. why says what it waits for. Returned by a handler, it
 // is a failed attempt like any other error.
+//
+// The job is put off for a second at least (a shorter wait is better
+// waited in the worker: River's snooze of 0 fetches the job again at once,
+// in a loop as fast as the database goes) and maxPostpone at most (so that
+// an event is not parked, received without an error, for however long a
+// Fetch said): a Fetch asked again too early says Later again.
 func Later(after time.Duration, why string) error {
-	return &laterError{after: max(0, after), why: why}
+	return &laterError{after: min(max(minLater, after), maxPostpone), why: why}
 }
+
+// minLater is the shortest a Later puts its job off.
+const minLater = time.Second
 
 type laterError struct {
 	after time.Duration

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
@@ -56,6 +58,54 @@ func TestLaterFromAHandlerIsAFailure(t *testing.T) {
 						t.Fatalf("nothing moved for %s: %d calls, %s", stall, n, got.Status)
 					}
 					time.Sleep(10 * time.Millisecond)
+				}
+			})
+		})
+	}
+}
+
+// TestLaterBounded: a Fetch's jobs.Later puts its job off for at least a
+// second and at most maxPostpone (10 minutes). Before, Later(0) made the
+// job available again at once (River's snooze of 0): a Fetch that
+// returns it while it cannot read fetched, read and snoozed the job in a
+// loop as fast as the database went; and a huge one parked the event for
+// that long, received, without an error recorded or an alert, the
+// sweep's stand-in held off by the job it meets.
+func TestLaterBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		after    time.Duration
+		min, max time.Duration
+	}{
+		{"zero", 0, time.Second - time.Millisecond, time.Hour},
+		{"huge", 1000 * time.Hour, 0, 10*time.Minute + time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				mux := &payhook.Mux{}
+				mux.HandleFunc("*", effect)
+				var first atomic.Pointer[time.Time]
+				fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+					if now := time.Now(); first.CompareAndSwap(nil, &now) {
+						return nil, jobs.Later(tc.after, "not yet")
+					}
+					return []byte(`{}`), nil
+				}
+				db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Fetch: fetch})
+				ev := event("evt_later")
+				ingest(t, q, ev)
+				start(t, q)
+				if tc.name == "zero" {
+					waitDone(t, db, ev.ID)
+				} else {
+					waitJobState(t, db, "payhook_process_event", "scheduled")
+				}
+				res, err := q.River().JobList(context.Background(), river.NewJobListParams().Kinds("payhook_process_event"))
+				if err != nil || len(res.Jobs) != 1 {
+					t.Fatalf("jobs %v, %v; want one", res, err)
+				}
+				if d := res.Jobs[0].ScheduledAt.Sub(*first.Load()); d < tc.min || d > tc.max {
+					t.Errorf("Later(%s): the job put off for %s; want %s to %s", tc.after, d, tc.min, tc.max)
 				}
 			})
 		})
