@@ -389,3 +389,37 @@ func TestFetchLater(t *testing.T) {
 		}
 	})
 }
+
+// TestLaterShowsWaiting: an event put off (a Fetch's Later) shows its
+// next attempt as waiting, due when it was put off to; before, it read
+// received with no attempt at all.
+func TestLaterShowsWaiting(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", effect)
+		fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+			return nil, jobs.Later(5*time.Minute, "its turn is later")
+		}
+		_, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Fetch: fetch})
+		ev := event("evt_later")
+		if _, err := q.Ingest(context.Background(), []*payhook.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		start(t, q)
+		var got []jobs.Attempt
+		waitFor(t, "the event put off", func() int {
+			var err error
+			if got, err = q.Attempts(context.Background(), ev.ID); err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 1 && got[0].Outcome == "waiting" {
+				return 1
+			}
+			return 0
+		})
+		if a := got[0]; a.N != 1 || a.At.Before(before.Add(4*time.Minute)) {
+			t.Errorf("waiting attempt %+v; want attempt 1 due about 5 minutes on", a)
+		}
+	})
+}

@@ -36,12 +36,24 @@ type Attempt struct {
 	Replay bool `json:"replay,omitempty"`
 	// N is the attempt's number within its job, from 1.
 	N int `json:"attempt"`
-	// At is when the attempt failed, finished, or started (running).
+	// At is when the attempt failed, finished, or started (running); for
+	// one waiting, when it is due.
 	At time.Time `json:"at"`
-	// Outcome is "failed", "succeeded", "running" or "cancelled".
+	// Outcome is "failed", "succeeded", "running" or "cancelled"; or
+	// "waiting" for the next attempt of a job put off (Later: a read
+	// waiting its turn under the provider's rate limit), due at At.
 	Outcome string `json:"outcome"`
 	// Error is the failed attempt's error.
 	Error string `json:"error,omitempty"`
+}
+
+// snoozed reports whether River snoozed job (a Later) since its last
+// attempt, if any.
+func snoozed(job *rivertype.JobRow) bool {
+	var meta struct {
+		Snoozes int `json:"snoozes"`
+	}
+	return json.Unmarshal(job.Metadata, &meta) == nil && meta.Snoozes > 0
 }
 
 // Attempts returns the processing attempts of the event with row id
@@ -81,6 +93,10 @@ func (q *Queue) Attempts(ctx context.Context, eventID int64) ([]Attempt, error) 
 			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.AttemptedAt, Outcome: "running"})
 		case job.State == rivertype.JobStateCancelled && job.FinalizedAt != nil && !failed:
 			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt, At: *job.FinalizedAt, Outcome: "cancelled"})
+		case (job.State == rivertype.JobStateScheduled || job.State == rivertype.JobStateAvailable) && snoozed(job):
+			// Put off (River's snooze gives the attempt back): without
+			// this the event only reads received, with no attempt.
+			out = append(out, Attempt{Job: job.ID, Replay: replay, N: job.Attempt + 1, At: job.ScheduledAt, Outcome: "waiting"})
 		}
 	}
 	if !slices.ContainsFunc(out, func(a Attempt) bool { return a.Outcome == "succeeded" }) {
