@@ -337,6 +337,8 @@ func (s *sourceConfig) validate() error {
 		return errors.New("fetch: reading each event's resource needs api_url and api_key")
 	case s.APIRate != "" && s.APIURL == "":
 		return errors.New("api_rate: bounds the reads of api_url, which is not set")
+	case s.APIRate != "" && !s.fetches():
+		return errors.New("api_rate: bounds processing's reads of each event's resource, which fetch: false turns off")
 	case s.Reconcile.set() && s.APIURL == "":
 		return errors.New("reconcile: a scheduled reconciliation needs api_url and api_key")
 	case s.APIURL != "" && !slices.Contains(provider.APIs(), s.Provider):

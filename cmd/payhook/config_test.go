@@ -229,6 +229,8 @@ func TestConfigErrors(t *testing.T) {
 			[]string{`payhook.yaml:5: "fetch" in source "shop" is neither true nor false`}},
 		{"api_rate without api_url", source(stripe, "    api_rate: 5"), nil,
 			[]string{`source "shop": api_rate: bounds the reads of api_url, which is not set`}},
+		{"api_rate with fetch false", source(stripe, "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x", "    fetch: false", "    api_rate: 5"), nil,
+			[]string{`source "shop": api_rate: bounds processing's reads of each event's resource, which fetch: false turns off`}},
 		{"api_rate of 0", source(stripe, "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x", "    api_rate: 0"), nil,
 			[]string{`source "shop": api_rate "0" is neither a number of requests a second above 0, such as 20, nor off`}},
 		{"api_rate not a number", source(stripe, "    api_url: http://127.0.0.1:8090", "    api_key: sk_test_x", "    api_rate: fast"), nil,
