@@ -58,8 +58,9 @@ type Source struct {
 	Fetch func(ctx context.Context, ev *Event) ([]byte, error)
 	// FetchRate, if above 0, bounds the calls of Fetch a second, so that
 	// processing stays under the provider's rate limit rather than having
-	// its attempts refused (429) and retried; the workers wait their
-	// turn. 0: no bound.
+	// its attempts refused (429) and retried: a worker waits its turn up
+	// to a second, and an event whose turn is later is put off until then
+	// (jobs.Later), not counted as an attempt. 0: no bound.
 	FetchRate float64
 	// APIVersion, if set, is the provider API version the source pins: an
 	// event of another version (its payload's top-level api_version) is

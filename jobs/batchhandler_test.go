@@ -358,7 +358,7 @@ func TestFetchLater(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			if reads[ev.EventID]++; reads[ev.EventID] == 1 {
-				return nil, jobs.Later(10*time.Millisecond, "its turn is later")
+				return nil, jobs.Later(time.Second, "its turn is later") // the shortest Later
 			}
 			return []byte(`{}`), nil
 		}
@@ -402,9 +402,7 @@ func TestLaterShowsWaiting(t *testing.T) {
 		}
 		_, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Fetch: fetch})
 		ev := event("evt_later")
-		if _, err := q.Ingest(context.Background(), []*payhook.Event{ev}); err != nil {
-			t.Fatal(err)
-		}
+		ingest(t, q, ev)
 		before := time.Now()
 		start(t, q)
 		var got []jobs.Attempt

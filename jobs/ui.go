@@ -47,8 +47,9 @@ type Attempt struct {
 	Error string `json:"error,omitempty"`
 }
 
-// snoozed reports whether River snoozed job (a Later) since its last
-// attempt, if any.
+// snoozed reports whether River ever snoozed job (a Later): its
+// metadata counts the snoozes and is never reset, so a job due again
+// after a snooze and a failed attempt also reads waiting, as it is.
 func snoozed(job *rivertype.JobRow) bool {
 	var meta struct {
 		Snoozes int `json:"snoozes"`
