@@ -69,12 +69,26 @@ func CheckRef(what, s string) error {
 	switch {
 	case len(s) > MaxRefBytes:
 		return fmt.Errorf("%s of %d bytes is over the %d-byte limit: %w", what, len(s), MaxRefBytes, ErrMalformed)
+	case printableASCII(s):
+		return nil
 	case !utf8.ValidString(s):
 		return fmt.Errorf("%s %q is not UTF-8: %w", what, s, ErrMalformed)
 	case strings.ContainsFunc(s, unsafeInRef):
 		return fmt.Errorf("%s %q has control or format characters: %w", what, s, ErrMalformed)
 	}
 	return nil
+}
+
+// printableASCII reports whether s is all printable ASCII (U+0020–U+007E),
+// which CheckRef passes without decoding runes: the ids providers send,
+// checked on every delivery and every fact.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // unsafeInRef reports control (Cc), format (Cf), line and paragraph

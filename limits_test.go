@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/payhook/payhook"
 )
@@ -95,6 +97,35 @@ func TestCheckRef(t *testing.T) {
 		if err != nil && !errors.Is(err, payhook.ErrMalformed) {
 			t.Errorf("CheckRef(%q) = %v, want ErrMalformed", tc.s, err)
 		}
+	}
+}
+
+// TestCheckRefASCII checks CheckRef's fast path for printable ASCII
+// against the rune rule: every byte, every ASCII, control, format and
+// separator rune, and one rune in 97 of the others.
+func TestCheckRefASCII(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0x80 && r%97 != 0 && !unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Cc) {
+			continue // a sample of the runes CheckRef decodes
+		}
+		s := "pi_" + string(r) + "x"
+		want := utf8.ValidRune(r) && !unicode.IsControl(r) && !unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) && r != utf8.RuneError
+		if err := payhook.CheckRef("ref", s); (err == nil) != want {
+			t.Errorf("CheckRef(%q) = %v, want ok %v", s, err, want)
+		}
+	}
+	for b := 0; b < 256; b++ {
+		s := "pi_" + string([]byte{byte(b)})
+		want := b >= 0x20 && b < 0x7f
+		if err := payhook.CheckRef("ref", s); (err == nil) != want {
+			t.Errorf("CheckRef(%q) = %v, want ok %v", s, err, want)
+		}
+	}
+}
+
+func BenchmarkCheckRef(b *testing.B) {
+	for b.Loop() {
+		_ = payhook.CheckRef("event id", "evt_3MtwBwLkdIwHu7ix28a3tqPa")
 	}
 }
 
