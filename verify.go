@@ -58,7 +58,7 @@ type Source struct {
 	Fetch func(ctx context.Context, ev *Event) ([]byte, error)
 	// FetchRate, if above 0, bounds the calls of Fetch a second, so that
 	// processing stays under the provider's rate limit rather than having
-	// its attempts refused (429) and retried: a worker waits its turn up
+	// its reads refused (429) and put off: a worker waits its turn up
 	// to a second, and an event whose turn is later is put off until then
 	// (jobs.Later), not counted as an attempt. 0: no bound.
 	FetchRate float64

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/apiget"
 	"github.com/payhook/payhook/store"
 )
 
@@ -164,4 +166,57 @@ func TestLimitFetchFirstComeFirstRead(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRateLimited: a read the provider refuses for its rate limit (429)
+// puts the event off, for the Retry-After it asked or 1 to 3 s, counted
+// as no attempt, until an hour after the event's first refusal in a row;
+// then the 429 is a failed attempt. A read that succeeds ends the row.
+func TestRateLimited(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	var answer error
+	fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+		if answer != nil {
+			return nil, fmt.Errorf("stripe: fetch: %w", answer)
+		}
+		return []byte(`{}`), nil
+	}
+	p := &processor{now: func() time.Time { return now }, limited: map[int64]time.Time{},
+		bySource: map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}}}
+	ev := &payhook.Event{ID: 7, Source: "api"}
+	refused := &apiget.APIError{Method: "GET", Path: "/v1/payment_intents/pi_1", Status: http.StatusTooManyRequests}
+	for _, tc := range []struct {
+		after      time.Duration // since the start
+		answer     error
+		retryAfter time.Duration
+		want       string // the error's start; "" for a read
+	}{
+		{0, refused, 7 * time.Second, "tried again in 7s: the provider refused the read for its rate limit: GET /v1/payment_intents/pi_1: 429"},
+		{10 * time.Second, refused, 0, "tried again in "},
+		{59 * time.Minute, refused, time.Second, "tried again in 1s: "},
+		{time.Hour, refused, time.Second, "the provider refused reads for its rate limit for 1h0m0s: GET"},
+		{time.Hour + time.Second, &apiget.APIError{Method: "GET", Path: "/x", Status: http.StatusServiceUnavailable}, 0, "stripe: fetch: GET /x: 503"},
+		{time.Hour + 2*time.Second, refused, time.Second, "the provider refused reads for its rate limit for 1h0m2s"},
+		{time.Hour + 3*time.Second, nil, 0, ""},
+		{2 * time.Hour, refused, time.Second, "tried again in 1s: "},
+	} {
+		now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).Add(tc.after)
+		answer = nil
+		if tc.answer != nil {
+			e := *tc.answer.(*apiget.APIError)
+			e.RetryAfter = tc.retryAfter
+			answer = &e
+		}
+		_, err := p.fetch(context.Background(), ev)
+		switch {
+		case tc.want == "" && err != nil, tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Fatalf("at +%s: %v; want %q", tc.after, err, tc.want)
+		}
+		if strings.HasPrefix(tc.want, "tried again in ") && tc.retryAfter == 0 {
+			in, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "tried again in "), ":")
+			if d, perr := time.ParseDuration(in); perr != nil || d < time.Second || d >= 3*time.Second {
+				t.Errorf("at +%s without Retry-After: %v; want put off 1 to 3 s", tc.after, err)
+			}
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"net/http"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -19,6 +21,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
+	"github.com/payhook/payhook/internal/apiget"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/provider"
@@ -84,7 +87,7 @@ func New(cfg Config) (jobs.Config, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
-		bySource: make(map[string]payhook.Source, len(cfg.Sources))}
+		bySource: make(map[string]payhook.Source, len(cfg.Sources)), limited: map[int64]time.Time{}}
 	fetching := 0 // sources with a Fetch
 	for _, s := range cfg.Sources {
 		if s.Name == "" {
@@ -144,6 +147,9 @@ type processor struct {
 	log      *slog.Logger
 	box      *outbox.Outbox
 	bySource map[string]payhook.Source
+
+	mu      sync.Mutex
+	limited map[int64]time.Time // event row id → the first read refused 429 in a row
 }
 
 // Handle turns ev into billing facts and applies them in tx. An event
@@ -309,8 +315,10 @@ func (p *processor) drift(ctx context.Context, btx *billing.Tx, ev *payhook.Even
 
 // fetch reads the resource ev is about with its source's Fetch, if any.
 //
-// Any error fails the attempt and the job retries it with backoff; the
-// payload, maybe stale, is never applied instead. That includes a 404
+// Any error fails the attempt and the job retries it with backoff, but a
+// refusal for the provider's rate limit (429), which puts the event off
+// (rateLimited); the payload, maybe stale, is never applied instead.
+// That includes a 404
 // (payhook.ErrNotFound): the provider does not know the object with this
 // key, which for an event it signed means the key is of another account
 // or environment, or the object is not visible yet (read-after-write
@@ -329,8 +337,55 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 		p.log.Warn("the provider does not know the object of the event with this source's API key; the attempt fails and is retried",
 			"source", ev.Source, "event", ev.EventID, "type", ev.Type, "err", err)
 	}
+	var apiErr *apiget.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests {
+		return nil, p.rateLimited(ev, apiErr)
+	}
+	if err == nil {
+		p.mu.Lock()
+		delete(p.limited, ev.ID)
+		p.mu.Unlock()
+	}
 	return b, err
 }
+
+// rateLimited returns the error of a read of ev's resource that the
+// provider refused for its rate limit (429): jobs.Later, after the
+// Retry-After it asked for (else 1 to 3 s, spread so that the events it
+// refused at once do not all come back at once), which counts as no
+// attempt. Another application on the same account, or other payhook
+// instances, use up the limit that the source's api_rate leaves.
+// Refused for maxRateLimited since its first refusal in a row, an event
+// gets err itself, a failed attempt: a provider that refuses that long is
+// down for this source, and the attempts' backoff and the last one's
+// alert apply.
+func (p *processor) rateLimited(ev *payhook.Event, err *apiget.APIError) error {
+	now := p.now()
+	p.mu.Lock()
+	first, ok := p.limited[ev.ID]
+	if !ok {
+		first = now
+		p.limited[ev.ID] = now
+		for id, t := range p.limited {
+			if now.Sub(t) > 2*maxRateLimited { // its job did not come back
+				delete(p.limited, id)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if now.Sub(first) >= maxRateLimited {
+		return fmt.Errorf("the provider refused reads for its rate limit for %s: %w", now.Sub(first).Round(time.Second), err)
+	}
+	after := err.RetryAfter
+	if after <= 0 {
+		after = time.Second + rand.N(2*time.Second)
+	}
+	return jobs.Later(after, fmt.Sprintf("the provider refused the read for its rate limit: %v", err))
+}
+
+// maxRateLimited is how long the reads of an event's resource refused for
+// the provider's rate limit put it off before they count as attempts.
+const maxRateLimited = time.Hour
 
 // limitFetch returns fetch called at most perSecond times a second, one
 // at a time, evenly spaced: a call whose turn comes within maxFetchWait

@@ -165,8 +165,10 @@ func status(t *testing.T, db *store.DB, source, ref string) string {
 // refunds, Paddle's transaction with its adjustments; billete's payment
 // does not list them). A source without credentials applies the
 // payloads: charged back. A fetch
-// that fails (timeout, 503, 429, 404) fails the attempt with nothing
-// applied; the next attempt applies the current state. The stored
+// that fails (timeout, 503, 404) fails the attempt with nothing applied,
+// and one refused for the rate limit (429) puts the event off for the
+// Retry-After, counted as no attempt; the next attempt applies the
+// current state. The stored
 // payloads stay byte-exact. (That a failed attempt's job is retried with
 // backoff is the queue's contract for every error, tested in jobs.)
 func TestTheResourceDecides(t *testing.T) {
@@ -213,7 +215,8 @@ func TestTheResourceDecides(t *testing.T) {
 			if name == "stripe" {
 				faults = []int32{0, 503, 429, 404}
 			}
-			for i, fault := range faults {
+			attempts := 0
+			for _, fault := range faults {
 				w.api.fault.Store(fault)
 				err := q.Process(ctx, chargeback.ID)
 				w.api.fault.Store(-1)
@@ -221,9 +224,15 @@ func TestTheResourceDecides(t *testing.T) {
 				if gerr != nil {
 					t.Fatal(gerr)
 				}
-				if err == nil || got.Status != payhook.StatusReceived || got.Attempts != i+1 {
+				if fault != 429 { // a 429 puts the event off: no attempt
+					attempts++
+				}
+				if err == nil || got.Status != payhook.StatusReceived || got.Attempts != attempts {
 					t.Fatalf("%s, fault %d: %v, event %s after %d attempts; want an error, the event received after %d",
-						name, fault, err, got.Status, got.Attempts, i+1)
+						name, fault, err, got.Status, got.Attempts, attempts)
+				}
+				if put := strings.Contains(err.Error(), "tried again in 1s: the provider refused the read for its rate limit"); put != (fault == 429) {
+					t.Fatalf("%s, fault %d: %v; want the event put off for the Retry-After (1 s) only for a 429", name, fault, err)
 				}
 				if s := status(t, db, name+"-api", w.payment); s != before {
 					t.Fatalf("%s, fault %d: payment %s after a failed fetch; want it untouched (%s)", name, fault, s, before)
