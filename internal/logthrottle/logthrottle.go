@@ -4,8 +4,11 @@
 // signatures has every request rejected. Each of those is one line per
 // request (or per 100 ms), thousands a minute, which bury the line that
 // says what happened. The Handler passes the first line of each kind in a
-// period, counts the others of that kind, and adds their count to the next
-// line of that kind it passes, as "left_out".
+// period and leaves out the others of that kind until the period ends;
+// then it passes the last it left out, late (with its own time), adding
+// the count of the others as "left_out", and a new period starts. So a
+// flood is a line a period, and the end of one, even one that stops for
+// good (an outage that ends), is told within a period of its last line.
 //
 // A line's kind is its level, its message and the values of the
 // attributes named as keys (a source's name, an HTTP status): lines that
@@ -25,12 +28,13 @@ import (
 )
 
 // LeftOut is the attribute that tells how many lines of the same kind
-// were left out since the last one passed.
+// were left out between the last one passed and the line that carries it.
 const LeftOut = "left_out"
 
 // maxKinds bounds the kinds a Handler remembers; when full it forgets
 // those with no line left out and those whose period ended (the next
-// line of each then passes), and a line of a new kind while all have
+// line of each then passes; one with lines left out, its timer not yet
+// run, passes its last at once), and a line of a new kind while all have
 // lines left out in their period passes without being remembered.
 const maxKinds = 1024
 
@@ -54,19 +58,73 @@ type state struct {
 
 type kind struct {
 	passed time.Time
-	left   int
+	left   int // lines left out since passed
+	// While left > 0: the last line left out, with the handler and
+	// context it came through, and the timer that passes it when the
+	// period ends.
+	last  slog.Record
+	next  slog.Handler
+	ctx   context.Context
+	timer *time.Timer
+}
+
+// late is a kind's last line left out, to pass with the count of the
+// others left out before it.
+type late struct {
+	r    slog.Record
+	next slog.Handler
+	ctx  context.Context
+	left int
+}
+
+// take returns k's last line left out and forgets what k left out: its
+// count, its line and its timer.
+func (k *kind) take() late {
+	l := late{k.last, k.next, k.ctx, k.left - 1}
+	k.forget()
+	return l
+}
+
+// forget forgets what k left out, its count told otherwise.
+func (k *kind) forget() {
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+	k.left, k.last, k.next, k.ctx, k.timer = 0, slog.Record{}, nil, nil, nil
+}
+
+// pass passes l's line, with the count of the others left out.
+func (l late) pass() {
+	ctx := context.Background()
+	if l.ctx != nil {
+		ctx = context.WithoutCancel(l.ctx) // its request may be over
+	}
+	_ = l.next.Handle(ctx, withLeftOut(l.r, l.left))
+}
+
+func withLeftOut(r slog.Record, n int) slog.Record {
+	if n > 0 {
+		r = r.Clone()
+		r.AddAttrs(slog.Int(LeftOut, n))
+	}
+	return r
 }
 
 // New returns a Handler over next that passes at most one line of each
-// kind every period; keys name the top-level attributes whose values,
-// with the level and the message, make a line's kind.
+// kind every period, and the last left out when a period ends; keys name
+// the top-level attributes whose values, with the level and the message,
+// make a line's kind. A kind with lines left out holds one timer until
+// its period ends; there is no other goroutine.
 func New(next slog.Handler, period time.Duration, keys ...string) *Handler {
 	return &Handler{next: next, period: period, keys: keys,
 		s: &state{now: time.Now, kinds: map[string]*kind{}}}
 }
 
 // WithClock returns h reading the time from now instead of the machine's
-// clock, for tests. It shares h's count.
+// clock, for tests. It shares h's count. The timer that passes a kind's
+// last line left out still runs on the machine's clock, a period after
+// the first left out at most: with now frozen, a flood of one kind is
+// still a line a period of the machine's clock.
 func (h *Handler) WithClock(now func() time.Time) *Handler {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
@@ -80,23 +138,39 @@ func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool {
 }
 
 // Handle passes r on unless a line of its kind passed less than a period
-// ago; the line passed after lines were left out says how many.
+// ago; then it keeps r as the last line left out, to pass when the
+// period ends if no line of its kind passes first. A line passed after
+// lines were left out says how many.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	key := h.kind(r)
 	h.s.mu.Lock()
 	now := h.s.now()
 	k := h.s.kinds[key]
 	if k != nil && now.Sub(k.passed) < h.period {
+		if k.left == 0 {
+			k.timer = h.endPeriod(k, min(k.passed.Add(h.period).Sub(now), h.period))
+		}
 		k.left++
+		k.last, k.next, k.ctx = r, h.next, ctx
 		h.s.mu.Unlock()
 		return nil
 	}
+	var due []late
 	if k == nil && len(h.s.kinds) >= maxKinds {
 		// Forget the kinds with nothing left out (their next line passes,
 		// as it would have once its period ended), and those whose period
-		// ended: those with a count in their period keep it for their
-		// next line.
-		maps.DeleteFunc(h.s.kinds, func(_ string, k *kind) bool { return k.left == 0 || now.Sub(k.passed) >= h.period })
+		// ended, passing the last line each left out (its timer has not
+		// run yet): those with a count in their period keep it.
+		maps.DeleteFunc(h.s.kinds, func(_ string, k *kind) bool {
+			if k.left == 0 {
+				return true
+			}
+			if now.Sub(k.passed) < h.period {
+				return false
+			}
+			due = append(due, k.take())
+			return true
+		})
 	}
 	if k == nil && len(h.s.kinds) < maxKinds {
 		k = &kind{}
@@ -105,14 +179,33 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	left := 0
 	if k != nil { // else all remembered kinds have a count: r passes, unremembered
 		left = k.left
-		k.passed, k.left = now, 0
+		k.forget()
+		k.passed = now
 	}
 	h.s.mu.Unlock()
-	if left > 0 {
-		r = r.Clone()
-		r.AddAttrs(slog.Int(LeftOut, left))
+	for _, l := range due {
+		l.pass()
 	}
-	return h.next.Handle(ctx, r)
+	return h.next.Handle(ctx, withLeftOut(r, left))
+}
+
+// endPeriod returns a timer that, after d, passes the last line k left
+// out (unless k has passed or forgotten it since) and starts a new
+// period. h.s.mu is held.
+func (h *Handler) endPeriod(k *kind, d time.Duration) *time.Timer {
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		h.s.mu.Lock()
+		if k.timer != t {
+			h.s.mu.Unlock()
+			return
+		}
+		l := k.take()
+		k.passed = h.s.now()
+		h.s.mu.Unlock()
+		l.pass()
+	})
+	return t
 }
 
 // WithAttrs returns a Handler whose lines carry as, sharing h's count.
