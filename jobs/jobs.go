@@ -557,10 +557,11 @@ func riverVersions(ctx context.Context, db *store.DB) int {
 }
 
 // quiet keeps River's own logs to warnings and errors, at most one line
-// of each message, job kind and queue every logthrottle period: with the
-// database down, River fails a fetch every 100 ms. (A kind of job, or a
-// queue, does not hide another's: a stuck sweep is told while events'
-// jobs are stuck too.)
+// of each message, job kind and queue every logthrottle period, the last
+// left out told with their count when the period ends: with the database
+// down, River fails a fetch every 100 ms. (A kind of job, or a queue,
+// does not hide another's: a stuck sweep is told while events' jobs are
+// stuck too.)
 func quiet(l *slog.Logger) *slog.Logger {
 	return slog.New(logthrottle.New(levelHandler{slog.LevelWarn, l.Handler()}, riverFloodPeriod, "job_kind", "queue"))
 }

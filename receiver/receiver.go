@@ -82,11 +82,13 @@ type Config struct {
 	// MaxBodyBytes when that is larger.
 	MaxInFlightBytes int64
 	// Logger receives a line per delivery rejected, ignored or not stored,
-	// at most one a FloodPeriod of each message, source and status: the
-	// next line of that kind says how many were left out (left_out). A
-	// database that is down, or a sender spraying bad signatures, is then
-	// a line every 10 s rather than one per request; metrics count every
-	// delivery (OnAnswer). Default slog.Default().
+	// at most one a FloodPeriod of each message, source and status: when
+	// the period ends, the last line of that kind left out is passed,
+	// saying how many others were left out (left_out). A database that is
+	// down, or a sender spraying bad signatures, is then a line every 10 s
+	// rather than one per request, and the count of an outage that ended
+	// is told within 10 s; metrics count every delivery (OnAnswer).
+	// Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
