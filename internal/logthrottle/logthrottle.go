@@ -151,7 +151,7 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 			k.timer = h.endPeriod(k, min(k.passed.Add(h.period).Sub(now), h.period))
 		}
 		k.left++
-		k.last, k.next, k.ctx = r, h.next, ctx
+		k.last, k.next, k.ctx = r.Clone(), h.next, ctx // a Record kept must be cloned (slog.Handler's contract)
 		h.s.mu.Unlock()
 		return nil
 	}
