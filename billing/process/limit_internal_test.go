@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -219,4 +220,85 @@ func TestRateLimited(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLimitFetchForgetsTurnsGoneBy: the turn of an event put off whose
+// job did not come back to this process (a replay, or another instance,
+// processed the event) is forgotten bookedFor after it, and the event,
+// should it ask again, asks for a turn anew rather than read at once out
+// of turn. Before, the prune compared the turn's delay, which a
+// rate.Reservation never gives below zero, to -bookedFor: it forgot none,
+// and the map grew with every such event for the life of the process.
+func TestLimitFetchForgetsTurnsGoneBy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Duration
+		start := time.Now()
+		l := newFetchLimiter(func(context.Context, *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			return []byte(`{}`), nil
+		}, 1)
+		// One a second: events 1 and 2 read at 0 and 1 s, 3 to 10 put
+		// off, booked at 2 to 9 s; their jobs never come back here.
+		ask(l, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
+		time.Sleep(bookedFor + time.Minute) // every one of those turns is more than bookedFor gone
+		// Three more at once: one reads, one waits a second, one is put
+		// off, which forgets the turns gone by.
+		ask(l, 100, 101, 102)
+		l.mu.Lock()
+		n := len(l.booked)
+		l.mu.Unlock()
+		if n != 1 {
+			t.Errorf("%d turns booked; want 1, the event just put off's", n)
+		}
+		// Event 3 asks again (replayed): it asks for a turn, after 102's.
+		if _, err := l.fetch(context.Background(), &payhook.Event{ID: 3}); err == nil {
+			t.Error("event 3, asking long after its turn while the next is booked, was read; want put off")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 1; i < len(at); i++ {
+			if at[i]-at[i-1] < time.Second {
+				t.Errorf("reads at %v: %v and %v less than a second apart; want one a second", at, at[i-1], at[i])
+			}
+		}
+	})
+}
+
+// TestLimitFetchKeepsLateTurns: an event put off whose job comes back
+// late, the queue being behind, still finds its turn, though turns were
+// pruned meanwhile: it is read, not put off again behind the turns booked
+// since, where it would come back late again (and while the queue stayed
+// that far behind, every event put off would, none read).
+func TestLimitFetchKeepsLateTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reads atomic.Int64
+		l := newFetchLimiter(func(context.Context, *payhook.Event) ([]byte, error) {
+			reads.Add(1)
+			return []byte(`{}`), nil
+		}, 1)
+		ask(l, 1, 2, 3) // 3 is put off, its turn at 2 s
+		time.Sleep(5 * time.Minute)
+		ask(l, 100, 101, 102) // a put-off, which prunes
+		time.Sleep(5 * time.Minute)
+		ask(l, 200, 201, 202, 203) // the next turns booked, to 10 min 3 s
+		before := reads.Load()
+		if _, err := l.fetch(context.Background(), &payhook.Event{ID: 3}); err != nil || reads.Load() != before+1 {
+			t.Errorf("event 3, back 10 minutes after its turn: %v, %d reads; want read", err, reads.Load()-before)
+		}
+	})
+}
+
+// ask has l read the events with ids at once, each in a goroutine of
+// its own, as a worker each, asking in the order of ids, and waits for
+// them. In a synctest bubble.
+func ask(l *fetchLimiter, ids ...int64) {
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() { l.fetch(context.Background(), &payhook.Event{ID: id}) })
+		synctest.Wait() // it read, waits for its turn or was put off
+	}
+	wg.Wait()
 }

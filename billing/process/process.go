@@ -397,54 +397,84 @@ const maxRateLimited = time.Hour
 // only if it comes back early). Given back instead, its turn went to the
 // events that asked meanwhile, and it could be put off for as long as
 // they came faster than perSecond, with a snooze of every event waiting
-// at each turn.
+// at each turn. A turn booked is kept until bookedFor after it.
 func limitFetch(fetch func(context.Context, *payhook.Event) ([]byte, error), perSecond float64) func(context.Context, *payhook.Event) ([]byte, error) {
-	lim := rate.NewLimiter(rate.Limit(perSecond), 1)
-	var mu sync.Mutex
-	booked := map[int64]*rate.Reservation{}
-	var pruned time.Time
-	return func(ctx context.Context, ev *payhook.Event) ([]byte, error) {
-		now := time.Now()
-		mu.Lock()
-		r, ok := booked[ev.ID]
-		if !ok {
-			r = lim.ReserveN(now, 1)
-		}
-		d := r.DelayFrom(now)
-		if d > maxFetchWait {
-			booked[ev.ID] = r
-			if now.Sub(pruned) > bookedFor {
-				// The turns of events whose job did not come back (a
-				// replay or another instance processed them).
-				for id, b := range booked {
-					if b.DelayFrom(now) < -bookedFor {
-						delete(booked, id)
-					}
-				}
-				pruned = now
-			}
-			mu.Unlock()
-			return nil, jobs.Later(d, fmt.Sprintf("the provider's API is read at most %g times a second (api_rate)", perSecond))
-		}
-		delete(booked, ev.ID)
-		mu.Unlock()
-		if d > 0 {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				r.Cancel()
-				return nil, fmt.Errorf("wait for the turn of a read of the provider's API: %w", ctx.Err())
-			}
-		}
-		return fetch(ctx, ev)
+	return newFetchLimiter(fetch, perSecond).fetch
+}
+
+// fetchLimiter is limitFetch's state.
+type fetchLimiter struct {
+	read      func(context.Context, *payhook.Event) ([]byte, error)
+	perSecond float64
+	lim       *rate.Limiter
+	mu        sync.Mutex
+	booked    map[int64]booking // by event row id
+	pruned    time.Time
+}
+
+// booking is the turn of an event put off under a source's FetchRate.
+type booking struct {
+	r  *rate.Reservation
+	at time.Time // the turn
+}
+
+func newFetchLimiter(fetch func(context.Context, *payhook.Event) ([]byte, error), perSecond float64) *fetchLimiter {
+	return &fetchLimiter{read: fetch, perSecond: perSecond,
+		lim: rate.NewLimiter(rate.Limit(perSecond), 1), booked: map[int64]booking{}}
+}
+
+func (l *fetchLimiter) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+	now := time.Now()
+	l.mu.Lock()
+	b, ok := l.booked[ev.ID]
+	if ok && now.Sub(b.at) > bookedFor {
+		ok = false // its turn went by long ago: it asks again
 	}
+	if !ok {
+		r := l.lim.ReserveN(now, 1)
+		b = booking{r: r, at: now.Add(r.DelayFrom(now))}
+	}
+	r := b.r
+	d := r.DelayFrom(now)
+	if d > maxFetchWait {
+		l.booked[ev.ID] = b
+		if now.Sub(l.pruned) > bookedFor {
+			// The turns of events whose job did not come back (a
+			// replay or another instance processed them).
+			for id, b := range l.booked {
+				if now.Sub(b.at) > bookedFor {
+					delete(l.booked, id)
+				}
+			}
+			l.pruned = now
+		}
+		l.mu.Unlock()
+		return nil, jobs.Later(d, fmt.Sprintf("the provider's API is read at most %g times a second (api_rate)", l.perSecond))
+	}
+	delete(l.booked, ev.ID)
+	l.mu.Unlock()
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			r.Cancel()
+			return nil, fmt.Errorf("wait for the turn of a read of the provider's API: %w", ctx.Err())
+		}
+	}
+	return l.read(ctx, ev)
 }
 
 // bookedFor is how long after its turn an event put off under a
-// source's FetchRate still finds it booked.
-const bookedFor = time.Minute
+// source's FetchRate still finds it booked. Its job comes back as late
+// as the queue is behind (a backlog of other events due before it),
+// and must not lose its turn for that: booking again at the back, it
+// would come back late again, and while the queue was that far behind
+// every event put off would, none read. Forgotten after it, the turns
+// of events whose job did not come back here (replayed, or taken by
+// another instance) do not grow the map for the life of the process.
+const bookedFor = time.Hour
 
 // maxFetchWait is the longest a read waits for its turn under a source's
 // FetchRate in its worker (see limitFetch).
