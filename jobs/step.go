@@ -29,7 +29,9 @@ const stepClient = "payhook-step"
 // (state available, scheduled before now), and writes the end of the
 // attempt with River's conditional update (only if still running):
 // completed; retryable with the queue's backoff; discarded after the last
-// attempt; cancelled for an error wrapping payhook.ErrMalformed. The
+// attempt; cancelled for an error wrapping payhook.ErrMalformed; put off
+// (River's snooze: scheduled, the attempt not counted) for a Fetch's
+// Later. The
 // attempt's own error is in err only when the job's end could not be
 // written; the job's failure is the job's (on the event's row and in
 // River's errors), not the step's. A process that dies between the claim
@@ -67,9 +69,19 @@ func (q *Queue) Step(ctx context.Context) (bool, error) {
 	end := q.cfg.Now()
 	var set *riverdriver.JobSetStateIfRunningParams
 	var cancel *rivertype.JobCancelError
+	var snooze *rivertype.JobSnoozeError
 	switch {
 	case werr == nil:
 		set = riverdriver.JobSetStateCompleted(row.ID, end, nil)
+	case errors.As(werr, &snooze):
+		// A Fetch's Later: put off as River puts it off, the attempt
+		// given back and the snooze counted in the metadata.
+		var meta struct {
+			Snoozes int64 `json:"snoozes"`
+		}
+		_ = json.Unmarshal(row.Metadata, &meta)
+		counted, _ := json.Marshal(map[string]int64{"snoozes": meta.Snoozes + 1})
+		set = riverdriver.JobSetStateSnoozed(row.ID, end.Add(snooze.Duration), row.Attempt-1, counted)
 	case errors.As(werr, &cancel):
 		set = riverdriver.JobSetStateCancelled(row.ID, end, attemptError(row, end, werr), nil)
 	case row.Attempt >= row.MaxAttempts:
@@ -83,7 +95,7 @@ func (q *Queue) Step(ctx context.Context) (bool, error) {
 	}
 	if _, err := exec.JobSetStateIfRunningMany(context.WithoutCancel(ctx), &riverdriver.JobSetStateIfRunningManyParams{
 		ID: []int64{set.ID}, Attempt: []*int{set.Attempt}, ErrData: [][]byte{set.ErrData},
-		FinalizedAt: []*time.Time{set.FinalizedAt}, MetadataDoMerge: []bool{false}, MetadataUpdates: [][]byte{nil},
+		FinalizedAt: []*time.Time{set.FinalizedAt}, MetadataDoMerge: []bool{set.MetadataDoMerge}, MetadataUpdates: [][]byte{set.MetadataUpdates},
 		ScheduledAt: []*time.Time{set.ScheduledAt}, State: []rivertype.JobState{set.State}, Now: &end,
 	}); err != nil {
 		return true, fmt.Errorf("step: end job %d (%s): %w", row.ID, row.Kind, err)

@@ -109,3 +109,65 @@ func TestDeliveryBatchOldestFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestStepLater: a Fetch's jobs.Later under Step puts the job off as
+// River's workers do (a snooze): not an attempt of the job or of the
+// event, due again when the Later says, and the event is then processed,
+// with MaxAttempts 1. Before, Step took the snooze for a failure: the job
+// was retried with backoff, counting River's attempt, and with
+// MaxAttempts 1 discarded at once while the event stayed received, its
+// job gone until the sweep's.
+func TestStepLater(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		now := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+		reads := 0
+		fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+			if reads++; reads == 1 {
+				return nil, jobs.Later(time.Minute, "its turn is later")
+			}
+			return []byte(`{}`), nil
+		}
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", effect)
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Fetch: fetch, MaxAttempts: 1,
+			StampWithNow: true, Now: func() time.Time { return now }})
+		ev := event("evt_step_later")
+		ev.ReceivedAt = now
+		ingest(t, q, ev)
+		step := func(want bool) {
+			t.Helper()
+			ran, err := q.Step(ctx)
+			if err != nil || ran != want {
+				t.Fatalf("Step() = %v, %v; want %v, nil", ran, err, want)
+			}
+		}
+		job := func() (state string, attempt int, scheduled time.Time) {
+			t.Helper()
+			if err := db.SQL.QueryRow(`SELECT state, attempt, scheduled_at FROM river_job WHERE kind = 'payhook_process_event'`).Scan(&state, &attempt, &scheduled); err != nil {
+				t.Fatal(err)
+			}
+			return state, attempt, scheduled.UTC()
+		}
+		step(true) // put off
+		if state, attempt, at := job(); state != "scheduled" || attempt != 0 || !at.Equal(now.Add(time.Minute)) {
+			t.Fatalf("job put off: %s, attempt %d, due %s; want scheduled, attempt 0, due %s", state, attempt, at, now.Add(time.Minute))
+		}
+		if a, err := q.Attempts(ctx, ev.ID); err != nil || len(a) != 1 || a[0].Outcome != "waiting" {
+			t.Fatalf("attempts %+v (%v); want one waiting", a, err)
+		}
+		step(false) // not due yet
+		now = now.Add(time.Minute)
+		step(true)
+		got, err := db.Event(ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != payhook.StatusProcessed || got.Attempts != 1 || effects(t, db, ev.EventID) != 1 {
+			t.Fatalf("%s after %d attempts with %d effects (%q); want processed after 1, with 1", got.Status, got.Attempts, effects(t, db, ev.EventID), got.LastError)
+		}
+		if state, attempt, _ := job(); state != "completed" || attempt != 1 {
+			t.Fatalf("job %s, attempt %d; want completed, attempt 1", state, attempt)
+		}
+	})
+}
