@@ -62,12 +62,16 @@ const maxBody = 1 << 20
 //
 // Errors are {"error": {"type", "message"}} with 400 (invalid_request),
 // 401 (authentication), 404 (not_found, also unknown routes), 405 (wrong
-// method) or 409 (conflict).
+// method), 409 (conflict) or 429 (rate_limit, beyond Config.APIRate, with
+// Retry-After: 1).
 func (p *Provider) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern string, f func(w http.ResponseWriter, r *http.Request, env string) error) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			env, err := p.EnvForKey(bearer(r))
+			if err == nil && !p.allowAPI(env) {
+				err = ErrRateLimit
+			}
 			if err == nil {
 				err = f(w, r, env)
 			}
@@ -452,12 +456,16 @@ func writeError(w http.ResponseWriter, err error) {
 		"authentication":  http.StatusUnauthorized,
 		"not_found":       http.StatusNotFound,
 		"conflict":        http.StatusConflict,
+		"rate_limit":      http.StatusTooManyRequests,
 	}[e.Type]
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="payhook sim"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
 	}
 	writeJSON(w, status, errorBody(e.Type, e.Message))
 }

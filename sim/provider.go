@@ -11,10 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/payhook/payhook/sim/deliver"
 	"github.com/payhook/payhook/sim/flavour"
@@ -65,11 +68,18 @@ type Config struct {
 	// TestKey and LiveKey are the API keys; generated ("sk_test_..." and
 	// "sk_live_...") when empty.
 	TestKey, LiveKey string
+	// APIRate, if above 0, is how many API requests a second the provider
+	// answers in each environment, a second's worth at once at most
+	// (measured on Now); beyond, it answers 429 rate_limit with
+	// Retry-After: 1, as real providers do (Stripe takes 25 requests a
+	// second in a sandbox, Paddle 240 a minute). 0: no limit.
+	APIRate float64
 }
 
 // Error is an API error; Type is one of "invalid_request",
-// "authentication", "not_found", "conflict". errors.Is matches it against
-// ErrInvalid, ErrAuth, ErrNotFound and ErrConflict by Type.
+// "authentication", "not_found", "conflict", "rate_limit". errors.Is
+// matches it against ErrInvalid, ErrAuth, ErrNotFound, ErrConflict and
+// ErrRateLimit by Type.
 type Error struct {
 	Type    string `json:"type"`
 	Message string `json:"message"`
@@ -89,6 +99,8 @@ var (
 	ErrAuth     = &Error{Type: "authentication", Message: "invalid API key"}
 	ErrNotFound = &Error{Type: "not_found", Message: "not found"}
 	ErrConflict = &Error{Type: "conflict", Message: "conflict"}
+	// ErrRateLimit is the answer beyond Config.APIRate: 429, Retry-After 1.
+	ErrRateLimit = &Error{Type: "rate_limit", Message: "too many requests; see Retry-After"}
 )
 
 func invalid(format string, a ...any) error {
@@ -123,6 +135,8 @@ type Provider struct {
 	mu   sync.Mutex
 	rng  *rand.Rand
 	envs map[string]*world
+
+	limits map[string]*rate.Limiter // env -> its API rate, with APIRate
 }
 
 // world is one environment: its resources, each map with its ids in
@@ -189,12 +203,28 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.TestKey == cfg.LiveKey {
 		return nil, errors.New("sim: the test and live keys must differ")
 	}
-	return &Provider{
+	if cfg.APIRate < 0 || math.IsNaN(cfg.APIRate) || math.IsInf(cfg.APIRate, 0) {
+		return nil, fmt.Errorf("sim: APIRate %g is not a rate (0 for none)", cfg.APIRate)
+	}
+	p := &Provider{
 		cfg:  cfg,
 		keys: map[string]string{cfg.TestKey: EnvTest, cfg.LiveKey: EnvLive},
 		rng:  rand.New(rand.NewPCG(seed, 0x70617968)),
 		envs: map[string]*world{EnvTest: newWorld(), EnvLive: newWorld()},
-	}, nil
+	}
+	if cfg.APIRate > 0 {
+		burst := max(1, int(math.Ceil(cfg.APIRate)))
+		p.limits = map[string]*rate.Limiter{EnvTest: rate.NewLimiter(rate.Limit(cfg.APIRate), burst),
+			EnvLive: rate.NewLimiter(rate.Limit(cfg.APIRate), burst)}
+	}
+	return p, nil
+}
+
+// allowAPI reports whether env's API answers one more request now
+// (Config.APIRate).
+func (p *Provider) allowAPI(env string) bool {
+	l := p.limits[env]
+	return l == nil || l.AllowN(p.cfg.Now(), 1)
 }
 
 // Keys returns the test and live API keys.

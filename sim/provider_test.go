@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -371,6 +372,38 @@ func TestAuth(t *testing.T) {
 			t.Errorf("test events: %v", evs)
 		}
 	})
+}
+
+// TestAPIRate: with Config.APIRate, each environment's API answers that
+// many requests a second (a second's worth at once), and 429 rate_limit
+// with Retry-After: 1 beyond, on the provider's clock; a key that is
+// wrong is told so first (401). Invalid rates are refused.
+func TestAPIRate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) { c.APIRate = 2 })
+	for i, want := range []int{200, 200, 429, 429} {
+		r := h.do(t, h.test, "GET", "/webhook_endpoints", nil)
+		if r.status != want || want == 429 && (r.errType(t) != "rate_limit" || r.header.Get("Retry-After") != "1") {
+			t.Fatalf("request %d in the first second: %d %v %s; want %d", i+1, r.status, r.header, r.body, want)
+		}
+	}
+	if r := h.do(t, "", "GET", "/webhook_endpoints", nil, "Authorization", "Bearer sk_test_nope"); r.status != 401 {
+		t.Errorf("a wrong key beyond the rate: %d; want 401", r.status)
+	}
+	if r := h.do(t, h.live, "GET", "/webhook_endpoints", nil); r.status != 200 {
+		t.Errorf("the live environment, whose rate is its own: %d %s; want 200", r.status, r.body)
+	}
+	h.clock.Add(500 * time.Millisecond) // a request's worth
+	for i, want := range []int{200, 429} {
+		if r := h.do(t, h.test, "GET", "/webhook_endpoints", nil); r.status != want {
+			t.Fatalf("request %d half a second on: %d %s; want %d", i+1, r.status, r.body, want)
+		}
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if _, err := New(Config{Flavour: &fakeFlavour{}, Sender: &fakeSender{}, APIRate: bad}); err == nil {
+			t.Errorf("APIRate %g: no error", bad)
+		}
+	}
 }
 
 func TestRoutingErrors(t *testing.T) {

@@ -98,6 +98,9 @@ type RunConfig struct {
 	// APIKey is the API key of Environment, the one a receiver under test
 	// reads resources with; empty means generated (Provider.Keys).
 	APIKey string
+	// APIRate is the provider's API rate limit (Config.APIRate); 0 for
+	// none.
+	APIRate float64
 	// Clock is the time of the provider and of its deliveries (see
 	// deliver.Clock); nil means the real one.
 	Clock deliver.Clock
@@ -227,7 +230,7 @@ func Run(ctx context.Context, name string, cfg RunConfig) (*Result, *Provider, e
 		defer d.Close()
 		sender, delivered = d, d.Delivered
 	}
-	pc := Config{Flavour: cfg.Flavour, Sender: sender, Seed: cfg.Seed, Rand: cfg.Rand}
+	pc := Config{Flavour: cfg.Flavour, Sender: sender, Seed: cfg.Seed, Rand: cfg.Rand, APIRate: cfg.APIRate}
 	if cfg.Clock != nil {
 		pc.Now = cfg.Clock.Now
 	}

@@ -170,53 +170,64 @@ func TestLimitFetchFirstComeFirstRead(t *testing.T) {
 }
 
 // TestRateLimited: a read the provider refuses for its rate limit (429)
-// puts the event off, for the Retry-After it asked or 1 to 3 s, counted
-// as no attempt, until an hour after the event's first refusal in a row;
-// then the 429 is a failed attempt. A read that succeeds ends the row.
+// pauses the source's reads for the Retry-After it asked (1 s if none)
+// and puts the event off until then, and up to 2 s more, counted as no
+// attempt; during the pause no read of the source reaches the provider.
+// An hour after an event was first put off, in a row, the next refusal
+// or pause is a failed attempt. A read that succeeds ends the row.
 func TestRateLimited(t *testing.T) {
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now := start
 	var answer error
+	calls := 0
 	fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+		calls++
 		if answer != nil {
 			return nil, fmt.Errorf("stripe: fetch: %w", answer)
 		}
 		return []byte(`{}`), nil
 	}
-	p := &processor{now: func() time.Time { return now }, limited: map[int64]time.Time{},
-		bySource: map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}}}
-	ev := &payhook.Event{ID: 7, Source: "api"}
-	refused := &apiget.APIError{Method: "GET", Path: "/v1/payment_intents/pi_1", Status: http.StatusTooManyRequests}
+	p := &processor{clock: func() time.Time { return now }, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
+		bySource: map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}, "other": {Name: "other", Fetch: fetch}}}
+	refused := func(retryAfter time.Duration) error {
+		return &apiget.APIError{Method: "GET", Path: "/v1/payment_intents/pi_1", Status: http.StatusTooManyRequests, RetryAfter: retryAfter}
+	}
 	for _, tc := range []struct {
-		after      time.Duration // since the start
-		answer     error
-		retryAfter time.Duration
-		want       string // the error's start; "" for a read
+		at       time.Duration // since the start
+		source   string
+		event    int64
+		answer   error
+		called   bool          // the provider was asked
+		want     string        // the error's start; "" for a read
+		min, max time.Duration // the put-off, for a Later
 	}{
-		{0, refused, 7 * time.Second, "tried again in 7s: the provider refused the read for its rate limit: GET /v1/payment_intents/pi_1: 429"},
-		{10 * time.Second, refused, 0, "tried again in "},
-		{59 * time.Minute, refused, time.Second, "tried again in 1s: "},
-		{time.Hour, refused, time.Second, "the provider refused reads for its rate limit for 1h0m0s: GET"},
-		{time.Hour + time.Second, &apiget.APIError{Method: "GET", Path: "/x", Status: http.StatusServiceUnavailable}, 0, "stripe: fetch: GET /x: 503"},
-		{time.Hour + 2*time.Second, refused, time.Second, "the provider refused reads for its rate limit for 1h0m2s"},
-		{time.Hour + 3*time.Second, nil, 0, ""},
-		{2 * time.Hour, refused, time.Second, "tried again in 1s: "},
+		{0, "api", 1, refused(7 * time.Second), true, "tried again in ", 7 * time.Second, 9 * time.Second},
+		// Paused: other events of the source are put off unasked; another
+		// source reads.
+		{3 * time.Second, "api", 2, nil, false, "tried again in ", 4 * time.Second, 6 * time.Second},
+		{3 * time.Second, "other", 3, nil, true, "", 0, 0},
+		{8 * time.Second, "api", 1, refused(0), true, "tried again in ", time.Second, 3 * time.Second},
+		{59 * time.Minute, "api", 1, refused(time.Second), true, "tried again in ", time.Second, 3 * time.Second},
+		{59*time.Minute + 500*time.Millisecond, "api", 1, nil, false, "tried again in ", 0, 0},
+		{time.Hour + 2*time.Second, "api", 1, refused(time.Second), true,
+			"put off for the provider's rate limit for 1h0m2s: the provider refused the read for its rate limit: stripe: fetch: GET /v1/payment_intents/pi_1: 429", 0, 0},
+		{time.Hour + 2500*time.Millisecond, "api", 1, nil, false, "put off for the provider's rate limit for 1h0m3s: the provider refused a read for its rate limit and asked for none before", 0, 0},
+		{time.Hour + 4*time.Second, "api", 1, &apiget.APIError{Method: "GET", Path: "/x", Status: http.StatusServiceUnavailable}, true, "stripe: fetch: GET /x: 503", 0, 0},
+		{time.Hour + 5*time.Second, "api", 1, nil, true, "", 0, 0},
+		{2 * time.Hour, "api", 1, refused(time.Second), true, "tried again in ", time.Second, 3 * time.Second},
 	} {
-		now = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC).Add(tc.after)
-		answer = nil
-		if tc.answer != nil {
-			e := *tc.answer.(*apiget.APIError)
-			e.RetryAfter = tc.retryAfter
-			answer = &e
-		}
-		_, err := p.fetch(context.Background(), ev)
+		now, answer, calls = start.Add(tc.at), tc.answer, 0
+		_, err := p.fetch(context.Background(), &payhook.Event{ID: tc.event, Source: tc.source})
 		switch {
 		case tc.want == "" && err != nil, tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
-			t.Fatalf("at +%s: %v; want %q", tc.after, err, tc.want)
+			t.Fatalf("at +%s, event %d of %s: %v; want %q", tc.at, tc.event, tc.source, err, tc.want)
+		case (calls > 0) != tc.called:
+			t.Fatalf("at +%s, event %d of %s: the provider asked %d times; want asked %v", tc.at, tc.event, tc.source, calls, tc.called)
 		}
-		if strings.HasPrefix(tc.want, "tried again in ") && tc.retryAfter == 0 {
+		if tc.max > 0 {
 			in, _, _ := strings.Cut(strings.TrimPrefix(err.Error(), "tried again in "), ":")
-			if d, perr := time.ParseDuration(in); perr != nil || d < time.Second || d >= 3*time.Second {
-				t.Errorf("at +%s without Retry-After: %v; want put off 1 to 3 s", tc.after, err)
+			if d, perr := time.ParseDuration(in); perr != nil || d < tc.min || d >= tc.max {
+				t.Errorf("at +%s: %v; want put off %s to %s", tc.at, err, tc.min, tc.max)
 			}
 		}
 	}

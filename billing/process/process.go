@@ -87,7 +87,7 @@ func New(cfg Config) (jobs.Config, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
-		bySource: make(map[string]payhook.Source, len(cfg.Sources)), limited: map[int64]time.Time{}}
+		bySource: make(map[string]payhook.Source, len(cfg.Sources)), clock: time.Now, limited: map[int64]time.Time{}, pause: map[string]time.Time{}}
 	fetching := 0 // sources with a Fetch
 	for _, s := range cfg.Sources {
 		if s.Name == "" {
@@ -148,8 +148,12 @@ type processor struct {
 	box      *outbox.Outbox
 	bySource map[string]payhook.Source
 
+	// The reads paused after a provider's 429, on clock (the machine's:
+	// a Retry-After is), not now (billing's).
+	clock   func() time.Time
 	mu      sync.Mutex
-	limited map[int64]time.Time // event row id → the first read refused 429 in a row
+	limited map[int64]time.Time  // event row id → when it was first put off for a 429, in a row
+	pause   map[string]time.Time // source → no read before, after a 429
 }
 
 // Handle turns ev into billing facts and applies them in tx. An event
@@ -315,12 +319,13 @@ func (p *processor) drift(ctx context.Context, btx *billing.Tx, ev *payhook.Even
 
 // fetch reads the resource ev is about with its source's Fetch, if any.
 //
-// Any error fails the attempt and the job retries it with backoff, but a
-// refusal for the provider's rate limit (429), which puts the event off
-// (rateLimited); the payload, maybe stale, is never applied instead.
-// That includes a 404
-// (payhook.ErrNotFound): the provider does not know the object with this
-// key, which for an event it signed means the key is of another account
+// Any error fails the attempt and the job retries it with backoff; the
+// payload, maybe stale, is never applied instead. A refusal for the
+// provider's rate limit (429) is the exception: it pauses the source's
+// reads and puts the event off (rateLimited, paused). A 404
+// (payhook.ErrNotFound) is an error like the others: the provider does
+// not know the object with this key, which for an event it signed means
+// the key is of another account
 // or environment, or the object is not visible yet (read-after-write
 // lag). Applying the payload would act on a state the provider no longer
 // confirms and hide a misconfigured key; the retries cover the lag, and
@@ -332,6 +337,9 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 	if f == nil {
 		return nil, nil
 	}
+	if err := p.paused(ev); err != nil {
+		return nil, err
+	}
 	b, err := f(ctx, ev)
 	if errors.Is(err, payhook.ErrNotFound) {
 		p.log.Warn("the provider does not know the object of the event with this source's API key; the attempt fails and is retried",
@@ -339,7 +347,7 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 	}
 	var apiErr *apiget.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusTooManyRequests {
-		return nil, p.rateLimited(ev, apiErr)
+		return nil, p.rateLimited(ev, err, apiErr.RetryAfter)
 	}
 	if err == nil {
 		p.mu.Lock()
@@ -350,17 +358,43 @@ func (p *processor) fetch(ctx context.Context, ev *payhook.Event) ([]byte, error
 }
 
 // rateLimited returns the error of a read of ev's resource that the
-// provider refused for its rate limit (429): jobs.Later, after the
-// Retry-After it asked for (else 1 to 3 s, spread so that the events it
-// refused at once do not all come back at once), which counts as no
-// attempt. Another application on the same account, or other payhook
-// instances, use up the limit that the source's api_rate leaves.
-// Refused for maxRateLimited since its first refusal in a row, an event
-// gets err itself, a failed attempt: a provider that refuses that long is
-// down for this source, and the attempts' backoff and the last one's
-// alert apply.
-func (p *processor) rateLimited(ev *payhook.Event, err *apiget.APIError) error {
-	now := p.now()
+// provider refused for its rate limit (429), which another application
+// on the same account, or other payhook instances, used up: the source's
+// reads pause for the Retry-After the provider asked (1 s if none), which
+// is the client's, not the request's, and the event is put off (putOff).
+func (p *processor) rateLimited(ev *payhook.Event, err error, retryAfter time.Duration) error {
+	now := p.clock()
+	until := now.Add(max(retryAfter, time.Second))
+	p.mu.Lock()
+	if until.After(p.pause[ev.Source]) {
+		p.pause[ev.Source] = until
+	}
+	p.mu.Unlock()
+	return p.putOff(ev, now, until, fmt.Errorf("the provider refused the read for its rate limit: %w", err))
+}
+
+// paused returns putOff's error for ev while its source's reads pause
+// after a 429 (rateLimited), without asking the provider; nil once the
+// pause is over.
+func (p *processor) paused(ev *payhook.Event) error {
+	now := p.clock()
+	p.mu.Lock()
+	until := p.pause[ev.Source]
+	p.mu.Unlock()
+	if !now.Before(until) {
+		return nil
+	}
+	return p.putOff(ev, now, until, fmt.Errorf("the provider refused a read for its rate limit and asked for none before %s",
+		until.UTC().Format(time.RFC3339)))
+}
+
+// putOff returns jobs.Later for ev, whose source may read again at
+// until, which counts as no attempt: it comes back up to 2 s after that,
+// spread so that the events put off together do not all read at once.
+// Put off for maxRateLimited since the first time in a row, ev gets cause
+// itself, a failed attempt: a provider that refuses that long is down for
+// this source, and the attempts' backoff and the last one's alert apply.
+func (p *processor) putOff(ev *payhook.Event, now, until time.Time, cause error) error {
 	p.mu.Lock()
 	first, ok := p.limited[ev.ID]
 	if !ok {
@@ -374,17 +408,13 @@ func (p *processor) rateLimited(ev *payhook.Event, err *apiget.APIError) error {
 	}
 	p.mu.Unlock()
 	if now.Sub(first) >= maxRateLimited {
-		return fmt.Errorf("the provider refused reads for its rate limit for %s: %w", now.Sub(first).Round(time.Second), err)
+		return fmt.Errorf("put off for the provider's rate limit for %s: %w", now.Sub(first).Round(time.Second), cause)
 	}
-	after := err.RetryAfter
-	if after <= 0 {
-		after = time.Second + rand.N(2*time.Second)
-	}
-	return jobs.Later(after, fmt.Sprintf("the provider refused the read for its rate limit: %v", err))
+	return jobs.Later(until.Sub(now)+rand.N(2*time.Second), cause.Error())
 }
 
-// maxRateLimited is how long the reads of an event's resource refused for
-// the provider's rate limit put it off before they count as attempts.
+// maxRateLimited is how long an event is put off for the provider's rate
+// limit (a 429) before its reads refused count as attempts.
 const maxRateLimited = time.Hour
 
 // limitFetch returns fetch called at most perSecond times a second, one

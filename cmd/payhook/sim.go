@@ -154,6 +154,8 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	apiKey := fs.String("api-key", "", "with --api-addr: the API key of --environment the API accepts (default: a new one, printed)")
 	apiLinger := fs.Duration("api-linger", 2*time.Second, "with --api-addr: after the deliveries end, keep the API up "+
 		"until it has gone this long without a request (the target may still be processing)")
+	apiRate := fs.Float64("api-rate", 0, "with --api-addr: answer this many API requests a second, and 429 with Retry-After: 1 "+
+		"beyond, as a provider's rate limit (0: no limit)")
 	faults := addFaultFlags(fs)
 	name, err := oneArg(fs, args, "SCENARIO")
 	if err != nil {
@@ -182,10 +184,13 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	if err := positive("size", *size, "1 is the scenario's story, 0.1 a tenth of it"); err != nil {
 		return err
 	}
+	if err := rateFlag(*apiRate); err != nil {
+		return err
+	}
 	if *apiAddr == "" {
 		var err error
 		fs.Visit(func(fl *flag.Flag) {
-			if fl.Name == "api-key" || fl.Name == "api-linger" {
+			if fl.Name == "api-key" || fl.Name == "api-linger" || fl.Name == "api-rate" {
 				err = fmt.Errorf("%w: --%s goes with --api-addr", errUsage, fl.Name)
 			}
 		})
@@ -198,7 +203,7 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 		summary = m.Stderr
 	}
 	rc := sim.RunConfig{Target: *target, Secret: *secret, Flavour: f, Seed: *seed, TimeScale: *scale,
-		Size: *size, Faults: &fl, Environment: *environment, Logger: m.logger(), APIKey: *apiKey}
+		Size: *size, Faults: &fl, Environment: *environment, Logger: m.logger(), APIKey: *apiKey, APIRate: *apiRate}
 	if *apiAddr != "" {
 		api, err := startRunAPI(*apiAddr)
 		if err != nil {
@@ -247,6 +252,14 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 func positive(name string, v float64, hint string) error {
 	if !(v > 0) || math.IsInf(v, 0) {
 		return fmt.Errorf("%w: --%s %v: want a positive number (%s)", errUsage, name, v, hint)
+	}
+	return nil
+}
+
+// rateFlag checks --api-rate: requests a second, 0 for no limit.
+func rateFlag(v float64) error {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("%w: --api-rate %v: want requests a second, 0 for no limit", errUsage, v)
 	}
 	return nil
 }
@@ -325,12 +338,17 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
 	seed := fs.Int64("seed", 0, "seed of ids and faults (default: one at random, printed, so that a restart never hands out an earlier run's ids)")
 	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this (positive; 1 is real time)")
+	apiRate := fs.Float64("api-rate", 0, "answer this many API requests a second in each environment, and 429 with Retry-After: 1 "+
+		"beyond, as a provider's rate limit (0: no limit)")
 	faults := addFaultFlags(fs)
 	if err := parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	// As sim run's: 0 or less would be taken for 1, silently.
 	if err := positive("time-scale", *scale, "1, the default, is real time; 60 runs an hour of retries in a minute"); err != nil {
+		return err
+	}
+	if err := rateFlag(*apiRate); err != nil {
 		return err
 	}
 	if !flagGiven(fs, "seed") {
@@ -358,7 +376,7 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 		return err
 	}
 	test, live := keys.Keys()
-	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: *seed, TestKey: test, LiveKey: live})
+	p, err := sim.New(sim.Config{Flavour: f, Sender: d, Seed: *seed, TestKey: test, LiveKey: live, APIRate: *apiRate})
 	if err != nil {
 		return err
 	}

@@ -446,6 +446,9 @@ func TestSimRunUsage(t *testing.T) {
 		{[]string{"--size", "+Inf"}, "--size +Inf: want a positive number"},
 		{[]string{"--burst-size", "0"}, "--burst-size 0: want 1 or more"},
 		{[]string{"--burst-size", "-3"}, "--burst-size -3: want 1 or more"},
+		{[]string{"--api-addr", "127.0.0.1:0", "--api-rate", "-1"}, "--api-rate -1: want requests a second, 0 for no limit"},
+		{[]string{"--api-addr", "127.0.0.1:0", "--api-rate", "NaN"}, "--api-rate NaN: want requests a second, 0 for no limit"},
+		{[]string{"--api-rate", "5"}, "--api-rate goes with --api-addr"},
 	} {
 		// Refused at once; before, the run started (against no target)
 		// until the deadline stopped it.
@@ -479,20 +482,28 @@ func TestDemoSizeUsage(t *testing.T) {
 
 // TestSimServeTimeScale: sim serve refuses a --time-scale that is no
 // speed (0 or less, NaN, infinite) as sim run does, before it listens;
-// before, it was taken silently for 1 and the provider served.
+// before, it was taken silently for 1 and the provider served. So with an
+// --api-rate that is no rate.
 func TestSimServeTimeScale(t *testing.T) {
 	t.Parallel()
 	// Cancelled: a sim serve that gets past its checks returns at once
 	// (exit 0), having printed its keys.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, scale := range []string{"0", "-10", "NaN", "+Inf"} {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--time-scale", "0", "want a positive number"},
+		{"--time-scale", "-10", "want a positive number"},
+		{"--time-scale", "NaN", "want a positive number"},
+		{"--time-scale", "+Inf", "want a positive number"},
+		{"--api-rate", "-1", "want requests a second, 0 for no limit"},
+		{"--api-rate", "+Inf", "want requests a second, 0 for no limit"},
+	} {
 		var stdout, stderr syncBuffer
 		code := (&Main{Stdout: &stdout, Stderr: &stderr, Getenv: testEnv(nil)}).Run(ctx,
-			[]string{"sim", "serve", "--addr", "127.0.0.1:0", "--time-scale", scale})
+			[]string{"sim", "serve", "--addr", "127.0.0.1:0", tc.flag, tc.value})
 		out, errOut := stdout.String(), stderr.String()
-		if want := "--time-scale " + scale + ": want a positive number"; code != 2 || out != "" || !strings.Contains(errOut, want) {
-			t.Errorf("payhook sim serve --time-scale %s = %d, stdout %q, stderr %q; want 2 and %q", scale, code, out, errOut, want)
+		if want := tc.flag + " " + tc.value + ": " + tc.want; code != 2 || out != "" || !strings.Contains(errOut, want) {
+			t.Errorf("payhook sim serve %s %s = %d, stdout %q, stderr %q; want 2 and %q", tc.flag, tc.value, code, out, errOut, want)
 		}
 	}
 }
