@@ -313,3 +313,57 @@ func ask(l *fetchLimiter, ids ...int64) {
 	}
 	wg.Wait()
 }
+
+// TestPauseKeepsFetchRate: a source with a FetchRate whose reads pause
+// after a 429 still reads at most its rate once the pause is over. The
+// events put off under the rate whose turns fell within the pause meet
+// the pause, are put off until its end (and up to 2 s more), and come
+// back then, together: each must take a turn again, not read at once on
+// its turn gone by. Before, they all read within those 2 s, a burst of
+// every turn the pause covered (up to api_rate × Retry-After reads),
+// which is what the provider refuses.
+func TestPauseKeepsFetchRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration // the reads that reached the provider
+		read := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Since(start))
+			if ev.ID == 2 {
+				return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_2", Status: http.StatusTooManyRequests, RetryAfter: 10 * time.Second}
+			}
+			return []byte(`{}`), nil
+		}
+		jc, err := New(Config{DB: &store.DB{}, Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: read, FetchRate: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fetch := func(ids ...int64) { // each in a worker of its own, asking in order
+			var wg sync.WaitGroup
+			for _, id := range ids {
+				wg.Go(func() {
+					jc.Fetch(context.Background(), &payhook.Event{ID: id, Source: "api", Type: "charge.succeeded"})
+				})
+				synctest.Wait()
+			}
+			wg.Wait()
+		}
+		// One a second: 1 reads at 0 s, 2 waits and reads at 1 s, refused
+		// with Retry-After: 10 (a pause to 11 s); 3 to 6 are put off,
+		// their turns at 2 to 5 s.
+		fetch(1, 2, 3, 4, 5, 6)
+		time.Sleep(4 * time.Second) // at 5 s, each has come back: paused
+		fetch(3, 4, 5, 6)
+		time.Sleep(6 * time.Second) // at 11 s, the pause is over: they come back
+		fetch(3, 4, 5, 6)
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 1; i < len(at); i++ {
+			if at[i]-at[i-1] < time.Second {
+				t.Fatalf("reads at %v: %v and %v less than a second apart; want one a second (FetchRate 1)", at, at[i-1], at[i])
+			}
+		}
+	})
+}

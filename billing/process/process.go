@@ -87,7 +87,8 @@ func New(cfg Config) (jobs.Config, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
-		bySource: make(map[string]payhook.Source, len(cfg.Sources)), clock: time.Now, limited: map[int64]time.Time{}, pause: map[string]time.Time{}}
+		bySource: make(map[string]payhook.Source, len(cfg.Sources)), clock: time.Now, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
+		limiters: map[string]*fetchLimiter{}}
 	fetching := 0 // sources with a Fetch
 	for _, s := range cfg.Sources {
 		if s.Name == "" {
@@ -108,7 +109,8 @@ func New(cfg Config) (jobs.Config, error) {
 		if s.Fetch != nil {
 			fetching++
 			if s.FetchRate > 0 {
-				s.Fetch = limitFetch(s.Fetch, s.FetchRate)
+				l := newFetchLimiter(s.Fetch, s.FetchRate) // limitFetch
+				s.Fetch, p.limiters[s.Name] = l.fetch, l
 			}
 		}
 		p.bySource[s.Name] = s
@@ -154,6 +156,9 @@ type processor struct {
 	mu      sync.Mutex
 	limited map[int64]time.Time  // event row id → when it was first put off for a 429, in a row
 	pause   map[string]time.Time // source → no read before, after a 429
+	// The limiters of the sources with a FetchRate, whose turns a pause
+	// covers (paused).
+	limiters map[string]*fetchLimiter
 }
 
 // Handle turns ev into billing facts and applies them in tx. An event
@@ -375,7 +380,10 @@ func (p *processor) rateLimited(ev *payhook.Event, err error, retryAfter time.Du
 
 // paused returns putOff's error for ev while its source's reads pause
 // after a 429 (rateLimited), without asking the provider; nil once the
-// pause is over.
+// pause is over. A turn ev had booked under the source's FetchRate
+// (limitFetch) that comes before the pause's end is gone: ev takes a new
+// one when it comes back, or the events whose turns the pause covered
+// would all read at once after it, beyond the rate.
 func (p *processor) paused(ev *payhook.Event) error {
 	now := p.clock()
 	p.mu.Lock()
@@ -383,6 +391,9 @@ func (p *processor) paused(ev *payhook.Event) error {
 	p.mu.Unlock()
 	if !now.Before(until) {
 		return nil
+	}
+	if l := p.limiters[ev.Source]; l != nil {
+		l.missed(ev.ID, until)
 	}
 	return p.putOff(ev, now, until, fmt.Errorf("the provider refused a read for its rate limit and asked for none before %s",
 		until.UTC().Format(time.RFC3339)))
@@ -424,7 +435,8 @@ const maxRateLimited = time.Hour
 // meanwhile rather than wait behind a slow provider's turns. The event
 // put off keeps its turn, booked under its row id: it is read when it
 // comes back, in the order the events asked, and is put off once (again
-// only if it comes back early). Given back instead, its turn went to the
+// only if it comes back early, or its source's reads paused over its
+// turn: processor.paused forgets it then). Given back instead, its turn went to the
 // events that asked meanwhile, and it could be put off for as long as
 // they came faster than perSecond, with a snooze of every event waiting
 // at each turn. A turn booked is kept until bookedFor after it.
@@ -494,6 +506,17 @@ func (l *fetchLimiter) fetch(ctx context.Context, ev *payhook.Event) ([]byte, er
 		}
 	}
 	return l.read(ctx, ev)
+}
+
+// missed forgets the turn booked for event id if it comes before t,
+// when the source's reads pause (processor.paused): the event, back
+// after the pause, takes a turn anew rather than read on one gone by.
+func (l *fetchLimiter) missed(id int64, t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.booked[id]; ok && b.at.Before(t) {
+		delete(l.booked, id)
+	}
 }
 
 // bookedFor is how long after its turn an event put off under a
