@@ -367,3 +367,48 @@ func TestPauseKeepsFetchRate(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseStopsReadsWaitingTheirTurn: a read that waits in its worker
+// for its turn under a source's FetchRate (up to maxFetchWait) when
+// another read of the source is refused (429) does not reach the
+// provider when its turn comes during the pause: it is put off as the
+// reads asked during the pause are. Before, every read waiting then
+// (up to api_rate of them, 20 for Stripe by default) was sent into the
+// pause, and refused.
+func TestPauseStopsReadsWaitingTheirTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		var at []time.Duration // the reads that reached the provider
+		read := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+			mu.Lock()
+			at = append(at, time.Since(start))
+			mu.Unlock()
+			if ev.ID == 1 {
+				time.Sleep(100 * time.Millisecond) // the answer takes a while
+				return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_1", Status: http.StatusTooManyRequests, RetryAfter: 10 * time.Second}
+			}
+			return []byte(`{}`), nil
+		}
+		jc, err := New(Config{DB: &store.DB{}, Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: read, FetchRate: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range int64(2) {
+			// 1 reads at 0 s, refused at 0.1 s (a pause to 10.1 s); 2,
+			// asking meanwhile, waits for its turn at 1 s.
+			wg.Go(func() {
+				_, errs[i+1] = jc.Fetch(context.Background(), &payhook.Event{ID: i + 1, Source: "api", Type: "charge.succeeded"})
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(at) != 1 || errs[2] == nil || !strings.HasPrefix(errs[2].Error(), "tried again in ") {
+			t.Errorf("reads at %v, event 2: %v; want one read, event 2 put off without asking during the pause", at, errs[2])
+		}
+	})
+}

@@ -109,7 +109,15 @@ func New(cfg Config) (jobs.Config, error) {
 		if s.Fetch != nil {
 			fetching++
 			if s.FetchRate > 0 {
-				l := newFetchLimiter(s.Fetch, s.FetchRate) // limitFetch
+				// A read that waited for its turn asks whether a 429
+				// paused the source meanwhile.
+				read := s.Fetch
+				l := newFetchLimiter(func(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+					if err := p.paused(ev); err != nil {
+						return nil, err
+					}
+					return read(ctx, ev)
+				}, s.FetchRate) // limitFetch
 				s.Fetch, p.limiters[s.Name] = l.fetch, l
 			}
 		}
