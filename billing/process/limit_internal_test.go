@@ -412,3 +412,27 @@ func TestPauseStopsReadsWaitingTheirTurn(t *testing.T) {
 		}
 	})
 }
+
+// TestRateLimitedForgetsOldRows: an event put off for a 429 whose job did
+// not come back here (another instance processed it) is, put off again
+// long after (replayed, say), put off for the hour of a new row, whether
+// or not another event was put off meanwhile: an entry older than the
+// prune's 2 hours is gone. Before, it was forgotten only when another
+// event was first put off, so the same event met by the same pause was
+// put off if one had been, and failed an attempt at once if none had.
+func TestRateLimitedForgetsOldRows(t *testing.T) {
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	now := start
+	fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+		return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_1", Status: http.StatusTooManyRequests}
+	}
+	p := &processor{clock: func() time.Time { return now }, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
+		bySource: map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}}}
+	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 1, Source: "api"}); err == nil || !strings.HasPrefix(err.Error(), "tried again in ") {
+		t.Fatalf("event 1 refused: %v; want put off", err)
+	}
+	now = start.Add(3 * time.Hour) // replayed, its read refused again
+	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 1, Source: "api"}); err == nil || !strings.HasPrefix(err.Error(), "tried again in ") {
+		t.Errorf("event 1, refused again 3 hours after it was first put off and not since: %v; want put off, a new row", err)
+	}
+}

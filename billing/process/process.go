@@ -416,6 +416,9 @@ func (p *processor) paused(ev *payhook.Event) error {
 func (p *processor) putOff(ev *payhook.Event, now, until time.Time, cause error) error {
 	p.mu.Lock()
 	first, ok := p.limited[ev.ID]
+	if ok && now.Sub(first) > 2*maxRateLimited {
+		ok = false // pruned or not yet, as the prune below would: a new row
+	}
 	if !ok {
 		first = now
 		p.limited[ev.ID] = now
