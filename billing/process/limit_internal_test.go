@@ -436,3 +436,33 @@ func TestRateLimitedForgetsOldRows(t *testing.T) {
 		t.Errorf("event 1, refused again 3 hours after it was first put off and not since: %v; want put off, a new row", err)
 	}
 }
+
+// TestPauseLeavesEventsWithoutARead: while a source's reads pause after
+// a 429, an event of a type its provider has no resource for (Stripe's
+// invoice.paid, ping, ...), which its Fetch answers without asking the
+// provider, is not put off: the pause has nothing to spare it. Before, it
+// was put off as long as the pause held, and after an hour of that its
+// attempts failed, for a read it never makes.
+func TestPauseLeavesEventsWithoutARead(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	asked := 0
+	fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) { // as stripe.Client.Fetch
+		if ev.Type == "invoice.paid" {
+			return nil, nil // no resource: no request
+		}
+		asked++
+		return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_1", Status: http.StatusTooManyRequests, RetryAfter: time.Minute}
+	}
+	p := &processor{clock: func() time.Time { return now }, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
+		bySource: map[string]payhook.Source{"api": {Name: "api", Provider: "stripe", Fetch: fetch}}}
+	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 1, Source: "api", Type: "charge.succeeded"}); err == nil || asked != 1 {
+		t.Fatalf("a charge refused: %v, asked %d; want put off, asked once", err, asked)
+	}
+	now = now.Add(time.Second) // paused for a minute
+	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 2, Source: "api", Type: "invoice.paid"}); err != nil {
+		t.Errorf("invoice.paid, which reads nothing, during the pause: %v; want processed", err)
+	}
+	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 3, Source: "api", Type: "charge.refunded"}); err == nil || asked != 1 {
+		t.Errorf("a charge.refunded during the pause: %v, asked %d; want put off unasked", err, asked)
+	}
+}

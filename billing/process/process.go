@@ -391,8 +391,13 @@ func (p *processor) rateLimited(ev *payhook.Event, err error, retryAfter time.Du
 // pause is over. A turn ev had booked under the source's FetchRate
 // (limitFetch) that comes before the pause's end is gone: ev takes a new
 // one when it comes back, or the events whose turns the pause covered
-// would all read at once after it, beyond the rate.
+// would all read at once after it, beyond the rate. An event of a type
+// its provider has no resource for, which its Fetch answers without a
+// request, is not paused.
 func (p *processor) paused(ev *payhook.Event) error {
+	if !p.reads(ev) {
+		return nil
+	}
 	now := p.clock()
 	p.mu.Lock()
 	until := p.pause[ev.Source]
@@ -405,6 +410,18 @@ func (p *processor) paused(ev *payhook.Event) error {
 	}
 	return p.putOff(ev, now, until, fmt.Errorf("the provider refused a read for its rate limit and asked for none before %s",
 		until.UTC().Format(time.RFC3339)))
+}
+
+// reads reports whether ev's source's Fetch asks the provider for ev:
+// its provider has a resource for ev's type (adapter.Resources, which
+// payhook's clients read with), or lists none, as far as it is known.
+func (p *processor) reads(ev *payhook.Event) bool {
+	a, ok := provider.Lookup(p.bySource[ev.Source].Provider)
+	if !ok || len(a.Resources) == 0 {
+		return true
+	}
+	_, ok = a.Resources.For(ev.Type)
+	return ok
 }
 
 // putOff returns jobs.Later for ev, whose source may read again at
