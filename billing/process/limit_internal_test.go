@@ -28,12 +28,12 @@ func TestLimitFetch(t *testing.T) {
 		var mu sync.Mutex
 		var at []time.Duration
 		start := time.Now()
-		fetch := limitFetch(func(context.Context, *payhook.Event) ([]byte, error) {
+		fetch := newFetchLimiter(func(context.Context, *payhook.Event) ([]byte, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			at = append(at, time.Since(start))
 			return []byte(`{}`), nil
-		}, 4)
+		}, 4).fetch
 		var wg sync.WaitGroup
 		var later []string
 		for i := range 20 { // 20 workers at once, each an event's job
@@ -118,12 +118,12 @@ func TestLimitFetchFirstComeFirstRead(t *testing.T) {
 		var mu sync.Mutex
 		var order []int64
 		putOff := map[int64]int{}
-		fetch := limitFetch(func(_ context.Context, ev *payhook.Event) ([]byte, error) {
+		fetch := newFetchLimiter(func(_ context.Context, ev *payhook.Event) ([]byte, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			order = append(order, ev.ID)
 			return []byte(`{}`), nil
-		}, 4)
+		}, 4).fetch
 		var wg sync.WaitGroup
 		job := func(id int64) { // an event's job, snoozed as long as each Later says
 			wg.Go(func() {

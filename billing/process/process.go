@@ -117,7 +117,7 @@ func New(cfg Config) (jobs.Config, error) {
 						return nil, err
 					}
 					return read(ctx, ev)
-				}, s.FetchRate) // limitFetch
+				}, s.FetchRate)
 				s.Fetch, p.limiters[s.Name] = l.fetch, l
 			}
 		}
@@ -164,6 +164,9 @@ type processor struct {
 	mu      sync.Mutex
 	limited map[int64]time.Time  // event row id → when it was first put off for a 429, in a row
 	pause   map[string]time.Time // source → no read before, after a 429
+	// limitedPruned is when limited was last rid of rows gone by: once an
+	// hour, not at each new row, which made putting off n events cost n².
+	limitedPruned time.Time
 	// The limiters of the sources with a FetchRate, whose turns a pause
 	// covers (paused).
 	limiters map[string]*fetchLimiter
@@ -389,7 +392,7 @@ func (p *processor) rateLimited(ev *payhook.Event, err error, retryAfter time.Du
 // paused returns putOff's error for ev while its source's reads pause
 // after a 429 (rateLimited), without asking the provider; nil once the
 // pause is over. A turn ev had booked under the source's FetchRate
-// (limitFetch) that comes before the pause's end is gone: ev takes a new
+// (fetchLimiter) that comes before the pause's end is gone: ev takes a new
 // one when it comes back, or the events whose turns the pause covered
 // would all read at once after it, beyond the rate. An event of a type
 // its provider has no resource for, which its Fetch answers without a
@@ -439,11 +442,15 @@ func (p *processor) putOff(ev *payhook.Event, now, until time.Time, cause error)
 	if !ok {
 		first = now
 		p.limited[ev.ID] = now
+	}
+	if now.Sub(p.limitedPruned) > maxRateLimited {
+		// The rows of events whose job did not come back here.
 		for id, t := range p.limited {
-			if now.Sub(t) > 2*maxRateLimited { // its job did not come back
+			if now.Sub(t) > 2*maxRateLimited {
 				delete(p.limited, id)
 			}
 		}
+		p.limitedPruned = now
 	}
 	p.mu.Unlock()
 	if now.Sub(first) >= maxRateLimited {
@@ -456,8 +463,8 @@ func (p *processor) putOff(ev *payhook.Event, now, until time.Time, cause error)
 // limit (a 429) before its reads refused count as attempts.
 const maxRateLimited = time.Hour
 
-// limitFetch returns fetch called at most perSecond times a second, one
-// at a time, evenly spaced: a call whose turn comes within maxFetchWait
+// fetchLimiter calls a Fetch at most perSecond times a second, one
+// at a time, evenly spaced (Source.FetchRate): a call whose turn comes within maxFetchWait
 // waits for it (or fails when its ctx ends first); a later one returns
 // jobs.Later, so that its worker processes other sources' events
 // meanwhile rather than wait behind a slow provider's turns. The event
@@ -468,11 +475,6 @@ const maxRateLimited = time.Hour
 // events that asked meanwhile, and it could be put off for as long as
 // they came faster than perSecond, with a snooze of every event waiting
 // at each turn. A turn booked is kept until bookedFor after it.
-func limitFetch(fetch func(context.Context, *payhook.Event) ([]byte, error), perSecond float64) func(context.Context, *payhook.Event) ([]byte, error) {
-	return newFetchLimiter(fetch, perSecond).fetch
-}
-
-// fetchLimiter is limitFetch's state.
 type fetchLimiter struct {
 	read      func(context.Context, *payhook.Event) ([]byte, error)
 	perSecond float64
@@ -558,7 +560,7 @@ func (l *fetchLimiter) missed(id int64, t time.Time) {
 const bookedFor = time.Hour
 
 // maxFetchWait is the longest a read waits for its turn under a source's
-// FetchRate in its worker (see limitFetch).
+// FetchRate in its worker (see fetchLimiter).
 const maxFetchWait = time.Second
 
 // failed raises the alert of an event that failed for good. The alert
