@@ -121,6 +121,12 @@ type Config struct {
 	// MaxAttempts is how many times an event is tried before it is marked
 	// failed. Default 25 (River's default; about three weeks of retries).
 	MaxAttempts int
+	// MaxPutOffs is how many times a Fetch's Later may put an event's job
+	// off (River's snoozes, counted in the job's row, so across restarts
+	// and instances); the next Later is a failed attempt, so that a read
+	// put off for ever still ends failed, with its alert. Default 3600:
+	// an hour at least, a Later being a second at least.
+	MaxPutOffs int
 	// Backoff gives the delay before retry n (1 for the first retry).
 	// Default: River's policy, attempt^4 seconds with jitter.
 	Backoff func(attempt int) time.Duration
@@ -336,6 +342,9 @@ func (c Config) withDefaults(engine store.Engine) Config {
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 25
+	}
+	if c.MaxPutOffs <= 0 {
+		c.MaxPutOffs = 3600
 	}
 	if c.DeliveryAttempts <= 0 {
 		c.DeliveryAttempts = 25
@@ -680,7 +689,7 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 		ran, sends = q.processBatch(actx, job.Args.EventID, final, behind, &err)
 	}
 	if !ran {
-		err = q.process(actx, job.Args.EventID, final)
+		err = q.process(actx, job.Args.EventID, final, snoozes(job.JobRow) < q.cfg.MaxPutOffs)
 	}
 	release()
 	// Sent with the slot given back: a slow sink of the application must
@@ -789,17 +798,20 @@ func (q *Queue) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error
 // left alone, so running the job again changes nothing. A handler error
 // rolls back, is recorded on the event and returned.
 func (q *Queue) Process(ctx context.Context, id int64) error {
-	return q.process(ctx, id, false)
+	return q.process(ctx, id, false, true)
 }
 
 // process is Process; final marks the last attempt, whose failure leaves
 // the event failed. An error wrapping payhook.ErrMalformed (a handler that
 // cannot read the event) is final at once: retrying cannot fix it, and a
 // replay after a fix processes the event again.
-func (q *Queue) process(ctx context.Context, id int64, final bool) error {
+func (q *Queue) process(ctx context.Context, id int64, final, mayPutOff bool) error {
 	start := time.Now()
 	err := q.apply(ctx, id, start)
-	if _, later := asLater(err); err == nil || later {
+	if l, later := asLater(err); later && !mayPutOff {
+		// Put off MaxPutOffs times: this one is an attempt.
+		err = fmt.Errorf("put off %d times, the most (MaxPutOffs): %s", q.cfg.MaxPutOffs, l.why)
+	} else if err == nil || later {
 		return err
 	}
 	return q.failed(ctx, id, err, final, start)
@@ -816,7 +828,8 @@ func (q *Queue) process(ctx context.Context, id int64, final bool) error {
 // waited in the worker: River's snooze of 0 fetches the job again at once,
 // in a loop as fast as the database goes) and maxPostpone at most (so that
 // an event is not parked, received without an error, for however long a
-// Fetch said): a Fetch asked again too early says Later again.
+// Fetch said): a Fetch asked again too early says Later again. Put off
+// Config.MaxPutOffs times, the job's next Later is a failed attempt.
 func Later(after time.Duration, why string) error {
 	return &laterError{after: min(max(minLater, after), maxPostpone), why: why}
 }

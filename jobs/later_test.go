@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,4 +111,32 @@ func TestLaterBounded(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMaxPutOffs: a Fetch that says Later for ever puts the event's job
+// off MaxPutOffs times (River's snoozes, counted in the job's row), then
+// its Later is a failed attempt, recorded, and at MaxAttempts the event
+// fails: never read, it does not wait for ever without an alert. Before,
+// only the reads' own bound in billing/process (in the memory of one
+// process) stopped it.
+func TestMaxPutOffs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		mux := &payhook.Mux{}
+		mux.HandleFunc("*", effect)
+		var calls atomic.Int64
+		fetch := func(context.Context, *payhook.Event) ([]byte, error) {
+			calls.Add(1)
+			return nil, jobs.Later(time.Second, "the provider asked for no read yet")
+		}
+		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Fetch: fetch, MaxPutOffs: 2, MaxAttempts: 1})
+		ev := event("evt_put_off")
+		ingest(t, q, ev)
+		start(t, q)
+		got := waitDone(t, db, ev.ID)
+		if got.Status != payhook.StatusFailed || got.Attempts != 1 || calls.Load() != 3 ||
+			!strings.Contains(got.LastError, "put off 2 times, the most (MaxPutOffs): the provider asked for no read yet") {
+			t.Fatalf("after %d reads: %s after %d attempts (%q); want failed at its one attempt, after 2 put off",
+				calls.Load(), got.Status, got.Attempts, got.LastError)
+		}
+	})
 }

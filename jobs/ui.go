@@ -50,11 +50,17 @@ type Attempt struct {
 // snoozed reports whether River ever snoozed job (a Later): its
 // metadata counts the snoozes and is never reset, so a job due again
 // after a snooze and a failed attempt also reads waiting, as it is.
-func snoozed(job *rivertype.JobRow) bool {
+func snoozed(job *rivertype.JobRow) bool { return snoozes(job) > 0 }
+
+// snoozes returns how many times River snoozed job (Laters).
+func snoozes(job *rivertype.JobRow) int {
 	var meta struct {
 		Snoozes int `json:"snoozes"`
 	}
-	return json.Unmarshal(job.Metadata, &meta) == nil && meta.Snoozes > 0
+	if json.Unmarshal(job.Metadata, &meta) != nil {
+		return 0
+	}
+	return meta.Snoozes
 }
 
 // Attempts returns the processing attempts of the event with row id
