@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -63,14 +64,17 @@ const maxBody = 1 << 20
 // Errors are {"error": {"type", "message"}} with 400 (invalid_request),
 // 401 (authentication), 404 (not_found, also unknown routes), 405 (wrong
 // method), 409 (conflict) or 429 (rate_limit, beyond Config.APIRate, with
-// Retry-After: 1).
+// a Retry-After in seconds).
 func (p *Provider) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern string, f func(w http.ResponseWriter, r *http.Request, env string) error) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			env, err := p.EnvForKey(bearer(r))
-			if err == nil && !p.allowAPI(env) {
-				err = ErrRateLimit
+			if err == nil {
+				if wait := p.apiWait(env); wait > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+					err = ErrRateLimit
+				}
 			}
 			if err == nil {
 				err = f(w, r, env)
@@ -465,7 +469,9 @@ func writeError(w http.ResponseWriter, err error) {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="payhook sim"`)
 	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", "1")
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", "1")
+		}
 	}
 	writeJSON(w, status, errorBody(e.Type, e.Message))
 }

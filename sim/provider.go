@@ -70,9 +70,10 @@ type Config struct {
 	TestKey, LiveKey string
 	// APIRate, if above 0, is how many API requests a second the provider
 	// answers in each environment, a second's worth at once at most
-	// (measured on Now); beyond, it answers 429 rate_limit with
-	// Retry-After: 1, as real providers do (Stripe takes 25 requests a
-	// second in a sandbox, Paddle 240 a minute). 0: no limit.
+	// (measured on Now); beyond, it answers 429 rate_limit with a
+	// Retry-After of the seconds until the next it would answer, as real
+	// providers do (Stripe takes 25 requests a second in a sandbox,
+	// Paddle 240 a minute). 0: no limit.
 	APIRate float64
 }
 
@@ -99,7 +100,8 @@ var (
 	ErrAuth     = &Error{Type: "authentication", Message: "invalid API key"}
 	ErrNotFound = &Error{Type: "not_found", Message: "not found"}
 	ErrConflict = &Error{Type: "conflict", Message: "conflict"}
-	// ErrRateLimit is the answer beyond Config.APIRate: 429, Retry-After 1.
+	// ErrRateLimit is the answer beyond Config.APIRate: 429, with a
+	// Retry-After.
 	ErrRateLimit = &Error{Type: "rate_limit", Message: "too many requests; see Retry-After"}
 )
 
@@ -220,11 +222,20 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-// allowAPI reports whether env's API answers one more request now
-// (Config.APIRate).
-func (p *Provider) allowAPI(env string) bool {
+// apiWait returns 0 when env's API answers one more request now
+// (Config.APIRate), else how long until it would.
+func (p *Provider) apiWait(env string) time.Duration {
 	l := p.limits[env]
-	return l == nil || l.AllowN(p.cfg.Now(), 1)
+	if l == nil {
+		return 0
+	}
+	now := p.cfg.Now()
+	r := l.ReserveN(now, 1)
+	d := r.DelayFrom(now)
+	if d > 0 {
+		r.CancelAt(now) // refused: the request takes no turn
+	}
+	return d
 }
 
 // Keys returns the test and live API keys.

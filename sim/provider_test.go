@@ -376,7 +376,8 @@ func TestAuth(t *testing.T) {
 
 // TestAPIRate: with Config.APIRate, each environment's API answers that
 // many requests a second (a second's worth at once), and 429 rate_limit
-// with Retry-After: 1 beyond, on the provider's clock; a key that is
+// beyond, with a Retry-After of the seconds until the next it answers,
+// on the provider's clock; a key that is
 // wrong is told so first (401). Invalid rates are refused.
 func TestAPIRate(t *testing.T) {
 	t.Parallel()
@@ -398,6 +399,13 @@ func TestAPIRate(t *testing.T) {
 		if r := h.do(t, h.test, "GET", "/webhook_endpoints", nil); r.status != want {
 			t.Fatalf("request %d half a second on: %d %s; want %d", i+1, r.status, r.body, want)
 		}
+	}
+	// A request every 10 s: the Retry-After says when the next is answered.
+	slow := newHarness(t, func(c *Config) { c.APIRate = 0.1 })
+	slow.do(t, slow.test, "GET", "/webhook_endpoints", nil)
+	slow.clock.Add(2500 * time.Millisecond)
+	if r := slow.do(t, slow.test, "GET", "/webhook_endpoints", nil); r.status != 429 || r.header.Get("Retry-After") != "8" {
+		t.Errorf("at 0.1 a second, 2.5 s after a request: %d, Retry-After %q; want 429, 8", r.status, r.header.Get("Retry-After"))
 	}
 	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
 		if _, err := New(Config{Flavour: &fakeFlavour{}, Sender: &fakeSender{}, APIRate: bad}); err == nil {

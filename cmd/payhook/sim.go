@@ -154,7 +154,7 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 	apiKey := fs.String("api-key", "", "with --api-addr: the API key of --environment the API accepts (default: a new one, printed)")
 	apiLinger := fs.Duration("api-linger", 2*time.Second, "with --api-addr: after the deliveries end, keep the API up "+
 		"until it has gone this long without a request (the target may still be processing)")
-	apiRate := fs.Float64("api-rate", 0, "with --api-addr: answer this many API requests a second, and 429 with Retry-After: 1 "+
+	apiRate := fs.Float64("api-rate", 0, "with --api-addr: answer this many API requests a second, and 429 with a Retry-After "+
 		"beyond, as a provider's rate limit (0: no limit)")
 	faults := addFaultFlags(fs)
 	name, err := oneArg(fs, args, "SCENARIO")
@@ -338,7 +338,7 @@ func (m *Main) simServe(ctx context.Context, args []string, help string) error {
 	flav := fs.String("flavour", "billete", "provider to play: "+strings.Join(flavour.Names(), ", "))
 	seed := fs.Int64("seed", 0, "seed of ids and faults (default: one at random, printed, so that a restart never hands out an earlier run's ids)")
 	scale := fs.Float64("time-scale", 1, "divide every delay of the retry schedule and of the faults by this (positive; 1 is real time)")
-	apiRate := fs.Float64("api-rate", 0, "answer this many API requests a second in each environment, and 429 with Retry-After: 1 "+
+	apiRate := fs.Float64("api-rate", 0, "answer this many API requests a second in each environment, and 429 with a Retry-After "+
 		"beyond, as a provider's rate limit (0: no limit)")
 	faults := addFaultFlags(fs)
 	if err := parseNoArgs(fs, args); err != nil {
