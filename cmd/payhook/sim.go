@@ -209,7 +209,12 @@ func (m *Main) simRun(ctx context.Context, args []string, help string) error {
 		if err != nil {
 			return err
 		}
-		defer api.stop(ctx, *apiLinger)
+		defer func() {
+			api.stop(ctx, *apiLinger)
+			if *apiRate > 0 {
+				fmt.Fprintf(summary, "provider API: %d requests, %d refused for --api-rate (429)\n", api.requests.Load(), api.refused.Load())
+			}
+		}()
 		rc.Started = func(p *sim.Provider) {
 			api.serve(p)
 			fmt.Fprintf(summary, "provider API (%s) on %s\n", f.Name(), api.url)
@@ -282,6 +287,21 @@ type runAPI struct {
 	handler atomic.Pointer[http.Handler]
 	last    atomic.Int64 // unix nanoseconds of the last request
 	serving bool
+	// requests, and those refused for --api-rate (429)
+	requests, refused atomic.Int64
+}
+
+// refusals records a 429 the API answers.
+type refusals struct {
+	http.ResponseWriter
+	refused *atomic.Int64
+}
+
+func (w refusals) WriteHeader(status int) {
+	if status == http.StatusTooManyRequests {
+		w.refused.Add(1)
+	}
+	w.ResponseWriter.WriteHeader(status)
 }
 
 // startRunAPI listens on addr; serve starts answering.
@@ -295,7 +315,8 @@ func startRunAPI(addr string) (*runAPI, error) {
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			a.last.Store(time.Now().UnixNano())
-			(*a.handler.Load()).ServeHTTP(w, r)
+			a.requests.Add(1)
+			(*a.handler.Load()).ServeHTTP(refusals{w, &a.refused}, r)
 		})}
 	return a, nil
 }

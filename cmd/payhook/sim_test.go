@@ -27,7 +27,8 @@ import (
 // against a real payhook serve, once per flavour (billete on PostgreSQL
 // at full size: over 2,000 deliveries), each on its own database, and
 // checks that every event the provider created is stored exactly once and
-// handled exactly once, with one job each at most (a batch deletes the
+// handled exactly once (stripe's API, read for each event, refusing
+// requests beyond 10 a second), with one job each at most (a batch deletes the
 // jobs it applies), and that payhook's payments,
 // orders, subscriptions and balances equal the provider's final state.
 //
@@ -54,7 +55,10 @@ func TestSimStormAgainstServe(t *testing.T) {
 					// processed and ends the run (payhook processes behind
 					// the deliveries, slowly on SQLite under -race): no
 					// linger is long enough on every machine.
-					apiArgs = []string{"--api-addr", addr, "--api-key", "sk_test_storm", "--api-linger", "1h"}
+					// And it takes 10 requests a second, fewer than payhook's
+					// 20 (Stripe's api_rate): reads may be refused (429), and
+					// their events put off.
+					apiArgs = []string{"--api-addr", addr, "--api-key", "sk_test_storm", "--api-linger", "1h", "--api-rate", "10"}
 				}
 				// An event that comes before what it is about is retried
 				// every 20 to 500 ms, not on an hour-long doubling curve
@@ -130,6 +134,19 @@ func TestSimStormAgainstServe(t *testing.T) {
 				}
 				if len(diffs) > 0 {
 					t.Fatalf("payhook's billing state differs from the provider's in %d places:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 15)], "\n"))
+				}
+				if name == "stripe" {
+					simRun.stop()
+					out := simRun.stdout.String()
+					var requests, refused int
+					_, report, _ := strings.Cut(out, "provider API: ")
+					if _, err := fmt.Sscanf(report, "%d requests, %d refused", &requests, &refused); err != nil {
+						t.Errorf("sim run printed no count of the API's requests: %v\n%s", err, out)
+					}
+					// How many depends on how fast this machine processes;
+					// TestRateLimitedProviderLosesNoAttempt meets refusals
+					// whatever its speed.
+					t.Logf("the provider's API refused %d of %d requests for --api-rate", refused, requests)
 				}
 			})
 		}
