@@ -31,10 +31,9 @@ const stepClient = "payhook-step"
 // completed; retryable with the queue's backoff; discarded after the last
 // attempt; cancelled for an error wrapping payhook.ErrMalformed; put off
 // (River's snooze: scheduled, the attempt not counted) for a Fetch's
-// Later. The
-// attempt's own error is in err only when the job's end could not be
-// written; the job's failure is the job's (on the event's row and in
-// River's errors), not the step's. A process that dies between the claim
+// Later. The attempt's own error is in err only when the job's end could
+// not be written; the job's failure is the job's (on the event's row and
+// in River's errors), not the step's. A process that dies between the claim
 // and that write leaves the job running, as River would: the sweep stands
 // in for it after RescueAfter.
 func (q *Queue) Step(ctx context.Context) (bool, error) {
@@ -76,11 +75,7 @@ func (q *Queue) Step(ctx context.Context) (bool, error) {
 	case errors.As(werr, &snooze):
 		// A Fetch's Later: put off as River puts it off, the attempt
 		// given back and the snooze counted in the metadata.
-		var meta struct {
-			Snoozes int64 `json:"snoozes"`
-		}
-		_ = json.Unmarshal(row.Metadata, &meta)
-		counted, _ := json.Marshal(map[string]int64{"snoozes": meta.Snoozes + 1})
+		counted, _ := json.Marshal(map[string]int{"snoozes": snoozes(row) + 1})
 		set = riverdriver.JobSetStateSnoozed(row.ID, end.Add(snooze.Duration), row.Attempt-1, counted)
 	case errors.As(werr, &cancel):
 		set = riverdriver.JobSetStateCancelled(row.ID, end, attemptError(row, end, werr), nil)
