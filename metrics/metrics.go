@@ -60,6 +60,7 @@ type Metrics struct {
 	ignored    *prometheus.CounterVec
 	processed  *prometheus.CounterVec
 	failed     *prometheus.CounterVec
+	limited    *prometheus.CounterVec
 	batch      prometheus.Histogram
 	commit     prometheus.Histogram
 	ack        *prometheus.HistogramVec
@@ -98,6 +99,10 @@ func New(cfg Config) (*Metrics, error) {
 			Help: "Processing attempts that marked an event processed (a replay counts again)."}, []string{"source"}),
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_events_failed_total",
 			Help: "Events marked failed after their last attempt."}, []string{"source"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "payhook_provider_rate_limited_total",
+			Help: "Reads of an event's resource the provider refused for its rate limit (429): each pauses the source's reads " +
+				"for its Retry-After and puts the event off, not counted as an attempt. Another application or instance " +
+				"uses the account's share: lower api_rate."}, []string{"source"}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payhook_groupcommit_batch_events",
 			Help: "Events per group commit.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 100, 200, 500}}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "payhook_groupcommit_commit_duration_seconds",
@@ -118,11 +123,11 @@ func New(cfg Config) (*Metrics, error) {
 			[]string{"source"}),
 	}
 	for _, source := range cfg.Sources {
-		for _, c := range []*prometheus.CounterVec{m.received, m.backfilled, m.duplicates, m.processed, m.failed} {
+		for _, c := range []*prometheus.CounterVec{m.received, m.backfilled, m.duplicates, m.processed, m.failed, m.limited} {
 			c.WithLabelValues(source)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.received, m.backfilled, m.duplicates, m.rejected, m.ignored, m.processed, m.failed,
+	for _, c := range []prometheus.Collector{m.received, m.backfilled, m.duplicates, m.rejected, m.ignored, m.processed, m.failed, m.limited,
 		m.batch, m.commit, m.ack, m.processing, m.endToEnd,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&dbCollector{cfg: reading(cfg)}} {
@@ -225,6 +230,9 @@ func (b backfillInbox) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool
 	}
 	return inserted, nil
 }
+
+// RateLimited is processing's OnRateLimited hook.
+func (m *Metrics) RateLimited(source string) { m.limited.WithLabelValues(source).Inc() }
 
 // Done is the queue's OnDone hook.
 func (m *Metrics) Done(ev *payhook.Event, status payhook.Status, took time.Duration) {

@@ -216,13 +216,31 @@ func TestSourcesStartAtZero(t *testing.T) {
 		}
 		got := scrape(t, m)
 		for _, name := range []string{"payhook_events_received_total", "payhook_events_backfilled_total",
-			"payhook_events_duplicates_total", "payhook_events_processed_total", "payhook_events_failed_total"} {
+			"payhook_events_duplicates_total", "payhook_events_processed_total", "payhook_events_failed_total",
+			"payhook_provider_rate_limited_total"} {
 			for _, source := range []string{"shop", "eu"} {
 				series := name + `{source="` + source + `"}`
 				if v, ok := got[series]; !ok || v != 0 {
 					t.Errorf("%s = %v, %v; want 0", series, v, ok)
 				}
 			}
+		}
+	})
+}
+
+// TestRateLimited: processing's OnRateLimited hook counts a source's
+// 429s.
+func TestRateLimited(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		m, err := New(Config{DB: open(t, dbURL), Sources: []string{"shop", "eu"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.RateLimited("shop")
+		m.RateLimited("shop")
+		got := scrape(t, m)
+		if a, b := got[`payhook_provider_rate_limited_total{source="shop"}`], got[`payhook_provider_rate_limited_total{source="eu"}`]; a != 2 || b != 0 {
+			t.Errorf("rate limited: shop %v, eu %v; want 2, 0", a, b)
 		}
 	})
 }

@@ -1,8 +1,10 @@
 package process
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/internal/logthrottle"
 	"github.com/payhook/payhook/store"
 )
 
@@ -187,8 +190,13 @@ func TestRateLimited(t *testing.T) {
 		}
 		return []byte(`{}`), nil
 	}
+	var logged bytes.Buffer
+	counted := map[string]int{}
 	p := &processor{clock: func() time.Time { return now }, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
-		bySource: map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}, "other": {Name: "other", Fetch: fetch}}}
+		rateLog: slog.New(logthrottle.New(slog.NewTextHandler(&logged, nil), rateLogPeriod, "source").
+			WithClock(func() time.Time { return now })),
+		onRateLimited: func(source string) { counted[source]++ },
+		bySource:      map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}, "other": {Name: "other", Fetch: fetch}}}
 	refused := func(retryAfter time.Duration) error {
 		return &apiget.APIError{Method: "GET", Path: "/v1/payment_intents/pi_1", Status: http.StatusTooManyRequests, RetryAfter: retryAfter}
 	}
@@ -230,6 +238,16 @@ func TestRateLimited(t *testing.T) {
 				t.Errorf("at +%s: %v; want put off %s to %s", tc.at, err, tc.min, tc.max)
 			}
 		}
+	}
+	// Each of the five 429s is counted (metrics); an event met by the
+	// pause is not. They are told a line each but the second, 8 s after
+	// the first, within its 10 s: the next line says it was left out.
+	if len(counted) != 1 || counted["api"] != 5 {
+		t.Errorf("429s counted %v; want api: 5", counted)
+	}
+	if n := strings.Count(logged.String(), "level=WARN msg=\"the provider refused a read for its rate limit (429)"); n != 4 ||
+		strings.Count(logged.String(), "source=api") != 4 || strings.Count(logged.String(), "left_out=1") != 1 {
+		t.Errorf("the 429s told in %d lines; want 4, of source api, one with left_out=1:\n%s", n, logged.String())
 	}
 }
 
@@ -427,6 +445,7 @@ func TestRateLimitedForgetsOldRows(t *testing.T) {
 		return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_1", Status: http.StatusTooManyRequests}
 	}
 	p := &processor{clock: func() time.Time { return now }, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
+		rateLog:  slog.New(slog.DiscardHandler),
 		bySource: map[string]payhook.Source{"api": {Name: "api", Fetch: fetch}}}
 	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 1, Source: "api"}); err == nil || !strings.HasPrefix(err.Error(), "tried again in ") {
 		t.Fatalf("event 1 refused: %v; want put off", err)
@@ -454,6 +473,7 @@ func TestPauseLeavesEventsWithoutARead(t *testing.T) {
 		return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_1", Status: http.StatusTooManyRequests, RetryAfter: time.Minute}
 	}
 	p := &processor{clock: func() time.Time { return now }, limited: map[int64]time.Time{}, pause: map[string]time.Time{},
+		rateLog:  slog.New(slog.DiscardHandler),
 		bySource: map[string]payhook.Source{"api": {Name: "api", Provider: "stripe", Fetch: fetch}}}
 	if _, err := p.fetch(context.Background(), &payhook.Event{ID: 1, Source: "api", Type: "charge.succeeded"}); err == nil || asked != 1 {
 		t.Fatalf("a charge refused: %v, asked %d; want put off, asked once", err, asked)

@@ -20,6 +20,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/apiget"
+	"github.com/payhook/payhook/internal/logthrottle"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/provider"
@@ -46,6 +47,10 @@ type Config struct {
 	// finds those whose job was lost. If nil, facts are written to the
 	// outbox and left unrouted.
 	Outbox *outbox.Outbox
+	// OnRateLimited, if set, is called for each read of an event's
+	// resource that the provider refused for its rate limit (429), with
+	// the event's source (metrics). It must be cheap.
+	OnRateLimited func(source string)
 }
 
 // New returns the job queue's configuration that processes events as
@@ -85,7 +90,8 @@ func New(cfg Config) (jobs.Config, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
-		bySource: make(map[string]payhook.Source, len(cfg.Sources)), clock: time.Now,
+		bySource: make(map[string]payhook.Source, len(cfg.Sources)), clock: time.Now, onRateLimited: cfg.OnRateLimited,
+		rateLog: slog.New(logthrottle.New(cfg.Logger.Handler(), rateLogPeriod, "source")),
 		limited: map[int64]time.Time{}, pause: map[string]time.Time{}, limiters: map[string]*fetchLimiter{}}
 	fetching := 0 // sources with a Fetch
 	for _, s := range cfg.Sources {
@@ -168,6 +174,10 @@ type processor struct {
 	// The limiters of the sources with a FetchRate, whose turns a pause
 	// covers (paused).
 	limiters map[string]*fetchLimiter
+	// rateLog tells the 429s, a line per source every rateLogPeriod at
+	// most; onRateLimited counts each.
+	rateLog       *slog.Logger
+	onRateLimited func(source string)
 }
 
 // Handle turns ev into billing facts and applies them in tx. An event

@@ -31,6 +31,12 @@ func (p *processor) rateLimited(ev *payhook.Event, err error, retryAfter time.Du
 		p.pause[ev.Source] = until
 	}
 	p.mu.Unlock()
+	if p.onRateLimited != nil {
+		p.onRateLimited(ev.Source)
+	}
+	p.rateLog.Warn("the provider refused a read for its rate limit (429): the source's reads pause, its events are put off; "+
+		"another application or instance may use the account's share (lower api_rate)",
+		"source", ev.Source, "until", until.UTC().Format(time.RFC3339), "event", ev.EventID, "err", err)
 	return p.putOff(ev, now, until, fmt.Errorf("the provider refused the read for its rate limit: %w", err))
 }
 
@@ -103,6 +109,10 @@ func (p *processor) putOff(ev *payhook.Event, now, until time.Time, cause error)
 	}
 	return jobs.Later(until.Sub(now)+rand.N(2*time.Second), cause.Error())
 }
+
+// rateLogPeriod is how often a source's 429s are told at most
+// (logthrottle): one line, then the count of those left out.
+const rateLogPeriod = 10 * time.Second
 
 // maxRateLimited is how long an event is put off for the provider's rate
 // limit (a 429) before its reads refused count as attempts.

@@ -193,14 +193,6 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	qcfg, err := process.New(process.Config{DB: db, Sources: sources, Now: m.Now, Logger: log, Outbox: box})
-	if err != nil {
-		return err
-	}
-	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
-	qcfg.DeliveryWorkers = cfg.Processing.DeliveryWorkers
-	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
-	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
 	names := make([]string, len(sources))
 	for i, s := range sources {
 		names[i] = s.Name
@@ -209,6 +201,15 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	qcfg, err := process.New(process.Config{DB: db, Sources: sources, Now: m.Now, Logger: log, Outbox: box,
+		OnRateLimited: met.RateLimited})
+	if err != nil {
+		return err
+	}
+	qcfg.Workers, qcfg.MaxAttempts, qcfg.Backoff = cfg.Processing.Workers, cfg.Processing.MaxAttempts, backoff
+	qcfg.DeliveryWorkers = cfg.Processing.DeliveryWorkers
+	qcfg.PauseLag, qcfg.BusyMaxLag, qcfg.Batch = pauseLag, maxLag, batch
+	qcfg.DeliveryBackoff = withJitter(backoff) // sinks.go
 	// The scheduled backfills store through the queue made next, counted
 	// as received (they bypass the group committer, which counts).
 	var queue *jobs.Queue
