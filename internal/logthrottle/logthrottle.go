@@ -124,7 +124,8 @@ func New(next slog.Handler, period time.Duration, keys ...string) *Handler {
 // clock, for tests. It shares h's count. The timer that passes a kind's
 // last line left out still runs on the machine's clock, a period after
 // the first left out at most: with now frozen, a flood of one kind is
-// still a line a period of the machine's clock.
+// still a line a period of the machine's clock. Only Handle calls now,
+// on the goroutine of the line it handles; the timer does not.
 func (h *Handler) WithClock(now func() time.Time) *Handler {
 	h.s.mu.Lock()
 	defer h.s.mu.Unlock()
@@ -148,7 +149,8 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	k := h.s.kinds[key]
 	if k != nil && now.Sub(k.passed) < h.period {
 		if k.left == 0 {
-			k.timer = h.endPeriod(k, min(k.passed.Add(h.period).Sub(now), h.period))
+			d := min(k.passed.Add(h.period).Sub(now), h.period)
+			k.timer = h.endPeriod(k, d, now.Add(d))
 		}
 		k.left++
 		k.last, k.next, k.ctx = r.Clone(), h.next, ctx // a Record kept must be cloned (slog.Handler's contract)
@@ -191,8 +193,10 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 
 // endPeriod returns a timer that, after d, passes the last line k left
 // out (unless k has passed or forgotten it since) and starts a new
-// period. h.s.mu is held.
-func (h *Handler) endPeriod(k *kind, d time.Duration) *time.Timer {
+// period at end, the period's end on h's clock. It does not read the
+// clock: the timer runs on a goroutine of its own, and a test's clock
+// (WithClock) may be moved by its owner without a lock. h.s.mu is held.
+func (h *Handler) endPeriod(k *kind, d time.Duration, end time.Time) *time.Timer {
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
 		h.s.mu.Lock()
@@ -201,7 +205,7 @@ func (h *Handler) endPeriod(k *kind, d time.Duration) *time.Timer {
 			return
 		}
 		l := k.take()
-		k.passed = h.s.now()
+		k.passed = end
 		h.s.mu.Unlock()
 		l.pass()
 	})

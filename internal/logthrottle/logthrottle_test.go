@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -343,3 +344,54 @@ type buffer struct {
 func (b *buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
 func (b *buffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
 func (b *buffer) Reset()                      { b.mu.Lock(); defer b.mu.Unlock(); b.b.Reset() }
+
+// TestTimerLeavesClockAlone: the clock given to WithClock is read by the
+// lines logged only, on their goroutines, never by the timer that ends a
+// period (it runs on a goroutine of its own, at any moment): a test's
+// clock is moved by its owner between lines without a lock (the
+// simulation's, internal/dst, whose receiver's log this is). The count
+// still adds up: 5 lines, passed or left out.
+func TestTimerLeavesClockAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out buffer
+		var logging atomic.Bool
+		now := time.Now()
+		h := New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: noTime}), 10*time.Second, "source").
+			WithClock(func() time.Time {
+				if !logging.Load() {
+					t.Error("the clock was read by the period's timer, not by a line logged")
+				}
+				return now
+			})
+		l := slog.New(h)
+		log := func(n int) {
+			logging.Store(true)
+			defer logging.Store(false)
+			l.Error("down", "source", "a", "n", n)
+		}
+		log(1)
+		log(2)
+		log(3)
+		time.Sleep(10 * time.Second) // the period ends: its timer passes n=3
+		synctest.Wait()
+		now = now.Add(10 * time.Second) // the owner moves its clock, on its goroutine
+		log(4)
+		log(5)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		n := 0
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			n++
+			if _, v, ok := strings.Cut(line, LeftOut+"="); ok {
+				left, _ := strconv.Atoi(v)
+				n += left
+			}
+		}
+		if n != 5 {
+			t.Errorf("%d lines passed, counting those left out; want 5:\n%s", n, out.String())
+		}
+		if n := timers(h); n != 0 {
+			t.Errorf("%d timers left; want 0", n)
+		}
+	})
+}
