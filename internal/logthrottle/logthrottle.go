@@ -6,9 +6,10 @@
 // says what happened. The Handler passes the first line of each kind in a
 // period and leaves out the others of that kind until the period ends;
 // then it passes the last it left out, late (with its own time), adding
-// the count of the others as "left_out", and a new period starts. So a
-// flood is a line a period, and the end of one, even one that stops for
-// good (an outage that ends), is told within a period of its last line.
+// the count of the others as "left_out" (none when it was the only one),
+// and a new period starts. So a flood is a line a period, and the end of
+// one, even one that stops for good (an outage that ends), is told
+// within a period of its last line.
 //
 // A line's kind is its level, its message and the values of the
 // attributes named as keys (a source's name, an HTTP status): lines that
@@ -114,7 +115,10 @@ func withLeftOut(r slog.Record, n int) slog.Record {
 // kind every period, and the last left out when a period ends; keys name
 // the top-level attributes whose values, with the level and the message,
 // make a line's kind. A kind with lines left out holds one timer until
-// its period ends; there is no other goroutine.
+// its period ends, and no goroutine runs otherwise; the timer calls next
+// on a goroutine of its own, up to a period after the line was logged
+// (after its logger's owner stopped, maybe): next's writer must take
+// writes from any goroutine, at any time.
 func New(next slog.Handler, period time.Duration, keys ...string) *Handler {
 	return &Handler{next: next, period: period, keys: keys,
 		s: &state{now: time.Now, kinds: map[string]*kind{}}}
