@@ -288,12 +288,19 @@ func TestLimitFetchForgetsTurnsGoneBy(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		for i := 1; i < len(at); i++ {
-			if at[i]-at[i-1] < time.Second {
-				t.Errorf("reads at %v: %v and %v less than a second apart; want one a second", at, at[i-1], at[i])
-			}
-		}
+		oneASecond(t, at)
 	})
+}
+
+// oneASecond fails t when two reads at are less than a second apart
+// (FetchRate 1).
+func oneASecond(t *testing.T, at []time.Duration) {
+	t.Helper()
+	for i := 1; i < len(at); i++ {
+		if at[i]-at[i-1] < time.Second {
+			t.Errorf("reads at %v: %v and %v less than a second apart; want one a second (FetchRate 1)", at, at[i-1], at[i])
+		}
+	}
 }
 
 // TestLimitFetchKeepsLateTurns: an event put off whose job comes back
@@ -378,11 +385,7 @@ func TestPauseKeepsFetchRate(t *testing.T) {
 		fetch(3, 4, 5, 6)
 		mu.Lock()
 		defer mu.Unlock()
-		for i := 1; i < len(at); i++ {
-			if at[i]-at[i-1] < time.Second {
-				t.Fatalf("reads at %v: %v and %v less than a second apart; want one a second (FetchRate 1)", at, at[i-1], at[i])
-			}
-		}
+		oneASecond(t, at)
 	})
 }
 
