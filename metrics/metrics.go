@@ -1,9 +1,9 @@
 // Package metrics exposes payhook's Prometheus metrics at /metrics.
 //
 // The hot path only touches counters and histograms, through the func
-// fields the receiver, the group committer and the queue take in their
-// Config (OnAnswer, OnCommit, OnDone), so that those packages know nothing
-// of Prometheus. Gauges that describe the database (queue depth, oldest
+// fields the receiver, the group committer, the queue and processing take
+// in their Config (OnAnswer, OnCommit, OnDone, OnRateLimited), so that
+// those packages know nothing of Prometheus. Gauges that describe the database (queue depth, oldest
 // waiting event, outbox backlog, open alerts, reconcile differences) are
 // read at scrape time by a Collector. Labels are bounded: configured
 // source and sink names, alert kinds, reasons and statuses; never an event
