@@ -56,11 +56,13 @@ type Source struct {
 	// processing acts on it rather than on a possibly older event. Sources
 	// configured with API credentials have one.
 	Fetch func(ctx context.Context, ev *Event) ([]byte, error)
-	// FetchRate, if above 0, bounds the calls of Fetch a second, so that
-	// processing stays under the provider's rate limit rather than having
-	// its reads refused (429) and put off: a worker waits its turn up
-	// to a second, and an event whose turn is later is put off until then
-	// (jobs.Later), not counted as an attempt. 0: no bound.
+	// FetchRate, if above 0, bounds the calls of Fetch a second (for the
+	// events whose type its provider has a resource for: the others read
+	// nothing, and take no turn), so that processing stays under the
+	// provider's rate limit rather than having its reads refused (429)
+	// and put off: a worker waits its turn up to a second, and an event
+	// whose turn is later is put off until then (jobs.Later), not counted
+	// as an attempt. 0: no bound.
 	FetchRate float64
 	// APIVersion, if set, is the provider API version the source pins: an
 	// event of another version (its payload's top-level api_version) is

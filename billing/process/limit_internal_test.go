@@ -489,3 +489,36 @@ func TestPauseLeavesEventsWithoutARead(t *testing.T) {
 		t.Errorf("a charge.refunded during the pause: %v, asked %d; want put off unasked", err, asked)
 	}
 }
+
+// TestFetchRateLeavesEventsWithoutARead: under a source's FetchRate, an
+// event of a type its provider has no resource for (Stripe's
+// invoice.paid), whose Fetch asks the provider nothing, takes no turn:
+// many at once are all read at once, and the next event that reads
+// finds its turn free. Before, each took a turn, put off behind the
+// others as if it read.
+func TestFetchRateLeavesEventsWithoutARead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		asked := 0
+		fetch := func(_ context.Context, ev *payhook.Event) ([]byte, error) { // as stripe.Client.Fetch
+			if ev.Type != "invoice.paid" {
+				asked++
+			}
+			return nil, nil
+		}
+		cfg, err := New(Config{DB: &store.DB{Engine: store.SQLite}, Logger: slog.New(slog.DiscardHandler),
+			Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: fetch, FetchRate: 1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if _, err := cfg.Fetch(context.Background(), &payhook.Event{ID: int64(i + 1), Source: "api", Type: "invoice.paid"}); err != nil {
+				t.Fatalf("invoice.paid %d: %v; want read at once", i+1, err)
+			}
+		}
+		start := time.Now()
+		if _, err := cfg.Fetch(context.Background(), &payhook.Event{ID: 10, Source: "api", Type: "charge.succeeded"}); err != nil ||
+			asked != 1 || time.Since(start) != 0 {
+			t.Errorf("a charge after them: %v, asked %d, after %s; want read at once, its turn free", err, asked, time.Since(start))
+		}
+	})
+}

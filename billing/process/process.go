@@ -122,7 +122,15 @@ func New(cfg Config) (jobs.Config, error) {
 					}
 					return read(ctx, ev)
 				}, s.FetchRate)
-				s.Fetch, p.limiters[s.Name] = l.fetch, l
+				// An event of a type its provider has no resource for
+				// reads nothing: it takes no turn.
+				s.Fetch = func(ctx context.Context, ev *payhook.Event) ([]byte, error) {
+					if !p.reads(ev) {
+						return read(ctx, ev)
+					}
+					return l.fetch(ctx, ev)
+				}
+				p.limiters[s.Name] = l
 			}
 		}
 		p.bySource[s.Name] = s
