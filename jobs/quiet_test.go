@@ -1,13 +1,13 @@
 package jobs
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
 )
 
 // TestQuietKeepsJobKinds: River's warnings about one job kind do not
@@ -16,7 +16,7 @@ import (
 // its period ends (on synctest's clock); debug lines never are.
 func TestQuietKeepsJobKinds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out lockedBuffer
+		var out dbtest.Buffer
 		l := quiet(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		l.Warn("jobexecutor.JobExecutor: Job appears to be stuck", "job_id", 1, "job_kind", "payhook_process")
 		l.Warn("jobexecutor.JobExecutor: Job appears to be stuck", "job_id", 2, "job_kind", "payhook_process")
@@ -32,16 +32,3 @@ func TestQuietKeepsJobKinds(t *testing.T) {
 		}
 	})
 }
-
-// lockedBuffer is a bytes.Buffer that the throttle's timers may write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }

@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/payhook/payhook"
+	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/provider/stripe"
 	"github.com/payhook/payhook/receiver"
 )
@@ -28,23 +28,6 @@ func (l lateInbox) Ingest(ctx context.Context, _ []*payhook.Event) ([]bool, erro
 	}
 	<-ctx.Done()
 	return nil, fmt.Errorf("%w: %w", payhook.ErrUnavailable, ctx.Err())
-}
-
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestStoreTimeoutLogged: a delivery whose commit did not return within
@@ -67,7 +50,7 @@ func TestStoreTimeoutLogged(t *testing.T) {
 		{lateInbox{}, "may still store it", "webhook not stored"},
 		{lateInbox{fail: true}, "webhook not stored", "may still"},
 	} {
-		var logs lockedLog
+		var logs dbtest.Buffer
 		r, err := receiver.New(receiver.Config{
 			Sources:      []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: sv}},
 			Inbox:        c.inbox,
@@ -108,7 +91,7 @@ func TestOutageLogsAreBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var logs lockedLog
+		var logs dbtest.Buffer
 		r, err := receiver.New(receiver.Config{
 			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: sv}},
 			Inbox:   lateInbox{fail: true},

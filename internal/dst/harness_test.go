@@ -20,13 +20,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/cmd/payhook/checkdb"
+	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/provider"
@@ -155,7 +155,7 @@ type harness struct {
 	crashes   int
 	rescued   int
 	steps     int
-	logs      *lockedLogs
+	logs      *dbtest.Buffer // written by the throttled loggers' timers too
 	// stepEvery spaces the runs of jobs (0: whenever one is due), so that
 	// jobs wait together and a batch takes several (the odd seeds, which
 	// process in batches); nextSteps is when they run next.
@@ -213,7 +213,7 @@ func tryRunSeed(t testing.TB, seed int64, op opener) (out outcome, err error) {
 func playSeed(t testing.TB, seed int64, op opener) outcome {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0xd57))
 	h := &harness{t: t, seed: seed, plan: newPlan(rng), rng: rng, now: start, op: op, ctx: context.Background(),
-		acked: map[string]time.Time{}, done: map[string]int{}, logs: &lockedLogs{}}
+		acked: map[string]time.Time{}, done: map[string]int{}, logs: &dbtest.Buffer{}}
 	h.faults = &faults{crashAt: map[int]bool{}, afterCommit: map[int]bool{}, fail: h.plan.stmtFail, rng: rand.New(rand.NewPCG(uint64(seed), 0xfa17)),
 		portable: op.portable, late: op.late}
 	running.Store(h.faults)
@@ -1192,23 +1192,4 @@ func (h *harness) business(exp sim.Expected) string {
 		fmt.Fprintf(&b, "balance %s %+v\n", cur, bal[cur])
 	}
 	return b.String()
-}
-
-// lockedLogs is the run's log: the harness writes to it, and so do the
-// throttled loggers' timers (logthrottle), from goroutines of their own.
-type lockedLogs struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLogs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLogs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
