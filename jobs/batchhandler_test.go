@@ -83,13 +83,7 @@ func TestBatchHandler(t *testing.T) {
 				mux := &payhook.Mux{}
 				mux.Handle("*", h)
 				db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 1, Batch: 16, MaxAttempts: 1})
-				var evs []*payhook.Event
-				for i := range 8 {
-					evs = append(evs, event(fmt.Sprint("evt_", i)))
-				}
-				if _, err := q.Ingest(context.Background(), evs); err != nil {
-					t.Fatal(err)
-				}
+				evs := ingestN(t, q, 8)
 				start(t, q)
 				for _, ev := range evs {
 					got := waitDone(t, db, ev.ID)
@@ -363,13 +357,7 @@ func TestFetchLater(t *testing.T) {
 			return []byte(`{}`), nil
 		}
 		db, q := setup(t, dbURL, jobs.Config{Handlers: mux, Workers: 2, MaxAttempts: 1, Fetch: fetch})
-		var evs []*payhook.Event
-		for i := range 4 {
-			evs = append(evs, event(fmt.Sprint("evt_", i)))
-		}
-		if _, err := q.Ingest(context.Background(), evs); err != nil {
-			t.Fatal(err)
-		}
+		evs := ingestN(t, q, 4)
 		start(t, q)
 		for _, ev := range evs {
 			got := waitDone(t, db, ev.ID)

@@ -125,6 +125,20 @@ func waitDone(t *testing.T, db *store.DB, id int64) *payhook.Event {
 	}
 }
 
+// ingestN ingests n events, evt_0 to evt_n-1, in one call, and returns
+// them.
+func ingestN(t *testing.T, q *jobs.Queue, n int) []*payhook.Event {
+	t.Helper()
+	evs := make([]*payhook.Event, n)
+	for i := range evs {
+		evs[i] = event(fmt.Sprint("evt_", i))
+	}
+	if _, err := q.Ingest(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
 func ingest(t *testing.T, q *jobs.Queue, ev *payhook.Event) bool {
 	t.Helper()
 	ins, err := q.Ingest(context.Background(), []*payhook.Event{ev})
@@ -1220,13 +1234,7 @@ func TestBatchEnds(t *testing.T) {
 					cfg.BatchTime, cfg.BusyBatchTime = time.Nanosecond, time.Nanosecond
 				}
 				db, q := setup(t, dbURL, cfg)
-				var evs []*payhook.Event
-				for i := range 6 {
-					evs = append(evs, event(fmt.Sprint("evt_", i)))
-				}
-				if _, err := q.Ingest(context.Background(), evs); err != nil {
-					t.Fatal(err)
-				}
+				evs := ingestN(t, q, 6)
 				if end == "stop" {
 					if err := q.Start(context.Background()); err != nil {
 						t.Fatal(err)
