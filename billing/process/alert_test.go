@@ -15,7 +15,6 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/outbox"
 )
 
@@ -156,20 +155,7 @@ func TestDriftAlertToldAfterCommit(t *testing.T) {
 				if oneByOne {
 					src.Fetch = func(context.Context, *payhook.Event) ([]byte, error) { return nil, nil } // the payload as it is
 				}
-				cfg, err := process.New(process.Config{DB: db, Sources: []payhook.Source{src}, Outbox: box,
-					Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg.SweepInterval, cfg.PollInterval = time.Hour, 10*time.Millisecond
-				q, err := jobs.New(db, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := q.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { q.Stop(context.Background()) })
+				q := running(t, process.Config{DB: db, Sources: []payhook.Source{src}, Outbox: box})
 				now := time.Now()
 				event := func(id, typ, version, object string) *payhook.Event {
 					return &payhook.Event{Source: "stripe", EventID: id, Type: typ, ReceivedAt: now, OccurredAt: now,

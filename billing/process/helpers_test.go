@@ -44,6 +44,28 @@ func config(t testing.TB, db *store.DB, sources []payhook.Source, now time.Time)
 	return cfg
 }
 
+// running returns the job queue of pc (its logs discarded) with River's
+// workers running, polling every 10 ms and sweeping hourly, stopped when
+// the test ends.
+func running(t *testing.T, pc process.Config) *jobs.Queue {
+	t.Helper()
+	pc.Logger = slog.New(slog.DiscardHandler)
+	cfg, err := process.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SweepInterval, cfg.PollInterval = time.Hour, 10*time.Millisecond
+	q, err := jobs.New(pc.DB, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(context.Background()) })
+	return q
+}
+
 func TestNewWithoutDatabase(t *testing.T) {
 	t.Parallel()
 	if _, err := process.New(process.Config{}); !errors.Is(err, payhook.ErrConfig) {

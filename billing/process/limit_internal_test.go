@@ -28,15 +28,9 @@ import (
 // the bubble's, not this machine's.
 func TestLimitFetch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		api := newFakeAPI(nil)
+		fetch := newFetchLimiter(api.fetch, 4).fetch
 		var mu sync.Mutex
-		var at []time.Duration
-		start := time.Now()
-		fetch := newFetchLimiter(func(context.Context, *payhook.Event) ([]byte, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			at = append(at, time.Since(start))
-			return []byte(`{}`), nil
-		}, 4).fetch
 		var wg sync.WaitGroup
 		var later []string
 		for i := range 20 { // 20 workers at once, each an event's job
@@ -52,6 +46,7 @@ func TestLimitFetch(t *testing.T) {
 		wg.Wait()
 		// Four a second, one at a time, within maxFetchWait (1 s): five
 		// read, at 0, 0.25, 0.5, 0.75 and 1 s.
+		at := api.reads()
 		if len(at) != 5 {
 			t.Fatalf("%d reads at %v; want 5", len(at), at)
 		}
@@ -71,8 +66,8 @@ func TestLimitFetch(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		time.Sleep(3 * time.Second) // at 4 s: the next turn free is at 5 s
-		if _, err := fetch(ctx, &payhook.Event{ID: 100}); err == nil || len(at) != 5 {
-			t.Errorf("a read whose attempt ends before its turn = %v, %d reads; want an error and no read", err, len(at))
+		if _, err := fetch(ctx, &payhook.Event{ID: 100}); err == nil || len(api.reads()) != 5 {
+			t.Errorf("a read whose attempt ends before its turn = %v, %d reads; want an error and no read", err, len(api.reads()))
 		}
 	})
 }
@@ -260,15 +255,8 @@ func TestRateLimited(t *testing.T) {
 // and the map grew with every such event for the life of the process.
 func TestLimitFetchForgetsTurnsGoneBy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		var at []time.Duration
-		start := time.Now()
-		l := newFetchLimiter(func(context.Context, *payhook.Event) ([]byte, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			at = append(at, time.Since(start))
-			return []byte(`{}`), nil
-		}, 1)
+		api := newFakeAPI(nil)
+		l := newFetchLimiter(api.fetch, 1)
 		// One a second: events 1 and 2 read at 0 and 1 s, 3 to 10 put
 		// off, booked at 2 to 9 s; their jobs never come back here.
 		ask(l, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
@@ -286,10 +274,40 @@ func TestLimitFetchForgetsTurnsGoneBy(t *testing.T) {
 		if _, err := l.fetch(context.Background(), &payhook.Event{ID: 3}); err == nil {
 			t.Error("event 3, asking long after its turn while the next is booked, was read; want put off")
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		oneASecond(t, at)
+		oneASecond(t, api.reads())
 	})
+}
+
+// fakeAPI is a provider's API that records when it is asked, since it
+// was made (in a synctest bubble, the bubble's time), and answers with
+// answer, or {} when answer is nil.
+type fakeAPI struct {
+	start  time.Time
+	answer func(ev *payhook.Event) ([]byte, error)
+	mu     sync.Mutex
+	at     []time.Duration
+}
+
+func newFakeAPI(answer func(ev *payhook.Event) ([]byte, error)) *fakeAPI {
+	return &fakeAPI{start: time.Now(), answer: answer}
+}
+
+// fetch is the API's Fetch.
+func (a *fakeAPI) fetch(_ context.Context, ev *payhook.Event) ([]byte, error) {
+	a.mu.Lock()
+	a.at = append(a.at, time.Since(a.start))
+	a.mu.Unlock()
+	if a.answer == nil {
+		return []byte(`{}`), nil
+	}
+	return a.answer(ev)
+}
+
+// reads returns when the API was asked.
+func (a *fakeAPI) reads() []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.at)
 }
 
 // oneASecond fails t when two reads at are less than a second apart
@@ -349,19 +367,13 @@ func ask(l *fetchLimiter, ids ...int64) {
 // which is what the provider refuses.
 func TestPauseKeepsFetchRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		var mu sync.Mutex
-		var at []time.Duration // the reads that reached the provider
-		read := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			at = append(at, time.Since(start))
+		api := newFakeAPI(func(ev *payhook.Event) ([]byte, error) {
 			if ev.ID == 2 {
 				return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_2", Status: http.StatusTooManyRequests, RetryAfter: 10 * time.Second}
 			}
 			return []byte(`{}`), nil
-		}
-		jc, err := New(Config{DB: &store.DB{}, Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: read, FetchRate: 1}}})
+		})
+		jc, err := New(Config{DB: &store.DB{}, Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: api.fetch, FetchRate: 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,9 +395,7 @@ func TestPauseKeepsFetchRate(t *testing.T) {
 		fetch(3, 4, 5, 6)
 		time.Sleep(6 * time.Second) // at 11 s, the pause is over: they come back
 		fetch(3, 4, 5, 6)
-		mu.Lock()
-		defer mu.Unlock()
-		oneASecond(t, at)
+		oneASecond(t, api.reads())
 	})
 }
 
@@ -398,20 +408,14 @@ func TestPauseKeepsFetchRate(t *testing.T) {
 // pause, and refused.
 func TestPauseStopsReadsWaitingTheirTurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		start := time.Now()
-		var mu sync.Mutex
-		var at []time.Duration // the reads that reached the provider
-		read := func(_ context.Context, ev *payhook.Event) ([]byte, error) {
-			mu.Lock()
-			at = append(at, time.Since(start))
-			mu.Unlock()
+		api := newFakeAPI(func(ev *payhook.Event) ([]byte, error) {
 			if ev.ID == 1 {
 				time.Sleep(100 * time.Millisecond) // the answer takes a while
 				return nil, &apiget.APIError{Method: "GET", Path: "/v1/charges/ch_1", Status: http.StatusTooManyRequests, RetryAfter: 10 * time.Second}
 			}
 			return []byte(`{}`), nil
-		}
-		jc, err := New(Config{DB: &store.DB{}, Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: read, FetchRate: 1}}})
+		})
+		jc, err := New(Config{DB: &store.DB{}, Sources: []payhook.Source{{Name: "api", Provider: "stripe", Fetch: api.fetch, FetchRate: 1}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,9 +430,7 @@ func TestPauseStopsReadsWaitingTheirTurn(t *testing.T) {
 			synctest.Wait()
 		}
 		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		if len(at) != 1 || errs[2] == nil || !strings.HasPrefix(errs[2].Error(), "tried again in ") {
+		if at := api.reads(); len(at) != 1 || errs[2] == nil || !strings.HasPrefix(errs[2].Error(), "tried again in ") {
 			t.Errorf("reads at %v, event 2: %v; want one read, event 2 put off without asking during the pause", at, errs[2])
 		}
 	})

@@ -3,7 +3,6 @@ package process_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/billing/process"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/provider"
 	"github.com/payhook/payhook/provider/adapter"
 	"github.com/payhook/payhook/sim"
@@ -104,23 +102,10 @@ func TestRateLimitedProviderLosesNoAttempt(t *testing.T) {
 			t.Fatalf("%d events listed for %d checkouts paid", len(evs), n)
 		}
 		db := open(t, dbURL)
-		cfg, err := process.New(process.Config{DB: db, Logger: slog.New(slog.DiscardHandler),
-			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Fetch: client.Fetch}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.SweepInterval, cfg.PollInterval = time.Hour, 10*time.Millisecond
-		q, err := jobs.New(db, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q := running(t, process.Config{DB: db, Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Fetch: client.Fetch}}})
 		if _, err := q.Ingest(ctx, evs); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { q.Stop(context.Background()) })
 		left, moved, seen := len(evs), time.Now(), int64(0)
 		for left > 0 {
 			waiting := 0
