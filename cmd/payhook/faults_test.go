@@ -842,8 +842,11 @@ type privatePostgres struct {
 func startPrivatePostgres(t *testing.T) *privatePostgres {
 	t.Helper()
 	// A port of its own, away from the clusters of other test runs, which
-	// could take it while this one is halted.
-	pg := &privatePostgres{t: t, state: filepath.Join(t.TempDir(), "pg", "state"), port: 40000 + rand.IntN(10000)}
+	// could take it while this one is halted, and below Linux's ephemeral
+	// ports (32768–60999): in them, an outbound connection of the test's
+	// clients could take it while the cluster is halted, and its restart
+	// failed "Address already in use" (seen in CI on port 48420).
+	pg := &privatePostgres{t: t, state: filepath.Join(t.TempDir(), "pg", "state"), port: 20000 + rand.IntN(10000)}
 	out := pg.run("start")
 	pg.dsn = strings.TrimSpace(out)
 	t.Cleanup(func() { pg.run("stop") })
