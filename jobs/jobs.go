@@ -180,6 +180,11 @@ type Config struct {
 	// claimed (its Source and ReceivedAt). It must be cheap. For a
 	// failure it costs one read of the event, off the hot path.
 	OnDone func(ev *payhook.Event, status payhook.Status, took time.Duration)
+	// OnStop, if set, is called by Stop once no attempt runs any more,
+	// before it returns: the handlers' own work that outlives an attempt
+	// ends there (billing/process tells the rate limits' log lines it held
+	// back).
+	OnStop func()
 	// Fetch, if set, reads the current state of the resource an event is
 	// about from the provider's API before each attempt, outside any
 	// transaction, and the handlers find it in Event.Resource. It returns
@@ -385,6 +390,8 @@ type Queue struct {
 	// does (retry nil: River's default policy).
 	periodic river.Worker[periodicArgs]
 	retry    river.ClientRetryPolicy
+	// riverLog is River's logger's handler (quiet), flushed by Stop.
+	riverLog *logthrottle.Handler
 
 	// ingesting counts the events of the ingests under way, lastIngest is
 	// when the last one ended (UnixNano), ingestSize is the events under
@@ -471,7 +478,7 @@ const riverMigrationLock = 0x70617972
 // while the migrator uses it, an instance that failed while another
 // applied versions starts again from what the other left.
 func Migrate(ctx context.Context, db *store.DB) error {
-	m, err := rivermigrate.New(driver(db), &rivermigrate.Config{Logger: quiet(slog.Default())})
+	m, err := rivermigrate.New(driver(db), &rivermigrate.Config{Logger: slog.New(quiet(slog.Default().Handler()))})
 	if err != nil {
 		return fmt.Errorf("river migrator: %w", err)
 	}
@@ -571,8 +578,8 @@ func riverVersions(ctx context.Context, db *store.DB) int {
 // down, River fails a fetch every 100 ms. (A kind of job, or a queue,
 // does not hide another's: a stuck sweep is told while events' jobs are
 // stuck too.)
-func quiet(l *slog.Logger) *slog.Logger {
-	return slog.New(logthrottle.New(levelHandler{slog.LevelWarn, l.Handler()}, riverFloodPeriod, "job_kind", "queue"))
+func quiet(h slog.Handler) *logthrottle.Handler {
+	return logthrottle.New(levelHandler{slog.LevelWarn, h}, riverFloodPeriod, "job_kind", "queue")
 }
 
 // riverFloodPeriod is how often River's logs say one thing at most.
@@ -620,7 +627,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 			payhook.ErrConfig)
 	}
 	q := &Queue{db: db, cfg: cfg, alone: map[int64]bool{}, aloneDeliveries: map[int64]bool{},
-		busy: make(chan struct{}, cfg.BusyWorkers)}
+		busy: make(chan struct{}, cfg.BusyWorkers), riverLog: quiet(cfg.Logger.Handler())}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(q.work))
 	river.AddWorker(workers, river.WorkFunc(q.deliver))
@@ -632,7 +639,7 @@ func New(db *store.DB, cfg Config) (*Queue, error) {
 	river.AddWorker(workers, periodicWorker)
 	q.periodic = periodicWorker
 	rc := &river.Config{
-		Logger:  quiet(cfg.Logger),
+		Logger:  slog.New(q.riverLog),
 		Workers: workers,
 		Queues: map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: cfg.Workers},
 			DeliveryQueue: {MaxWorkers: cfg.DeliveryWorkers}},
@@ -761,6 +768,7 @@ func (q *Queue) Start(ctx context.Context) error {
 func (q *Queue) Stop(ctx context.Context) error {
 	q.stopping.Store(true)
 	err := q.client.Stop(ctx)
+	defer q.stopped()
 	if ctx.Err() != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -771,6 +779,15 @@ func (q *Queue) Stop(ctx context.Context) error {
 		return fmt.Errorf("stop job queue: %w", err)
 	}
 	return nil
+}
+
+// stopped ends what outlives the attempts, once Stop has stopped River:
+// River's log lines held back are told, and Config.OnStop called.
+func (q *Queue) stopped() {
+	q.riverLog.Flush()
+	if q.cfg.OnStop != nil {
+		q.cfg.OnStop()
+	}
 }
 
 // Ingest stores the events and enqueues a processing job for each one it

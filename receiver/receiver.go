@@ -129,10 +129,17 @@ const SignatureRefused Outcome = "signature"
 
 // Receiver is the webhook http.Handler. It is safe for concurrent use.
 type Receiver struct {
-	cfg     Config
-	sources map[string]payhook.Source
-	budget  budget
+	cfg      Config
+	sources  map[string]payhook.Source
+	budget   budget
+	throttle *logthrottle.Handler // cfg.Logger's
 }
+
+// FlushLogs tells now the last log line of each flood the Receiver held
+// back (FloodPeriod), with how many others it left out: call it once the
+// server no longer sends it requests, so that an outage's refusals up to
+// the shutdown are counted in the log before the process exits.
+func (r *Receiver) FlushLogs() { r.throttle.Flush() }
 
 // New returns a Receiver. It returns an error wrapping payhook.ErrConfig
 // when Inbox is nil, or a source has no name, no verifier, a duplicate
@@ -151,7 +158,8 @@ func New(cfg Config) (*Receiver, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	cfg.Logger = slog.New(logthrottle.New(cfg.Logger.Handler(), FloodPeriod, "source", "status").WithClock(cfg.Now))
+	throttle := logthrottle.New(cfg.Logger.Handler(), FloodPeriod, "source", "status").WithClock(cfg.Now)
+	cfg.Logger = slog.New(throttle)
 	if cfg.StoreTimeout <= 0 {
 		cfg.StoreTimeout = 5 * time.Second
 	}
@@ -162,7 +170,8 @@ func New(cfg Config) (*Receiver, error) {
 		return nil, fmt.Errorf("receiver: MaxInFlightBytes %d is below MaxBodyBytes %d, so a body at the limit could never be read: %w",
 			cfg.MaxInFlightBytes, cfg.MaxBodyBytes, payhook.ErrConfig)
 	}
-	r := &Receiver{cfg: cfg, sources: make(map[string]payhook.Source, len(cfg.Sources)), budget: budget{left: cfg.MaxInFlightBytes}}
+	r := &Receiver{cfg: cfg, sources: make(map[string]payhook.Source, len(cfg.Sources)), budget: budget{left: cfg.MaxInFlightBytes},
+		throttle: throttle}
 	for _, s := range cfg.Sources {
 		switch {
 		case s.Name == "":

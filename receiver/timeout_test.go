@@ -140,3 +140,43 @@ func TestOutageLogsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestFlushLogsAtShutdown: the refusals of an outage left out of the log
+// are told by FlushLogs at once, with their count, not a FloodPeriod
+// later, which a process shutting down would not live to see.
+func TestFlushLogsAtShutdown(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const secret = "whsec_down"
+		sv, err := stripe.New(stripe.Config{Secrets: []string{secret}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs dbtest.Buffer
+		r, err := receiver.New(receiver.Config{
+			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: sv}},
+			Inbox:   lateInbox{fail: true},
+			Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			b, h := stripeEvent(fmt.Sprint("evt_down_", i), 256, secret, time.Now())
+			req := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", strings.NewReader(string(b)))
+			req.Header = h
+			req.SetPathValue("source", "stripe")
+			r.ServeHTTP(httptest.NewRecorder(), req)
+		}
+		r.FlushLogs()
+		got := logs.String()
+		if strings.Count(got, "webhook not stored") != 2 || !strings.Contains(got, "event_id=evt_down_4 ") || !strings.Contains(got, "left_out=3") {
+			t.Errorf("after FlushLogs, the log does not name the last refused event and the 3 left out between:\n%s", got)
+		}
+		time.Sleep(receiver.FloodPeriod)
+		synctest.Wait()
+		if logs.String() != got {
+			t.Errorf("a period after FlushLogs the log told the outage again:\n%s", logs.String())
+		}
+	})
+}

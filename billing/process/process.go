@@ -89,9 +89,10 @@ func New(cfg Config) (jobs.Config, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	rateThrottle := logthrottle.New(cfg.Logger.Handler(), rateLogPeriod, "source")
 	p := &processor{db: cfg.DB, now: cfg.Now, log: cfg.Logger, box: cfg.Outbox,
 		bySource: make(map[string]payhook.Source, len(cfg.Sources)), clock: time.Now, onRateLimited: cfg.OnRateLimited,
-		rateLog: slog.New(logthrottle.New(cfg.Logger.Handler(), rateLogPeriod, "source")),
+		rateLog: slog.New(rateThrottle),
 		limited: map[int64]time.Time{}, pause: map[string]time.Time{}, limiters: map[string]*fetchLimiter{}}
 	fetching := 0 // sources with a Fetch
 	for _, s := range cfg.Sources {
@@ -142,6 +143,7 @@ func New(cfg Config) (jobs.Config, error) {
 		Logger:   cfg.Logger,
 		Now:      cfg.Now,
 		OnFailed: p.failed,
+		OnStop:   rateThrottle.Flush, // the 429s held back, told as the queue stops
 	}
 	if fetching > 0 {
 		jc.Fetch = p.fetch

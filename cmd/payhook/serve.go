@@ -348,6 +348,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	select {
 	case err := <-served:
 		srv.Close()
+		recv.FlushLogs()
 		if adminSrv != nil {
 			adminSrv.Close()
 		}
@@ -365,6 +366,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)
+	recv.FlushLogs() // the deliveries' log lines held back, told before the process ends
 	if adminSrv != nil {
 		if aerr := adminSrv.Shutdown(sctx); err == nil {
 			err = aerr

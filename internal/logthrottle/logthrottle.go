@@ -216,6 +216,25 @@ func (h *Handler) endPeriod(k *kind, d time.Duration, end time.Time) *time.Timer
 	return t
 }
 
+// Flush passes now the last line each kind left out in its period, with
+// the count of the others, and stops their timers: what a flood left out
+// is told before its logger's owner stops, not up to a period after (or
+// never, when the process exits first). A line logged after Flush is
+// handled as before it. Handlers derived from h share what it flushes.
+func (h *Handler) Flush() {
+	h.s.mu.Lock()
+	var due []late
+	for _, k := range h.s.kinds {
+		if k.left > 0 {
+			due = append(due, k.take())
+		}
+	}
+	h.s.mu.Unlock()
+	for _, l := range due {
+		l.pass()
+	}
+}
+
 // WithAttrs returns a Handler whose lines carry as, sharing h's count.
 func (h *Handler) WithAttrs(as []slog.Attr) slog.Handler {
 	c := *h

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +149,45 @@ func TestNextLineStopsTimer(t *testing.T) {
 		want := "level=ERROR msg=down source=a event_id=0\nlevel=ERROR msg=down source=a event_id=3 left_out=2\n"
 		if out.String() != want {
 			t.Errorf("passed:\n%swant:\n%s", out.String(), want)
+		}
+	})
+}
+
+// TestFlush: Flush tells at once what each kind left out, through a
+// derived Handler too, and stops the timers; a line after it is in its
+// kind's period still (here: passed late, at the period's end).
+func TestFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out buffer
+		start := time.Now()
+		h := New(slog.NewTextHandler(&out, &slog.HandlerOptions{ReplaceAttr: since(start)}), 10*time.Second, "source")
+		log := slog.New(h)
+		derived := slog.New(h.WithAttrs([]slog.Attr{slog.String("source", "b")}))
+		for i := range 3 {
+			log.Error("down", "source", "a", "event_id", i)
+			derived.Error("down", "event_id", i)
+		}
+		log.Error("up", "source", "a") // nothing left out: nothing to tell
+		time.Sleep(time.Second)
+		h.Flush()
+		if n := timers(h); n != 0 {
+			t.Errorf("%d timers left after Flush; want 0", n)
+		}
+		log.Error("down", "source", "a", "event_id", 3)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		want := []string{
+			"at=0s level=ERROR msg=down source=a event_id=0",
+			"at=0s level=ERROR msg=down source=b event_id=0",
+			"at=0s level=ERROR msg=up source=a",
+			"at=0s level=ERROR msg=down source=a event_id=2 left_out=1",
+			"at=0s level=ERROR msg=down source=b event_id=2 left_out=1",
+			"at=1s level=ERROR msg=down source=a event_id=3",
+		}
+		got := strings.Split(strings.TrimSpace(out.String()), "\n")
+		slices.Sort(got[3:5]) // the flush passes the kinds in the map's order
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("passed:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 	})
 }
