@@ -11,7 +11,6 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/store"
 )
 
 // TestQuietKeepsJobKinds: River's warnings about one job kind do not
@@ -44,17 +43,7 @@ func TestQuietKeepsJobKinds(t *testing.T) {
 func TestStopTellsWhatWasLeftOut(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
+		db := migrated(t, dbURL)
 		var out dbtest.Buffer
 		var stopped atomic.Int32
 		q, err := New(db, Config{Handlers: &payhook.Mux{}, Logger: slog.New(slog.NewTextHandler(&out, nil)),

@@ -86,32 +86,8 @@ func TestStoreTimeoutLogged(t *testing.T) {
 func TestOutageLogsAreBounded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		const secret = "whsec_down"
-		sv, err := stripe.New(stripe.Config{Secrets: []string{secret}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var logs dbtest.Buffer
-		r, err := receiver.New(receiver.Config{
-			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: sv}},
-			Inbox:   lateInbox{fail: true},
-			Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		send := func(id, sig string) int {
-			b, h := stripeEvent(id, 256, secret, time.Now())
-			if sig != "" {
-				h.Set("Stripe-Signature", sig)
-			}
-			req := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", strings.NewReader(string(b)))
-			req.Header = h
-			req.SetPathValue("source", "stripe")
-			w := httptest.NewRecorder()
-			r.ServeHTTP(w, req)
-			return w.Code
-		}
+		_, send := downReceiver(t, &logs)
 		for i := range 50 {
 			if code := send(fmt.Sprint("evt_down_", i), ""); code != http.StatusServiceUnavailable {
 				t.Fatalf("delivery %d answered %d; want 503", i, code)
@@ -147,26 +123,10 @@ func TestOutageLogsAreBounded(t *testing.T) {
 func TestFlushLogsAtShutdown(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		const secret = "whsec_down"
-		sv, err := stripe.New(stripe.Config{Secrets: []string{secret}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var logs dbtest.Buffer
-		r, err := receiver.New(receiver.Config{
-			Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: sv}},
-			Inbox:   lateInbox{fail: true},
-			Logger:  slog.New(slog.NewTextHandler(&logs, nil)),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, send := downReceiver(t, &logs)
 		for i := range 5 {
-			b, h := stripeEvent(fmt.Sprint("evt_down_", i), 256, secret, time.Now())
-			req := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", strings.NewReader(string(b)))
-			req.Header = h
-			req.SetPathValue("source", "stripe")
-			r.ServeHTTP(httptest.NewRecorder(), req)
+			send(fmt.Sprint("evt_down_", i), "")
 		}
 		r.FlushLogs()
 		got := logs.String()
@@ -179,4 +139,37 @@ func TestFlushLogsAtShutdown(t *testing.T) {
 			t.Errorf("a period after FlushLogs the log told the outage again:\n%s", logs.String())
 		}
 	})
+}
+
+// downReceiver returns a Receiver of one Stripe source whose store
+// refuses every event, logging to logs, and a function that sends it a
+// delivery of event id (with signature sig instead of a valid one, if
+// not "") and returns the answer's status.
+func downReceiver(t *testing.T, logs *dbtest.Buffer) (*receiver.Receiver, func(id, sig string) int) {
+	t.Helper()
+	const secret = "whsec_down"
+	sv, err := stripe.New(stripe.Config{Secrets: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := receiver.New(receiver.Config{
+		Sources: []payhook.Source{{Name: "stripe", Provider: "stripe", Verifier: sv}},
+		Inbox:   lateInbox{fail: true},
+		Logger:  slog.New(slog.NewTextHandler(logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, func(id, sig string) int {
+		b, h := stripeEvent(id, 256, secret, time.Now())
+		if sig != "" {
+			h.Set("Stripe-Signature", sig)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/webhooks/stripe", strings.NewReader(string(b)))
+		req.Header = h
+		req.SetPathValue("source", "stripe")
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		return w.Code
+	}
 }
