@@ -180,10 +180,13 @@ type Config struct {
 	// claimed (its Source and ReceivedAt). It must be cheap. For a
 	// failure it costs one read of the event, off the hot path.
 	OnDone func(ev *payhook.Event, status payhook.Status, took time.Duration)
-	// OnStop, if set, is called by Stop once no attempt runs any more,
-	// before it returns: the handlers' own work that outlives an attempt
-	// ends there (billing/process tells the rate limits' log lines it held
-	// back).
+	// OnStop, if set, is called by Stop before it returns, on every call
+	// and whatever it returns: once River has stopped and no attempt runs
+	// any more or, when Stop's ctx ends first, once the attempts it
+	// cancels have returned or 5 s more have passed (then some may still
+	// run, and log, after OnStop). The handlers' own work that outlives an
+	// attempt ends there (billing/process tells the rate limits' log lines
+	// it held back); it must bear being called more than once.
 	OnStop func()
 	// Fetch, if set, reads the current state of the resource an event is
 	// about from the provider's API before each attempt, outside any
@@ -781,8 +784,9 @@ func (q *Queue) Stop(ctx context.Context) error {
 	return nil
 }
 
-// stopped ends what outlives the attempts, once Stop has stopped River:
-// River's log lines held back are told, and Config.OnStop called.
+// stopped ends what outlives the attempts as Stop returns (River stopped,
+// but for a hard stop that timed out; see Config.OnStop): River's log
+// lines held back are told, and Config.OnStop called.
 func (q *Queue) stopped() {
 	q.riverLog.Flush()
 	if q.cfg.OnStop != nil {

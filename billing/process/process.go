@@ -54,8 +54,8 @@ type Config struct {
 }
 
 // New returns the job queue's configuration that processes events as
-// payhook serve does: Handlers, OnFailed, Logger and Now are set, and
-// Fetch when a source has one;
+// payhook serve does: Handlers, OnFailed, OnStop, Logger and Now are
+// set, and Fetch when a source has one;
 // the caller may tune the rest (Workers, MaxAttempts, Backoff, ...) before
 // passing it to jobs.New. Billing is Handlers' "*": a handler added for a
 // type takes that type from billing (payhook.Mux gives "*" the types no
