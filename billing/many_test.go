@@ -271,7 +271,7 @@ func factRows(t *testing.T, db *store.DB) []string {
 	t.Helper()
 	rows, err := db.SQL.Query(`SELECT f.type, f.fact_id, f.body, f.routed, u.fact IS NOT NULL,
 			(SELECT count(*) FROM payhook_deliveries d WHERE d.fact = f.id AND d.status = 'pending')
-		FROM payhook_facts f LEFT JOIN payhook_untold u ON u.fact = f.id`)
+		FROM payhook_facts f LEFT JOIN payhook_untold_facts u ON u.fact = f.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func applyManyAsOneByOne(t *testing.T, recorded bool) {
 func resetAll(t *testing.T, db *store.DB) {
 	t.Helper()
 	reset(t, db)
-	for _, table := range []string{"payhook_untold", "payhook_deliveries", "payhook_facts"} {
+	for _, table := range []string{"payhook_untold", "payhook_untold_batches", "payhook_deliveries", "payhook_facts"} {
 		if _, err := db.SQL.Exec(`DELETE FROM ` + table); err != nil {
 			t.Fatal(err)
 		}

@@ -306,7 +306,7 @@ func TestUnrecordedSink(t *testing.T) {
 			c.SweepInterval, c.SweepAge = time.Hour, time.Nanosecond
 		})
 		const n = 4
-		untold := func() int { return count(t, db, `SELECT count(*) FROM payhook_untold`) }
+		untold := func() int { return count(t, db, `SELECT count(*) FROM payhook_untold_facts`) }
 		// The first call fails: the facts of that telling keep their rows.
 		if _, err := q.Ingest(ctx, checkouts(0, n)); err != nil {
 			t.Fatal(err)
@@ -429,9 +429,9 @@ func TestUntoldAfterCrash(t *testing.T) {
 			}
 		}
 		if got.len() != 2 || count(t, db, `SELECT count(*) FROM payhook_deliveries`) != 0 ||
-			count(t, db, `SELECT count(*) FROM payhook_untold`) != 0 {
+			count(t, db, `SELECT count(*) FROM payhook_untold_facts`) != 0 {
 			t.Errorf("told %d facts, %d deliveries and %d untold rows left; want 2, 0, 0", got.len(),
-				count(t, db, `SELECT count(*) FROM payhook_deliveries`), count(t, db, `SELECT count(*) FROM payhook_untold`))
+				count(t, db, `SELECT count(*) FROM payhook_deliveries`), count(t, db, `SELECT count(*) FROM payhook_untold_facts`))
 		}
 	})
 }

@@ -17,8 +17,9 @@
 // payhook's (HTTP signed the Standard Webhooks way, SMTP, Log) or the
 // application's own after-commit effects (AddFunc), registered the same
 // way. A delivery's row and its attempts stay as the delivery log. A fact
-// whose sinks are all Unrecorded (Log) gets no delivery at all but an
-// untold row, deleted once it is told after the commit (Untold, Tell);
+// whose sinks are all Unrecorded (Log) gets no delivery at all but is
+// held by an untold row (one for the facts a statement writes), deleted
+// once they are told after the commit (Untold, Tell);
 // the sweep routes those left untold. ListTx reads the outbox inside a
 // transaction.
 //

@@ -141,9 +141,10 @@ func Emit(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, f Fact, now 
 
 // EmitMany is Emit of each of facts, in their order, with what each wrote.
 // The facts routed to sinks are written together, before the others:
-// those for Unrecorded sinks only with their untold rows, the others with
-// their deliveries, so that a batch of events pays two statements for
-// each kind of its facts, not one or two per fact.
+// those for Unrecorded sinks only with the one row that holds them all
+// untold, the others with their deliveries, so that a batch of events
+// pays two statements for each kind of its facts, not one or two per
+// fact.
 func EmitMany(ctx context.Context, db *store.DB, tx *sql.Tx, o *Outbox, facts []Fact, now time.Time) ([]Emitted, error) {
 	out := make([]Emitted, len(facts))
 	untold, routed := make([]bool, len(facts)), make([]bool, len(facts))

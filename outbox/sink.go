@@ -35,10 +35,10 @@ func (f Func) Send(ctx context.Context, fact Fact) (Receipt, error) { return Rec
 
 // Unrecorded is implemented by a sink whose successful deliveries are
 // not worth a record of their own. A fact whose sinks are all Unrecorded
-// gets no delivery row: Emit writes an untold row in the fact's
-// transaction instead, so that a crash after the commit still sends it
-// (through the sweep), and Tell deletes it once the fact is told (see
-// Untold). A delivery to it that exists all the same (the sweep's, or a
+// gets no delivery row: Emit holds it by a row in the fact's
+// transaction instead (one for all the facts EmitMany writes), so that a
+// crash after the commit still sends it (through the sweep), and Tell
+// deletes that row once the facts are told (see Untold). A delivery to it that exists all the same (the sweep's, or a
 // fact routed to other sinks too) is deleted once its first attempt
 // succeeds instead of being marked delivered, and that attempt is not
 // logged; one whose first attempt failed keeps its row and its log. Log

@@ -103,7 +103,7 @@ func TestTellAfterTheSweep(t *testing.T) {
 		if got.len() != 2 {
 			t.Errorf("told %d facts; want 2", got.len())
 		}
-		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold_facts`); u != 0 {
 			t.Errorf("%d untold rows left", u)
 		}
 	})
@@ -156,7 +156,7 @@ func TestSweepWhileTelling(t *testing.T) {
 				t.Errorf("%s told %d times; want once", id, n)
 			}
 		}
-		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold_facts`); u != 0 {
 			t.Errorf("%d untold rows left", u)
 		}
 	})
@@ -227,7 +227,7 @@ func TestSlowWebhookDelaysTell(t *testing.T) {
 		if n := logged.get(paid); n != 1 {
 			t.Errorf("fact %s reached the log %d times; want once", paid, n)
 		}
-		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold_facts`); u != 0 {
 			t.Errorf("%d untold rows left", u)
 		}
 	})
@@ -404,7 +404,7 @@ func TestTellOneSinkFailing(t *testing.T) {
 				t.Errorf("%s told to b %d times; want once", typ, n)
 			}
 		}
-		if u := count(t, db, `SELECT count(*) FROM payhook_untold`); u != 0 {
+		if u := count(t, db, `SELECT count(*) FROM payhook_untold_facts`); u != 0 {
 			t.Errorf("%d untold rows left", u)
 		}
 	})

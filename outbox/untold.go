@@ -13,22 +13,29 @@ import (
 )
 
 // A fact whose sinks are all Unrecorded (payhook serve's default, Log)
-// gets no delivery row: Emit writes it with a row of payhook_untold
-// instead, in the fact's transaction, and the caller tells it once that
-// transaction has committed (Tell), which claims the row before it sends
-// (so that the sweep never routes a fact Tell is telling, however late
-// Tell comes) and deletes it after. A crash between the commit and the
-// telling, or a sink that failed, leaves the row, and the sweep routes the
-// fact SweepAge after it was written (or claimed): a delivery per sink,
-// retried as any. At least once, for one row of a single index per
-// fact instead of a delivery row per fact and sink (four indexes and a
-// foreign-key check, then deleted).
+// gets no delivery row: Emit writes it held by a row of
+// payhook_untold_batches instead, in the fact's transaction, one row for
+// all the facts one statement writes (EmitMany: a processing batch's), and
+// the caller tells them once that transaction has committed (Tell), which
+// claims the row before it sends (so that the sweep never routes a fact
+// Tell is telling, however late Tell comes) and deletes it after. A crash
+// between the commit and the telling, or sinks that failed, leaves the
+// row, and the sweep routes its facts SweepAge after it was written (or
+// claimed): a delivery per fact and sink, retried as any. At least once,
+// for one row of a single index per statement instead of a delivery row
+// per fact and sink (four indexes and a foreign-key check, then deleted).
+//
+// payhook_untold holds an untold fact a row each: the facts of a batch
+// told in part (Tell replaces the batch's row with a row per fact no sink
+// took), and those an older payhook writes during a rolling upgrade. The
+// sweep routes those the same way.
 
 // Untold is a fact Emit wrote for Unrecorded sinks only, to be told after
 // its transaction commits (Outbox.Tell).
 type Untold struct {
-	row  int64  // the fact's row id
-	body string // the fact as stored, told as a delivery the sweep makes of it would be
+	batch int64  // the payhook_untold_batches row that holds it
+	row   int64  // the fact's row id
+	body  string // the fact as stored, told as a delivery the sweep makes of it would be
 }
 
 // allUnrecorded reports whether every one of the sinks named is
@@ -45,17 +52,17 @@ func (o *Outbox) allUnrecorded(names []string) bool {
 }
 
 // emitUntold is Emit of a fact routed to Unrecorded sinks only: the fact,
-// routed, and its payhook_untold row, one statement on PostgreSQL.
+// routed, and the row that holds it, one statement on PostgreSQL.
 func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body string, now time.Time) (Emitted, error) {
-	var id int64
-	var err error
+	var id, batch int64
 	if db.Engine == store.Postgres {
-		err = tx.QueryRowContext(ctx, `WITH f AS (INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
+		err := tx.QueryRowContext(ctx, `WITH f AS (INSERT INTO payhook_facts (fact_id, type, source, subject, body, routed, created_at)
 				VALUES ($1, $2, $3, $4, $5, TRUE, $6)
 				ON CONFLICT (fact_id) DO NOTHING
+				RETURNING id),
+			b AS (INSERT INTO payhook_untold_batches (facts, created_at) SELECT '[' || id || ']', $6 FROM f
 				RETURNING id)
-			INSERT INTO payhook_untold (fact, created_at) SELECT id, $6 FROM f
-			RETURNING fact`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), body, db.TimeValue(now)).Scan(&id)
+			SELECT f.id, b.id FROM f, b`, f.ID, f.Type, f.Source, payhook.Storable(f.Subject), body, db.TimeValue(now)).Scan(&id, &batch)
 		if errors.Is(err, sql.ErrNoRows) {
 			return Emitted{}, nil
 		}
@@ -63,73 +70,90 @@ func emitUntold(ctx context.Context, db *store.DB, tx *sql.Tx, f Fact, body stri
 			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
 		}
 	} else {
+		var err error
 		if id, err = insertFact(ctx, tx, db, f, body, true, now); err != nil || id == 0 {
 			return Emitted{}, err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO payhook_untold (fact, created_at) VALUES ($1, $2)`,
-			id, db.TimeValue(now)); err != nil {
-			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): untold: %w", f.ID, f.Type, f.Subject, err)
+		if batch, err = holdUntold(ctx, db, tx, []int64{id}, now); err != nil {
+			return Emitted{}, fmt.Errorf("emit fact %s (%s %s): %w", f.ID, f.Type, f.Subject, err)
 		}
 	}
-	return untoldEmitted(id, body), nil
+	return untoldEmitted(batch, id, body), nil
 }
 
 // untoldEmitted is what Emit wrote for an untold fact stored with body as
-// row id.
-func untoldEmitted(id int64, body string) Emitted {
-	return Emitted{Written: true, Untold: &Untold{row: id, body: body}}
+// row id, held by batch.
+func untoldEmitted(batch, id int64, body string) Emitted {
+	return Emitted{Written: true, Untold: &Untold{batch: batch, row: id, body: body}}
+}
+
+// holdUntold writes the row of payhook_untold_batches that holds the
+// facts with row ids facts, written in tx, and returns its id.
+func holdUntold(ctx context.Context, db *store.DB, tx *sql.Tx, facts []int64, now time.Time) (int64, error) {
+	var batch int64
+	err := tx.QueryRowContext(ctx, `INSERT INTO payhook_untold_batches (facts, created_at) VALUES ($1, $2) RETURNING id`,
+		store.JSONIDs(facts), db.TimeValue(now)).Scan(&batch)
+	if err != nil {
+		return 0, fmt.Errorf("hold %d untold facts: %w", len(facts), err)
+	}
+	return batch, nil
 }
 
 // emitUntoldMany is EmitMany of the facts routed to Unrecorded sinks only
-// (those marked together): the facts, in their order, then their
-// payhook_untold rows, a statement each for them all; it sets what each
-// wrote in out. Of two facts with one id, the first is written.
+// (those marked together): the facts, in their order, then the one row
+// that holds them all; it sets what each wrote in out. Of two facts with
+// one id, the first is written.
 func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact, together []bool, out []Emitted, now time.Time) error {
 	written, bodies, err := insertFacts(ctx, db, tx, facts, together, now)
 	if err != nil {
 		return err
 	}
-	var untold [][]any
+	var ids []int64
 	for _, id := range written {
 		if id != 0 {
-			untold = append(untold, []any{id})
+			ids = append(ids, id)
 		}
 	}
-	err = store.QueryRows(ctx, tx, untold, `INSERT INTO payhook_untold (fact, created_at)
-		SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows(), []any{db.TimeValue(now)}, nil)
+	if len(ids) == 0 {
+		return nil
+	}
+	batch, err := holdUntold(ctx, db, tx, ids, now)
 	if err != nil {
-		return fmt.Errorf("emit %d facts: untold: %w", len(untold), err)
+		return fmt.Errorf("emit %d facts: %w", len(facts), err)
 	}
 	for i, id := range written {
 		if id != 0 {
-			out[i] = untoldEmitted(id, bodies[i])
+			out[i] = untoldEmitted(batch, id, bodies[i])
 		}
 	}
 	return nil
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their
-// types route to, one after the other, and deletes the payhook_untold rows
-// of those every sink took. A fact whose sink is paused, not configured
-// here or no longer Unrecorded is left untold as it is, to the sweep,
-// which routes it SweepAge after it was written: a delivery per sink.
+// types route to, one after the other, and deletes the rows that hold
+// them once every sink took them. A fact whose sink is paused, not
+// configured here or no longer Unrecorded is not told here: the sweep
+// routes it, a delivery per sink.
 //
-// The sweep and Tell may both look at a fact once SweepAge has gone by
+// The sweep and Tell may both look at a row once SweepAge has gone by
 // (Tell comes late when its worker first sent a batch's deliveries to a
-// slow webhook): before sending, Tell claims its facts with one
-// conditional UPDATE that restarts their age, and sends only those it
-// found still untold. The row decides: one the sweep took first (it
-// deletes it) is not told here, and one Tell claimed first is not the
-// sweep's until SweepAge after the claim; Tell sends for AttemptTimeout
-// at most after it (less than SweepAge: 30 seconds and a minute by
-// default). A fact a sink failed (a warning is logged), or not sent
-// within that time, keeps its row, and the sweep routes it SweepAge after
-// the claim; one told to some of its sinks but not all gets a pending
-// delivery to each of the others instead, which the sweep enqueues
-// SweepAge after the claim: the sinks that took it do not get it again.
-// It returns the error of reading the paused sinks, of claiming the facts
-// or of deleting the rows; the facts are then told by the sweep (again,
-// to the sinks that took them before the delete failed).
+// slow webhook): before sending, Tell claims the rows that hold its facts
+// with one conditional UPDATE that restarts their age, and sends only the
+// facts of the rows it found still there. The row decides: one the sweep
+// took first (it deletes it) is not told here, and one Tell claimed first
+// is not the sweep's until SweepAge after the claim; Tell sends for
+// AttemptTimeout at most after it (less than SweepAge: 30 seconds and a
+// minute by default). A row none of whose facts was told (a sink failed,
+// a warning is logged, or the time ran out) is left as it is, and the
+// sweep routes its facts SweepAge after the claim. A row told in part is
+// replaced by what is left of it: a payhook_untold row for each fact no
+// sink took (one a sink failed, one not sent in time, one not told here,
+// one not among facts), which the sweep routes SweepAge after the claim,
+// and a pending delivery to each sink left of a fact some sinks took,
+// which the sweep enqueues SweepAge after the claim: the sinks that took
+// it do not get it again. It returns the error of reading the paused
+// sinks, of claiming the rows or of ending them; the facts are then told
+// by the sweep (again, to the sinks that took them before that failed).
 //
 // Whoever writes facts through billing with an Outbox tells its
 // transaction's billing.Tx.Untold once it has committed; the job queue
@@ -147,7 +171,8 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 		routes []*route
 	}
 	todo := make(map[int64]telling, len(facts))
-	rows := make([]int64, 0, len(facts))
+	var batches []int64 // the rows to claim, in the order of facts
+	seen := map[int64]bool{}
 	for _, u := range facts {
 		// Told as stored (the JSON of a subject that is not valid UTF-8 is
 		// not the subject), parsed here rather than in the transaction
@@ -170,27 +195,33 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 		}
 		if ok {
 			todo[u.row] = t
-			rows = append(rows, u.row)
+			if !seen[u.batch] {
+				seen[u.batch] = true
+				batches = append(batches, u.batch)
+			}
 		}
 	}
-	if len(rows) == 0 {
+	if len(batches) == 0 {
 		return nil
 	}
-	claimed, err := o.claimUntold(ctx, rows)
+	at := o.cfg.Now()
+	claimed, err := o.claimBatches(ctx, batches, at)
 	if err != nil {
-		return fmt.Errorf("tell %d facts: %w", len(rows), err)
+		return fmt.Errorf("tell %d facts: %w", len(todo), err)
+	}
+	if len(claimed) == 0 {
+		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, o.cfg.AttemptTimeout)
 	defer cancel()
 	down := map[string]bool{}
-	told := make([]int64, 0, len(claimed))
-	var left [][]any // (fact, sink) not told, of facts told to their other sinks
-	for _, row := range claimed {
-		if sctx.Err() != nil {
-			break // past the claim's time: left to the sweep
+	sent := make(map[int64][]string, len(todo)) // fact → the sinks it missed; absent: not told
+	for _, u := range facts {
+		t, ok := todo[u.row]
+		if _, mine := claimed[u.batch]; !ok || !mine || sctx.Err() != nil {
+			continue // not told here; past the claim's time, left to the sweep
 		}
-		t := todo[row]
-		var missed []string
+		missed := []string{}
 		for _, r := range t.routes {
 			if down[r.name] || sctx.Err() != nil {
 				// A sink failed earlier, or the claim's time is up: a
@@ -212,116 +243,207 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 			}
 			r.counts.delivered.Add(1)
 		}
-		switch {
-		case len(missed) == 0:
-			told = append(told, row)
-		case len(missed) < len(t.routes):
-			// Told to some of its sinks: a delivery to each of the others
-			// replaces its row, or the sweep would route it to every one.
-			told = append(told, row)
-			for _, name := range missed {
-				left = append(left, []any{row, name})
-			}
+		if len(t.routes) == 0 || len(missed) < len(t.routes) {
+			sent[u.row] = missed // some sink took it, or none takes it
 		}
 	}
-	if len(told) == 0 {
+	var done []int64
+	var parts []rest
+	for _, b := range batches {
+		ids, ok := claimed[b]
+		if !ok {
+			continue
+		}
+		r := rest{batch: b}
+		for _, id := range ids {
+			missed, told := sent[id]
+			if !told {
+				r.untold = append(r.untold, id)
+			}
+			for _, sink := range missed {
+				r.left = append(r.left, []any{id, sink})
+			}
+		}
+		switch {
+		case len(r.untold) == len(ids):
+			// Nothing told: the row stays, the sweep's SweepAge after the claim.
+		case len(r.untold) == 0 && len(r.left) == 0:
+			done = append(done, b)
+		default:
+			parts = append(parts, r)
+		}
+	}
+	if len(done) == 0 && len(parts) == 0 {
 		return nil
 	}
 	// Written whatever ctx became: the sends happened.
-	if err := o.told(context.WithoutCancel(ctx), told, left); err != nil {
-		return fmt.Errorf("tell %d facts: %w", len(told), err)
+	if err := o.told(context.WithoutCancel(ctx), done, parts, at); err != nil {
+		return fmt.Errorf("tell %d facts: %w", len(sent), err)
 	}
 	return nil
 }
 
-// told deletes the untold rows of facts, told, and writes the pending
-// deliveries left, each a (fact, sink) that a fact told to its other
-// sinks still needs, for the sweep to enqueue SweepAge from now, in one
-// transaction when there are any.
-func (o *Outbox) told(ctx context.Context, facts []int64, left [][]any) error {
-	in, arg := o.cfg.DB.InIDs("fact", 1, facts)
-	if len(left) == 0 {
-		_, err := o.cfg.DB.SQL.ExecContext(ctx, `DELETE FROM payhook_untold WHERE `+in, arg)
+// rest is what is left of a batch of untold facts told in part: the
+// facts no sink took, and (fact, sink) of those some sinks took.
+type rest struct {
+	batch  int64
+	untold []int64
+	left   [][]any
+}
+
+// told deletes the rows of the batches done, whose every fact was told,
+// and replaces those of parts, told in part, with what is left of them:
+// a payhook_untold row per fact no sink took, claimed at (the sweep's
+// SweepAge after), and a pending delivery per (fact, sink) left, for the
+// sweep to enqueue SweepAge from now; in one transaction when there are
+// parts. A batch the sweep took first is left as the sweep routed it.
+func (o *Outbox) told(ctx context.Context, done []int64, parts []rest, at time.Time) error {
+	db := o.cfg.DB
+	if len(parts) == 0 {
+		in, arg := db.InIDs("id", 1, done)
+		_, err := db.SQL.ExecContext(ctx, `DELETE FROM payhook_untold_batches WHERE `+in, arg)
 		return err
 	}
-	tx, err := o.cfg.DB.SQL.BeginTx(ctx, nil)
+	ids := append([]int64(nil), done...)
+	for _, r := range parts {
+		ids = append(ids, r.batch)
+	}
+	tx, err := db.SQL.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	err = store.QueryRows(ctx, tx, left, `INSERT INTO payhook_deliveries (fact, sink, status, created_at, updated_at, enqueued_at)
-		SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, 'pending', $2, $2, $2
-		FROM `+o.cfg.DB.JSONRows()+`
-		WHERE TRUE
-		ON CONFLICT (fact, sink) DO NOTHING`, []any{o.cfg.DB.TimeValue(o.cfg.Now())}, nil)
+	in, arg := db.InIDs("id", 1, ids)
+	rows, err := tx.QueryContext(ctx, `DELETE FROM payhook_untold_batches WHERE `+in+` RETURNING id`, arg)
 	if err != nil {
-		return fmt.Errorf("deliveries of %d sinks not told: %w", len(left), err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM payhook_untold WHERE `+in, arg); err != nil {
 		return err
+	}
+	mine, err := scanIDs(rows)
+	if err != nil {
+		return err
+	}
+	var untold, left [][]any
+	for _, r := range parts {
+		if mine[r.batch] {
+			for _, id := range r.untold {
+				untold = append(untold, []any{id})
+			}
+			left = append(left, r.left...)
+		}
+	}
+	if len(untold) > 0 {
+		err = store.QueryRows(ctx, tx, untold, `INSERT INTO payhook_untold (fact, created_at)
+			SELECT CAST(j.value->>0 AS BIGINT), $2 FROM `+db.JSONRows()+`
+			WHERE TRUE
+			ON CONFLICT (fact) DO NOTHING`, []any{db.TimeValue(at)}, nil)
+		if err != nil {
+			return fmt.Errorf("%d facts not told: %w", len(untold), err)
+		}
+	}
+	if len(left) > 0 {
+		err = store.QueryRows(ctx, tx, left, `INSERT INTO payhook_deliveries (fact, sink, status, created_at, updated_at, enqueued_at)
+			SELECT CAST(j.value->>0 AS BIGINT), j.value->>1, 'pending', $2, $2, $2
+			FROM `+db.JSONRows()+`
+			WHERE TRUE
+			ON CONFLICT (fact, sink) DO NOTHING`, []any{db.TimeValue(o.cfg.Now())}, nil)
+		if err != nil {
+			return fmt.Errorf("deliveries of %d sinks not told: %w", len(left), err)
+		}
 	}
 	return tx.Commit()
 }
 
-// claimUntold restarts the age of the untold rows of facts, so that the
-// sweep leaves them for SweepAge from now, and returns those it found, in
-// the order of facts: the others were taken by the sweep.
-func (o *Outbox) claimUntold(ctx context.Context, facts []int64) ([]int64, error) {
-	in, arg := o.cfg.DB.InIDs("fact", 2, facts)
-	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `UPDATE payhook_untold SET created_at = $1 WHERE `+in+`
-		RETURNING fact`, o.cfg.DB.TimeValue(o.cfg.Now()), arg)
+// scanIDs reads rows of one id each, closes them, and returns the ids
+// read.
+func scanIDs(rows *sql.Rows) (map[int64]bool, error) {
+	defer rows.Close()
+	ids := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+// claimBatches restarts the age of the rows that hold the untold facts of
+// batches, so that the sweep leaves them for SweepAge from at, and
+// returns the facts each row found holds: those the sweep took are not
+// there.
+func (o *Outbox) claimBatches(ctx context.Context, batches []int64, at time.Time) (map[int64][]int64, error) {
+	in, arg := o.cfg.DB.InIDs("id", 2, batches)
+	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `UPDATE payhook_untold_batches SET created_at = $1 WHERE `+in+`
+		RETURNING id, facts`, o.cfg.DB.TimeValue(at), arg)
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	defer rows.Close()
-	found := make(map[int64]bool, len(facts))
+	claimed := make(map[int64][]int64, len(batches))
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var facts string
+		if err := rows.Scan(&id, &facts); err != nil {
 			return nil, fmt.Errorf("claim: %w", err)
 		}
-		found[id] = true
+		var ids []int64
+		if err := json.Unmarshal([]byte(facts), &ids); err != nil {
+			return nil, fmt.Errorf("claim: untold batch %d: %w", id, err)
+		}
+		claimed[id] = ids
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	claimed := make([]int64, 0, len(found))
-	for _, id := range facts {
-		if found[id] {
-			claimed = append(claimed, id)
-			delete(found, id)
-		}
-	}
 	return claimed, nil
 }
 
-// sweepUntold routes, in tx, up to limit facts left untold since before,
-// oldest first, and returns their deliveries' ids. Deleting the row
-// decides who routes a fact; on PostgreSQL the sweep skips rows another
-// transaction holds (a Tell deleting them, another instance's sweep), so
-// that it never waits for them: no deadlock with Tell's delete, which
-// locks its rows in whatever order its plan reads them.
+// sweepUntold routes, in tx, about limit facts left untold since before,
+// oldest first, and returns their deliveries' ids: those of payhook_untold
+// (a row each), then, while fewer than limit were taken, those of
+// payhook_untold_batches, a row at a time. Deleting the row decides who
+// routes a fact; on PostgreSQL the sweep skips rows another transaction
+// holds (a Tell deleting them, another instance's sweep), so that it
+// never waits for them: no deadlock with Tell's delete, which locks its
+// rows in whatever order its plan reads them.
 func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error) {
+	db := o.cfg.DB
 	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`DELETE FROM payhook_untold WHERE fact IN (SELECT fact FROM payhook_untold
 			WHERE created_at < $1 ORDER BY fact LIMIT %d%s)
-		RETURNING fact`, limit, o.cfg.DB.SkipLocked()), o.cfg.DB.TimeValue(before))
+		RETURNING fact`, limit, db.SkipLocked()), db.TimeValue(before))
 	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
 	}
-	var taken []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
-		}
+	took, err := scanIDs(rows)
+	if err != nil {
+		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
+	}
+	taken := make([]int64, 0, len(took))
+	for id := range took {
 		taken = append(taken, id)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(taken) == 0 {
-		return nil, err
+	for len(taken) < limit {
+		var facts string
+		err := tx.QueryRowContext(ctx, `DELETE FROM payhook_untold_batches WHERE id IN (SELECT id FROM payhook_untold_batches
+				WHERE created_at < $1 ORDER BY id LIMIT 1`+db.SkipLocked()+`)
+			RETURNING facts`, db.TimeValue(before)).Scan(&facts)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		var ids []int64
+		if err == nil {
+			err = json.Unmarshal([]byte(facts), &ids)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("outbox sweep: untold batch: %w", err)
+		}
+		taken = append(taken, ids...)
 	}
-	in, arg := o.cfg.DB.InIDs("id", 1, taken)
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	in, arg := db.InIDs("id", 1, taken)
 	if rows, err = tx.QueryContext(ctx, `SELECT id, type FROM payhook_facts WHERE `+in+` ORDER BY id`, arg); err != nil {
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
 	}
@@ -342,7 +464,7 @@ func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.T
 
 // untoldByType counts the facts not told yet, by type.
 func (o *Outbox) untoldByType(ctx context.Context) (map[string]int64, error) {
-	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `SELECT f.type, count(*) FROM payhook_untold u
+	rows, err := o.cfg.DB.SQL.QueryContext(ctx, `SELECT f.type, count(*) FROM payhook_untold_facts u
 		JOIN payhook_facts f ON f.id = u.fact GROUP BY f.type`)
 	if err != nil {
 		return nil, fmt.Errorf("untold facts: %w", err)

@@ -41,15 +41,20 @@ func (db *DB) Row(first, width int) string {
 // JSON array.
 func (db *DB) InIDs(col string, n int, ids []int64) (cond string, arg any) {
 	if db.Engine == SQLite {
-		b := make([]byte, 0, 2+len(ids)*8)
-		b = append(b, '[')
-		for i, id := range ids {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = strconv.AppendInt(b, id, 10)
-		}
-		return fmt.Sprintf("%s IN (SELECT value FROM json_each($%d))", col, n), string(append(b, ']'))
+		return fmt.Sprintf("%s IN (SELECT value FROM json_each($%d))", col, n), JSONIDs(ids)
 	}
 	return fmt.Sprintf("%s = ANY($%d::bigint[])", col, n), ids
+}
+
+// JSONIDs returns ids as a JSON array: [1,2,3].
+func JSONIDs(ids []int64) string {
+	b := make([]byte, 0, 2+len(ids)*8)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
 }

@@ -636,7 +636,7 @@ func (h *harness) waiting() int {
 		err := h.db.SQL.QueryRowContext(h.ctx, `SELECT
 			(SELECT count(*) FROM payhook_events WHERE status = 'received') +
 			(SELECT count(*) FROM payhook_deliveries WHERE status = 'pending') +
-			(SELECT count(*) FROM payhook_untold) +
+			(SELECT count(*) FROM payhook_untold_facts) +
 			(SELECT count(*) FROM river_job WHERE state IN ('available', 'retryable', 'scheduled', 'running'))`).Scan(&n)
 		if err != nil {
 			h.fatalf("count waiting work: %v", err)

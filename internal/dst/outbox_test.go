@@ -139,7 +139,7 @@ func (h *harness) checkFacts(when string, final bool) {
 	}
 	rows, err := h.db.SQL.QueryContext(h.ctx, `SELECT f.fact_id, f.routed FROM payhook_facts f WHERE NOT f.routed OR NOT EXISTS
 			(SELECT 1 FROM payhook_deliveries d WHERE d.fact = f.id AND d.sink = '`+sinkName+`')
-		AND NOT EXISTS (SELECT 1 FROM payhook_untold u WHERE u.fact = f.id) ORDER BY f.id`)
+		AND NOT EXISTS (SELECT 1 FROM payhook_untold_facts u WHERE u.fact = f.id) ORDER BY f.id`)
 	if err != nil {
 		h.fatalf("%s: facts without a delivery: %v", when, err)
 	}
@@ -171,7 +171,7 @@ func (h *harness) checkFacts(when string, final bool) {
 		}
 	}
 	var untold int
-	if err := h.db.SQL.QueryRowContext(h.ctx, `SELECT count(*) FROM payhook_untold`).Scan(&untold); err != nil || untold != 0 {
+	if err := h.db.SQL.QueryRowContext(h.ctx, `SELECT count(*) FROM payhook_untold_facts`).Scan(&untold); err != nil || untold != 0 {
 		h.fatalf("%s: %d facts left untold (%v)", when, untold, err)
 	}
 	for _, e := range h.expectedFacts() {

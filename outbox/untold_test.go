@@ -1,0 +1,135 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/outbox"
+	"github.com/payhook/payhook/store"
+)
+
+// TestTellBatchInPart: the facts one EmitMany writes for Unrecorded sinks
+// are held by one row, whatever their number. A Tell that reaches only
+// some of them replaces that row with what is left: a row per fact no
+// sink took, a pending delivery per sink a fact missed. The sweep sends
+// what is left SweepAge after the claim, and no sink gets a fact twice.
+func TestTellBatchInPart(t *testing.T) {
+	const n = 5
+	cases := []struct {
+		name string
+		// fails reports whether sink ("a" or "b") fails its call-th call
+		// (from 1).
+		fails func(sink string, call int64) bool
+		// tell is how many of the batch's facts Tell is given.
+		tell int
+		// The rows left after Tell: facts held by the batch's row, facts
+		// in rows of their own, pending deliveries.
+		held, alone, pending int
+	}{
+		{name: "told", fails: func(string, int64) bool { return false }, tell: n},
+		{name: "nothing told", fails: func(_ string, call int64) bool { return call == 1 }, tell: n, held: n},
+		{name: "a sink down after the first fact", fails: func(sink string, call int64) bool { return call == 2 },
+			tell: n, alone: n - 1},
+		{name: "one of two sinks down", fails: func(sink string, call int64) bool { return sink == "b" && call == 1 },
+			tell: n, pending: n},
+		{name: "told some of its facts", fails: func(string, int64) bool { return false }, tell: 2, alone: n - 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				db := open(t, dbURL)
+				box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return t0 }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]*counts{"a": {}, "b": {}}
+				for _, sink := range []string{"a", "b"} {
+					var calls atomic.Int64
+					if err := box.Add(sink, nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+						if c.fails(sink, calls.Add(1)) {
+							return errors.New(sink + " down")
+						}
+						got[sink].add(f.ID)
+						return nil
+					})); err != nil {
+						t.Fatal(err)
+					}
+				}
+				untold := emitUntold(t, db, box, n)
+				if rows := count(t, db, `SELECT count(*) FROM payhook_untold_batches`); rows != 1 {
+					t.Fatalf("%d facts held by %d rows; want 1", n, rows)
+				}
+				if err := box.Tell(ctx, untold[:c.tell]); err != nil {
+					t.Fatal(err)
+				}
+				held := count(t, db, `SELECT count(*) FROM payhook_untold_facts u
+					WHERE NOT EXISTS (SELECT 1 FROM payhook_untold o WHERE o.fact = u.fact)`)
+				alone := count(t, db, `SELECT count(*) FROM payhook_untold`)
+				pending := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE status = 'pending'`)
+				if held != c.held || alone != c.alone || pending != c.pending {
+					t.Fatalf("after Tell: %d facts held by the batch, %d alone, %d deliveries pending; want %d, %d, %d",
+						held, alone, pending, c.held, c.alone, c.pending)
+				}
+				// Left to the sweep: not before SweepAge after the claim.
+				if routed := sweepAt(t, db, box, t0.Add(59*time.Second)); routed != 0 {
+					t.Fatalf("the sweep routed %d deliveries before SweepAge", routed)
+				}
+				sweepAt(t, db, box, t0.Add(2*time.Minute))
+				for _, sink := range []string{"a", "b"} {
+					for i := range n {
+						if k := got[sink].get(fmt.Sprintf("fact_%d", i)); k != 1 {
+							t.Errorf("fact_%d told to %s %d times; want once", i, sink, k)
+						}
+					}
+				}
+				if u, d := count(t, db, `SELECT count(*) FROM payhook_untold_facts`), count(t, db, `SELECT count(*) FROM payhook_deliveries`); u != 0 || d != 0 {
+					t.Errorf("%d facts untold, %d deliveries left", u, d)
+				}
+			})
+		})
+	}
+}
+
+// emitUntold writes n order.paid facts, fact_0 to fact_n-1, with
+// EmitMany for box's Unrecorded sinks in a committed transaction at t0,
+// and returns them untold.
+func emitUntold(t *testing.T, db *store.DB, box *outbox.Outbox, n int) []outbox.Untold {
+	t.Helper()
+	ctx := context.Background()
+	var facts []outbox.Fact
+	for i := range n {
+		f, err := outbox.NewFact(outbox.OrderPaid, "shop", fmt.Sprintf("ord_%d", i), fmt.Sprintf("ord_%d", i), t0,
+			map[string]string{"order_id": fmt.Sprintf("ord_%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ID = fmt.Sprintf("fact_%d", i)
+		facts = append(facts, f)
+	}
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	es, err := outbox.EmitMany(ctx, db, tx, box, facts, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var untold []outbox.Untold
+	for _, e := range es {
+		if e.Untold == nil {
+			t.Fatalf("emitted %+v; want an untold fact", e)
+		}
+		untold = append(untold, *e.Untold)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return untold
+}
