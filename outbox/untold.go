@@ -130,8 +130,8 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 }
 
 // Tell sends facts, whose transaction has committed, to the sinks their
-// types route to, one after the other, and deletes the rows that hold
-// them once every sink took them. A fact whose sink is paused, not
+// types route to, one after the other (a fact given twice, once), and
+// deletes the rows that hold them once every sink took them. A fact whose sink is paused, not
 // configured here or no longer Unrecorded is not told here: the sweep
 // routes it, a delivery per sink.
 //
@@ -166,6 +166,7 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 	if err != nil {
 		return fmt.Errorf("tell %d facts: %w", len(facts), err)
 	}
+	facts = onceEach(facts)
 	type telling struct {
 		fact   Fact
 		routes []*route
@@ -281,6 +282,20 @@ func (o *Outbox) Tell(ctx context.Context, facts []Untold) error {
 		return fmt.Errorf("tell %d facts: %w", len(sent), err)
 	}
 	return nil
+}
+
+// onceEach returns facts with each fact once, the first time it comes:
+// one given twice is told once.
+func onceEach(facts []Untold) []Untold {
+	seen := make(map[int64]bool, len(facts))
+	out := make([]Untold, 0, len(facts))
+	for _, u := range facts {
+		if !seen[u.row] {
+			seen[u.row] = true
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // rest is what is left of a batch of untold facts told in part: the

@@ -133,3 +133,63 @@ func emitUntold(t *testing.T, db *store.DB, box *outbox.Outbox, n int) []outbox.
 	}
 	return untold
 }
+
+// TestTellUntoldGivenTwice: an Untold given to Tell twice (the same
+// transaction's facts handed on twice, two lists joined) is told once: a
+// sink that took it does not get it again, and what Tell did not tell the
+// sweep sends once.
+func TestTellUntoldGivenTwice(t *testing.T) {
+	const n = 3
+	cases := []struct {
+		name string
+		// tell is what Tell is given of the batch's facts.
+		tell func(u []outbox.Untold) []outbox.Untold
+	}{
+		{name: "each once", tell: func(u []outbox.Untold) []outbox.Untold { return u }},
+		{name: "each twice in a row", tell: func(u []outbox.Untold) []outbox.Untold {
+			var out []outbox.Untold
+			for _, x := range u {
+				out = append(out, x, x)
+			}
+			return out
+		}},
+		{name: "the list twice", tell: func(u []outbox.Untold) []outbox.Untold { return append(append([]outbox.Untold(nil), u...), u...) }},
+		{name: "one of them twice, the others not", tell: func(u []outbox.Untold) []outbox.Untold { return []outbox.Untold{u[0], u[0]} }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				ctx := context.Background()
+				db := open(t, dbURL)
+				box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return t0 }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]*counts{"a": {}, "b": {}}
+				for _, sink := range []string{"a", "b"} {
+					if err := box.Add(sink, nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+						got[sink].add(f.ID)
+						return nil
+					})); err != nil {
+						t.Fatal(err)
+					}
+				}
+				untold := emitUntold(t, db, box, n)
+				if err := box.Tell(ctx, c.tell(untold)); err != nil {
+					t.Fatal(err)
+				}
+				sweepAt(t, db, box, t0.Add(2*time.Minute))
+				for _, sink := range []string{"a", "b"} {
+					for i := range n {
+						if k := got[sink].get(fmt.Sprintf("fact_%d", i)); k != 1 {
+							t.Errorf("fact_%d told to %s %d times; want once", i, sink, k)
+						}
+					}
+				}
+				if u, d := count(t, db, `SELECT count(*) FROM payhook_untold_facts`), count(t, db, `SELECT count(*) FROM payhook_deliveries`); u != 0 || d != 0 {
+					t.Errorf("%d facts untold, %d deliveries left", u, d)
+				}
+			})
+		})
+	}
+}
