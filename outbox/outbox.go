@@ -172,8 +172,9 @@ func (o *Outbox) sinksFor(typ string) []string {
 
 // Sweep is the outbox's part of the job queue's sweep, inside tx: it
 // routes up to limit facts written without routing (by a transaction
-// that had no Outbox) and as many left untold since before (see Tell),
-// and returns up to limit pending deliveries last enqueued before before
+// that had no Outbox) and about as many left untold since before (see
+// Tell; a row of a batch's facts whole, past limit if it holds more),
+// and returns their deliveries and up to limit pending deliveries last enqueued before before
 // (or never), marked enqueued now, for the caller to enqueue in tx. A
 // delivery whose job is still live is skipped by the job's uniqueness, so
 // sweeping one twice is harmless.
