@@ -439,21 +439,24 @@ func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.T
 		taken = append(taken, id)
 	}
 	for len(taken) < limit {
-		var facts string
-		err := tx.QueryRowContext(ctx, `DELETE FROM payhook_untold_batches WHERE id IN (SELECT id FROM payhook_untold_batches
+		// Materialized: the pick runs once. A subquery PostgreSQL runs
+		// again (a concurrent claim's recheck) may pick another row too,
+		// and every row deleted must be routed.
+		rows, err := tx.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM payhook_untold_batches
 				WHERE created_at < $1 ORDER BY id LIMIT 1`+db.SkipLocked()+`)
-			RETURNING facts`, db.TimeValue(before)).Scan(&facts)
-		if errors.Is(err, sql.ErrNoRows) {
-			break
-		}
-		var ids []int64
-		if err == nil {
-			err = json.Unmarshal([]byte(facts), &ids)
-		}
+			DELETE FROM payhook_untold_batches WHERE id IN (SELECT id FROM picked)
+			RETURNING facts`, db.TimeValue(before))
 		if err != nil {
 			return nil, fmt.Errorf("outbox sweep: untold batch: %w", err)
 		}
-		taken = append(taken, ids...)
+		held, err := scanHeld(rows)
+		if err != nil {
+			return nil, fmt.Errorf("outbox sweep: untold batch: %w", err)
+		}
+		if len(held) == 0 {
+			break
+		}
+		taken = append(taken, held...)
 	}
 	if len(taken) == 0 {
 		return nil, nil
@@ -515,4 +518,23 @@ func scanFactTypes(rows *sql.Rows) ([]factType, error) {
 		facts = append(facts, f)
 	}
 	return facts, rows.Err()
+}
+
+// scanHeld reads rows of the facts column of payhook_untold_batches,
+// closes them, and returns the fact ids every row holds.
+func scanHeld(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var facts string
+		if err := rows.Scan(&facts); err != nil {
+			return nil, err
+		}
+		var held []int64
+		if err := json.Unmarshal([]byte(facts), &held); err != nil {
+			return nil, fmt.Errorf("facts %q: %w", facts, err)
+		}
+		ids = append(ids, held...)
+	}
+	return ids, rows.Err()
 }

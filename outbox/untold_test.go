@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -192,4 +193,128 @@ func TestTellUntoldGivenTwice(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestTellRacesTheSweep: writers emit batches of untold facts and tell
+// them while a sweep with no age at all routes and delivers whatever it
+// finds, claimed or not, and the sink fails a quarter of its calls until
+// the writers are done. Every fact is told at least once, and nothing is
+// left untold or pending once the sweep has drained the rest.
+func TestTellRacesTheSweep(t *testing.T) {
+	const writers, txs, per = 3, 15, 4
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		db := open(t, dbURL)
+		box, err := outbox.New(outbox.Config{DB: db, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got counts
+		var calls atomic.Int64
+		var failing atomic.Bool
+		failing.Store(true)
+		if err := box.Add("log", nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			if failing.Load() && calls.Add(1)%4 == 0 {
+				return errors.New("log down")
+			}
+			got.add(f.ID)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+		// sweep routes what it finds and delivers it, SweepAge 0.
+		sweep := func() {
+			now := time.Now()
+			stx, err := db.SQL.BeginTx(ctx, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer stx.Rollback()
+			ids, err := box.Sweep(ctx, stx, now, now, 100)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if err := stx.Commit(); err != nil {
+				t.Error(err)
+				return
+			}
+			for _, id := range ids {
+				box.Deliver(ctx, id, false) // a failed one stays pending
+			}
+		}
+		// Two sweeps, as two instances run.
+		stop := make(chan struct{})
+		var sweeps sync.WaitGroup
+		for range 2 {
+			sweeps.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						sweep()
+					}
+				}
+			})
+		}
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for i := range txs {
+					var facts []outbox.Fact
+					for k := range per {
+						ord := fmt.Sprintf("ord_%d_%d_%d", w, i, k)
+						f, err := outbox.NewFact(outbox.OrderPaid, "shop", ord, ord, t0, map[string]string{"order_id": ord})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						facts = append(facts, f)
+					}
+					untold, err := emitCommitted(ctx, db, box, facts)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					box.Tell(ctx, untold) // a failure leaves them to the sweep
+				}
+			})
+		}
+		wg.Wait()
+		close(stop)
+		sweeps.Wait()
+		failing.Store(false)
+		waitProgress(t, "the rest swept and told", func() (bool, string) {
+			sweep()
+			u := count(t, db, `SELECT count(*) FROM payhook_untold_facts`)
+			d := count(t, db, `SELECT count(*) FROM payhook_deliveries WHERE status = 'pending'`)
+			return u == 0 && d == 0, fmt.Sprintf("%d told, %d untold, %d pending", got.len(), u, d)
+		})
+		if n := got.len(); n != writers*txs*per {
+			t.Errorf("%d facts told; want %d", n, writers*txs*per)
+		}
+	})
+}
+
+// emitCommitted writes facts with EmitMany for box's sinks in a
+// transaction of their own, commits it, and returns them untold.
+func emitCommitted(ctx context.Context, db *store.DB, box *outbox.Outbox, facts []outbox.Fact) ([]outbox.Untold, error) {
+	tx, err := db.SQL.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	es, err := outbox.EmitMany(ctx, db, tx, box, facts, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	var untold []outbox.Untold
+	for _, e := range es {
+		if e.Untold != nil {
+			untold = append(untold, *e.Untold)
+		}
+	}
+	return untold, tx.Commit()
 }
