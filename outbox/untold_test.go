@@ -45,23 +45,7 @@ func TestTellBatchInPart(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
 				db := open(t, dbURL)
-				box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return t0 }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string]*counts{"a": {}, "b": {}}
-				for _, sink := range []string{"a", "b"} {
-					var calls atomic.Int64
-					if err := box.Add(sink, nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
-						if c.fails(sink, calls.Add(1)) {
-							return errors.New(sink + " down")
-						}
-						got[sink].add(f.ID)
-						return nil
-					})); err != nil {
-						t.Fatal(err)
-					}
-				}
+				box, got := twoSinks(t, db, c.fails)
 				untold := emitUntold(t, db, box, n)
 				if rows := count(t, db, `SELECT count(*) FROM payhook_untold_batches`); rows != 1 {
 					t.Fatalf("%d facts held by %d rows; want 1", n, rows)
@@ -82,18 +66,50 @@ func TestTellBatchInPart(t *testing.T) {
 					t.Fatalf("the sweep routed %d deliveries before SweepAge", routed)
 				}
 				sweepAt(t, db, box, t0.Add(2*time.Minute))
-				for _, sink := range []string{"a", "b"} {
-					for i := range n {
-						if k := got[sink].get(fmt.Sprintf("fact_%d", i)); k != 1 {
-							t.Errorf("fact_%d told to %s %d times; want once", i, sink, k)
-						}
-					}
-				}
-				if u, d := count(t, db, `SELECT count(*) FROM payhook_untold_facts`), count(t, db, `SELECT count(*) FROM payhook_deliveries`); u != 0 || d != 0 {
-					t.Errorf("%d facts untold, %d deliveries left", u, d)
-				}
+				toldOnceEach(t, db, got, n)
 			})
 		})
+	}
+}
+
+// twoSinks returns an outbox at t0 with Unrecorded sinks a and b, which
+// count the facts each took, and fail a call when fails(sink, call) (from
+// 1) says so.
+func twoSinks(t *testing.T, db *store.DB, fails func(sink string, call int64) bool) (*outbox.Outbox, map[string]*counts) {
+	t.Helper()
+	box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*counts{"a": {}, "b": {}}
+	for _, sink := range []string{"a", "b"} {
+		var calls atomic.Int64
+		if err := box.Add(sink, nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
+			if fails(sink, calls.Add(1)) {
+				return errors.New(sink + " down")
+			}
+			got[sink].add(f.ID)
+			return nil
+		})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return box, got
+}
+
+// toldOnceEach checks that each of fact_0 to fact_n-1 was told once to
+// each sink of got, and that no fact is left untold and no delivery.
+func toldOnceEach(t *testing.T, db *store.DB, got map[string]*counts, n int) {
+	t.Helper()
+	for sink, c := range got {
+		for i := range n {
+			if k := c.get(fmt.Sprintf("fact_%d", i)); k != 1 {
+				t.Errorf("fact_%d told to %s %d times; want once", i, sink, k)
+			}
+		}
+	}
+	if u, d := count(t, db, `SELECT count(*) FROM payhook_untold_facts`), count(t, db, `SELECT count(*) FROM payhook_deliveries`); u != 0 || d != 0 {
+		t.Errorf("%d facts untold, %d deliveries left", u, d)
 	}
 }
 
@@ -162,34 +178,13 @@ func TestTellUntoldGivenTwice(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
 				db := open(t, dbURL)
-				box, err := outbox.New(outbox.Config{DB: db, Logger: quiet, Now: func() time.Time { return t0 }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string]*counts{"a": {}, "b": {}}
-				for _, sink := range []string{"a", "b"} {
-					if err := box.Add(sink, nil, unrecordedSink(func(_ context.Context, f outbox.Fact) error {
-						got[sink].add(f.ID)
-						return nil
-					})); err != nil {
-						t.Fatal(err)
-					}
-				}
+				box, got := twoSinks(t, db, func(string, int64) bool { return false })
 				untold := emitUntold(t, db, box, n)
 				if err := box.Tell(ctx, c.tell(untold)); err != nil {
 					t.Fatal(err)
 				}
 				sweepAt(t, db, box, t0.Add(2*time.Minute))
-				for _, sink := range []string{"a", "b"} {
-					for i := range n {
-						if k := got[sink].get(fmt.Sprintf("fact_%d", i)); k != 1 {
-							t.Errorf("fact_%d told to %s %d times; want once", i, sink, k)
-						}
-					}
-				}
-				if u, d := count(t, db, `SELECT count(*) FROM payhook_untold_facts`), count(t, db, `SELECT count(*) FROM payhook_deliveries`); u != 0 || d != 0 {
-					t.Errorf("%d facts untold, %d deliveries left", u, d)
-				}
+				toldOnceEach(t, db, got, n)
 			})
 		})
 	}
