@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -333,13 +334,13 @@ func (o *Outbox) told(ctx context.Context, done []int64, parts []rest, at time.T
 	if err != nil {
 		return err
 	}
-	mine, err := scanIDs(rows)
+	deleted, err := scanIDs(rows)
 	if err != nil {
 		return err
 	}
 	var untold, left [][]any
 	for _, r := range parts {
-		if mine[r.batch] {
+		if slices.Contains(deleted, r.batch) {
 			for _, id := range r.untold {
 				untold = append(untold, []any{id})
 			}
@@ -368,17 +369,17 @@ func (o *Outbox) told(ctx context.Context, done []int64, parts []rest, at time.T
 	return tx.Commit()
 }
 
-// scanIDs reads rows of one id each, closes them, and returns the ids
-// read.
-func scanIDs(rows *sql.Rows) (map[int64]bool, error) {
+// scanIDs reads rows of one id each, closes them, and returns the ids in
+// the order read.
+func scanIDs(rows *sql.Rows) ([]int64, error) {
 	defer rows.Close()
-	ids := map[int64]bool{}
+	var ids []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		ids[id] = true
+		ids = append(ids, id)
 	}
 	return ids, rows.Err()
 }
@@ -430,13 +431,9 @@ func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.T
 	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
 	}
-	took, err := scanIDs(rows)
+	taken, err := scanIDs(rows)
 	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
-	}
-	taken := make([]int64, 0, len(took))
-	for id := range took {
-		taken = append(taken, id)
 	}
 	for len(taken) < limit {
 		// Materialized: the pick runs once. A subquery PostgreSQL runs
