@@ -425,8 +425,14 @@ func (o *Outbox) claimBatches(ctx context.Context, batches []int64, at time.Time
 // rows in whatever order its plan reads them.
 func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.Time, limit int) ([]int64, error) {
 	db := o.cfg.DB
-	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`DELETE FROM payhook_untold WHERE fact IN (SELECT fact FROM payhook_untold
+	// Both picks are MATERIALIZED, run once: with statistics that say
+	// the table is about empty, PostgreSQL runs an IN (SELECT ... LIMIT n
+	// FOR UPDATE SKIP LOCKED) again for each row of a nested loop, each
+	// run skipping the rows just deleted, and the DELETE takes every row
+	// old enough (TestSweepUntoldWithAlmostEmptyStats).
+	rows, err := tx.QueryContext(ctx, fmt.Sprintf(`WITH picked AS MATERIALIZED (SELECT fact FROM payhook_untold
 			WHERE created_at < $1 ORDER BY fact LIMIT %d%s)
+		DELETE FROM payhook_untold WHERE fact IN (SELECT fact FROM picked)
 		RETURNING fact`, limit, db.SkipLocked()), db.TimeValue(before))
 	if err != nil {
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
@@ -436,9 +442,8 @@ func (o *Outbox) sweepUntold(ctx context.Context, tx *sql.Tx, now, before time.T
 		return nil, fmt.Errorf("outbox sweep: untold facts: %w", err)
 	}
 	for len(taken) < limit {
-		// Materialized: the pick runs once. A subquery PostgreSQL runs
-		// again (a concurrent claim's recheck) may pick another row too,
-		// and every row deleted must be routed.
+		// Every row deleted must be routed: all that the DELETE returns
+		// is read.
 		rows, err := tx.QueryContext(ctx, `WITH picked AS MATERIALIZED (SELECT id FROM payhook_untold_batches
 				WHERE created_at < $1 ORDER BY id LIMIT 1`+db.SkipLocked()+`)
 			DELETE FROM payhook_untold_batches WHERE id IN (SELECT id FROM picked)
