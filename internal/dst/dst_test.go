@@ -160,7 +160,7 @@ func TestDSTPostgresSlowServer(t *testing.T) {
 // bothEngines runs seed on PostgreSQL, each statement late by late, and
 // on SQLite, and fails unless both ran alike and ended in the same state.
 func bothEngines(t *testing.T, seed int64, late time.Duration) {
-	op := postgresOpener(t)
+	op := postgresOpener(t, seed%2 == 0)
 	op.late = late
 	pg := runSeed(t, seed, op)
 	lite := runSQLite(t, seed, true)
@@ -293,11 +293,32 @@ func copyFile(t *testing.T, from, to string) {
 }
 
 // postgresOpener is a fresh migrated PostgreSQL database with the faults
-// in front of pgx's database/sql driver.
-func postgresOpener(t *testing.T) opener {
+// in front of pgx's database/sql driver. With emptyStats, its tables are
+// analyzed while empty, as autovacuum's ANALYZE leaves them when it runs
+// while work is done as fast as it comes (a busy host, a long run):
+// PostgreSQL then plans as for tables of a row, in nested loops that run
+// a subquery again for each row. A run is short, and otherwise the tables
+// are never analyzed: a statement whose result depends on its plan (an IN
+// (SELECT ... LIMIT 1 FOR UPDATE SKIP LOCKED) that deleted every row old
+// enough, seed 8 at 2837452) failed once in CI and never in a replay.
+func postgresOpener(t *testing.T, emptyStats bool) opener {
 	url := dbtest.URL(t, "postgres")
 	if err := migrate(url); err != nil {
 		t.Fatal(err)
+	}
+	if emptyStats {
+		db, err := store.Open(context.Background(), url)
+		if err == nil {
+			// What ANALYZE leaves of a table that held a row: set
+			// directly, as no table holds one yet (the test cluster's
+			// role is a superuser).
+			_, err = db.SQL.Exec(`UPDATE pg_class SET reltuples = 1, relpages = 1
+				WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace`)
+			db.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
