@@ -2,12 +2,10 @@ package outbox_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/outbox"
 	"github.com/payhook/payhook/store"
 )
 
@@ -33,7 +31,7 @@ func TestSweepUntoldWithAlmostEmptyStats(t *testing.T) {
 				box, got := twoSinks(t, db, func(string, int64) bool { return false })
 				const batches, per = 3, 2
 				for b := range batches {
-					emitAt(t, db, box, b*per, per)
+					emitUntold(t, db, box, b*per, per)
 				}
 				if table == "payhook_untold" {
 					// A row per fact, as an older payhook writes them.
@@ -79,34 +77,6 @@ func TestSweepUntoldWithAlmostEmptyStats(t *testing.T) {
 				toldOnceEach(t, db, got, batches*per)
 			})
 		})
-	}
-}
-
-// emitAt writes facts fact_from to fact_from+n-1 with EmitMany for box's
-// Unrecorded sinks in a committed transaction at t0: one row holds them.
-func emitAt(t *testing.T, db *store.DB, box *outbox.Outbox, from, n int) {
-	t.Helper()
-	ctx := context.Background()
-	var facts []outbox.Fact
-	for i := from; i < from+n; i++ {
-		o := fmt.Sprintf("ord_%d", i)
-		f, err := outbox.NewFact(outbox.OrderPaid, "shop", o, o, t0, map[string]string{"order_id": o})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.ID = fmt.Sprintf("fact_%d", i)
-		facts = append(facts, f)
-	}
-	tx, err := db.SQL.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	if _, err := outbox.EmitMany(ctx, db, tx, box, facts, t0); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
 	}
 }
 

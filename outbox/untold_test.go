@@ -46,7 +46,7 @@ func TestTellBatchInPart(t *testing.T) {
 				ctx := context.Background()
 				db := open(t, dbURL)
 				box, got := twoSinks(t, db, c.fails)
-				untold := emitUntold(t, db, box, n)
+				untold := emitUntold(t, db, box, 0, n)
 				if rows := count(t, db, `SELECT count(*) FROM payhook_untold_batches`); rows != 1 {
 					t.Fatalf("%d facts held by %d rows; want 1", n, rows)
 				}
@@ -113,16 +113,16 @@ func toldOnceEach(t *testing.T, db *store.DB, got map[string]*counts, n int) {
 	}
 }
 
-// emitUntold writes n order.paid facts, fact_0 to fact_n-1, with
-// EmitMany for box's Unrecorded sinks in a committed transaction at t0,
-// and returns them untold.
-func emitUntold(t *testing.T, db *store.DB, box *outbox.Outbox, n int) []outbox.Untold {
+// emitUntold writes n order.paid facts, fact_from to fact_from+n-1, with
+// EmitMany for box's Unrecorded sinks in a committed transaction at t0
+// (one row holds them), and returns them untold.
+func emitUntold(t *testing.T, db *store.DB, box *outbox.Outbox, from, n int) []outbox.Untold {
 	t.Helper()
 	ctx := context.Background()
 	var facts []outbox.Fact
-	for i := range n {
-		f, err := outbox.NewFact(outbox.OrderPaid, "shop", fmt.Sprintf("ord_%d", i), fmt.Sprintf("ord_%d", i), t0,
-			map[string]string{"order_id": fmt.Sprintf("ord_%d", i)})
+	for i := from; i < from+n; i++ {
+		o := fmt.Sprintf("ord_%d", i)
+		f, err := outbox.NewFact(outbox.OrderPaid, "shop", o, o, t0, map[string]string{"order_id": o})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestTellUntoldGivenTwice(t *testing.T) {
 				ctx := context.Background()
 				db := open(t, dbURL)
 				box, got := twoSinks(t, db, func(string, int64) bool { return false })
-				untold := emitUntold(t, db, box, n)
+				untold := emitUntold(t, db, box, 0, n)
 				if err := box.Tell(ctx, c.tell(untold)); err != nil {
 					t.Fatal(err)
 				}
