@@ -132,9 +132,9 @@ func emitUntoldMany(ctx context.Context, db *store.DB, tx *sql.Tx, facts []Fact,
 
 // Tell sends facts, whose transaction has committed, to the sinks their
 // types route to, one after the other (a fact given twice, once), and
-// deletes the rows that hold them once every sink took them. A fact whose sink is paused, not
-// configured here or no longer Unrecorded is not told here: the sweep
-// routes it, a delivery per sink.
+// deletes the rows that hold them once every sink took them. A fact whose
+// sink is paused, not configured here or no longer Unrecorded is not told
+// here: the sweep routes it, a delivery per sink.
 //
 // The sweep and Tell may both look at a row once SweepAge has gone by
 // (Tell comes late when its worker first sent a batch's deliveries to a
