@@ -30,6 +30,7 @@ var importRules = []importRule{
 	{"internal/dbtest", nil, "test support, standard library and drivers only"},
 	{"internal/...", []string{"", "internal/..."}, "helpers shared by providers"},
 	{"store", []string{"", "internal/..."}, "storage knows the root's types, nothing above it"},
+	{"store/storetest", []string{"store"}, "test support: a migrated database for other packages' tests"},
 	{"groupcommit", []string{"", "internal/..."}, "it batches behind the root's Inbox interface"},
 	{"receiver", []string{"", "internal/..."}, "the webhook handler sees only the root's Source and Inbox"},
 	{"jobs", []string{"", "store", "internal/..."}, "the queue stores and runs events; handlers are injected"},
@@ -58,7 +59,7 @@ type importRule struct {
 }
 
 // testOnly are packages that exist for tests: no non-test code imports them.
-var testOnly = []string{"internal/dbtest", "internal/stripemock", "provider/providertest"}
+var testOnly = []string{"internal/dbtest", "internal/stripemock", "provider/providertest", "store/storetest"}
 
 // serverParts and simParts: no package but cmd may depend on both, even
 // through others.

@@ -18,6 +18,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 const token = "adm_test_token"
@@ -36,14 +37,7 @@ var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 func seed(t *testing.T, dbURL string) (*store.DB, int64) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	apply := func(source string, facts ...billing.Fact) {
 		t.Helper()
 		tx, err := billing.Begin(ctx, db, t0)

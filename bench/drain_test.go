@@ -8,7 +8,7 @@ import (
 
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
-	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // TestProbes checks drain's probe and count on both engines where
@@ -18,14 +18,7 @@ import (
 func TestProbes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db, err := store.Open(ctx, dbURL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db := storetest.Migrated(t, dbURL)
 		at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 		var evs []*payhook.Event
 		for i, source := range []string{"other", "other", "stripe", "other", "stripe", "stripe"} {

@@ -3,6 +3,7 @@ package billing_test
 import (
 	"context"
 	"errors"
+	"github.com/payhook/payhook/store/storetest"
 	"sort"
 	"testing"
 	"time"
@@ -23,15 +24,7 @@ func pay(ref, orderID string, amount int64, currency string) billing.Payment {
 // test ends.
 func openDB(t *testing.T, dbURL string) *store.DB {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	t.Cleanup(func() { checkLedger(t, db) })
 	return db
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/payhook/payhook/store/storetest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,14 +49,7 @@ type options func(*console.Config)
 func newEnv(t *testing.T, dbURL string, opts ...options) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // The queue's lock-bounded ingest is what keeps one locked key from
@@ -363,14 +364,7 @@ func TestEndedContextAndClose(t *testing.T) {
 func openQueue(t *testing.T, dbURL string) (*store.DB, *jobs.Queue) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/jobs"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // setup opens and migrates a database with an effects table that test
@@ -24,14 +25,7 @@ import (
 func setup(t testing.TB, dbURL string, cfg jobs.Config) (*store.DB, *jobs.Queue) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // TestIngestedJobsAreRiversJobs: the jobs Ingest writes into River's
@@ -214,16 +215,8 @@ func TestKeyLiveJobsLeavesAKeyTaken(t *testing.T) {
 // closed when the test ends.
 func migrated(t *testing.T, dbURL string) *store.DB {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := Migrate(ctx, db); err != nil {
+	db := storetest.Migrated(t, dbURL)
+	if err := Migrate(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	return db

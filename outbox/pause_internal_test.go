@@ -8,6 +8,7 @@ import (
 
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // TestPausedOnlyWhileItsSinkIs: an attempt that found its sink paused
@@ -144,14 +145,8 @@ func TestPausedWhileResumed(t *testing.T) {
 func pausable(t *testing.T, dbURL string) (o *Outbox, db *store.DB, emit func(order string) int64) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db = storetest.Migrated(t, dbURL)
+	var err error
 	if o, err = New(Config{DB: db}); err != nil {
 		t.Fatal(err)
 	}

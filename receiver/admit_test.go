@@ -22,6 +22,7 @@ import (
 	"github.com/payhook/payhook/provider/providertest"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // watchedBody records whether the receiver read a request's body, and
@@ -88,14 +89,7 @@ func (wt *watched) watch(name string) chan *watchedBody {
 func newQueueOn(t *testing.T, dbURL string) (*store.DB, *jobs.Queue) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

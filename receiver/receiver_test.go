@@ -29,6 +29,7 @@ import (
 	"github.com/payhook/payhook/provider/stripe"
 	"github.com/payhook/payhook/receiver"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 var (
@@ -62,14 +63,7 @@ func newEnvProcessing(t testing.TB, dbURL string, handlers *payhook.Mux, secrets
 func newEnvWith(t testing.TB, dbURL string, handlers *payhook.Mux, grouped bool, secrets ...string) *env {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/payhook/payhook/sim/deliver"
 	"github.com/payhook/payhook/sim/flavour"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -46,14 +47,7 @@ func (c *clock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
 func openDB(t *testing.T, dbURL string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}

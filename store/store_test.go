@@ -15,22 +15,14 @@ import (
 	"github.com/payhook/payhook"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 123456000, time.UTC)
 
 func openDB(t *testing.T, dbURL string) *store.DB {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
+	return storetest.Migrated(t, dbURL)
 }
 
 func newEvent(id string) *payhook.Event {

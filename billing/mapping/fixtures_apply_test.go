@@ -13,6 +13,7 @@ import (
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
 	"github.com/payhook/payhook/store"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // fixtureStep is one provider fixture delivered to billing, and what
@@ -144,7 +145,7 @@ func TestProviderFixtureStoriesApply(t *testing.T) {
 			t.Parallel()
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
-				db := migrated(t, dbURL)
+				db := storetest.Migrated(t, dbURL)
 				for round := range 2 {
 					for _, step := range st.steps {
 						err := applyFixture(ctx, t, db, step.file)
@@ -246,20 +247,4 @@ func readFixtureState(ctx context.Context, t *testing.T, db *store.DB) fixtureSt
 
 func fmtPayment(p billing.PaymentView) string {
 	return fmt.Sprintf("%d %s refunded %d %s", p.Amount, p.Currency, p.RefundedAmount, p.Status)
-}
-
-// migrated opens the database of dbURL, with payhook's schema; it is
-// closed when the test ends.
-func migrated(t *testing.T, dbURL string) *store.DB {
-	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return db
 }

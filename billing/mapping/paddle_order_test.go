@@ -10,6 +10,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // TestPaddleRenewalDoesNotPayTheOrderAgain: Paddle copies a
@@ -37,7 +38,7 @@ func TestPaddleRenewalDoesNotPayTheOrderAgain(t *testing.T) {
 	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db := migrated(t, dbURL)
+		db := storetest.Migrated(t, dbURL)
 		if err := applyFixture(ctx, t, db, "paddle/transaction.paid.json"); err != nil {
 			t.Fatal(err)
 		}

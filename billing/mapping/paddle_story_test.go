@@ -10,6 +10,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // TestPaddleAdjustmentStoryInAnyOrder: Paddle's own adjustment shapes on
@@ -55,7 +56,7 @@ func TestPaddleAdjustmentStoryInAnyOrder(t *testing.T) {
 	perm(moving, nil)
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db := migrated(t, dbURL)
+		db := storetest.Migrated(t, dbURL)
 		for n, order := range orders {
 			source := fmt.Sprintf("paddle_%d", n)
 			// Each event delivered twice; one not seen yet goes to the end.

@@ -9,6 +9,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // A partial capture: the fixtures' charge of 1099 (authorized) captured
@@ -186,7 +187,7 @@ func TestStripePartialCaptureReleaseApply(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
-				db := migrated(t, dbURL)
+				db := storetest.Migrated(t, dbURL)
 				apply := func(payloads ...[]byte) {
 					t.Helper()
 					for i, payload := range payloads {

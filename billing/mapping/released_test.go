@@ -9,6 +9,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // editFixture reads fixture file, lets edit change its data.object
@@ -96,7 +97,7 @@ func TestPaddleFetchedTransactionAdjustmentOrder(t *testing.T) {
 			payload := editFixture(t, "paddle/transaction.completed.json", func(d map[string]any) { d["adjustments"] = list })
 			dbtest.Each(t, func(t *testing.T, dbURL string) {
 				ctx := context.Background()
-				db := migrated(t, dbURL)
+				db := storetest.Migrated(t, dbURL)
 				facts, err := mapping.Facts("paddle", &payhook.Event{EventID: "evt_1", OccurredAt: occurred, Payload: payload})
 				if err != nil {
 					t.Fatal(err)

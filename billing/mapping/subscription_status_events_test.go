@@ -12,6 +12,7 @@ import (
 	"github.com/payhook/payhook/billing"
 	"github.com/payhook/payhook/billing/mapping"
 	"github.com/payhook/payhook/internal/dbtest"
+	"github.com/payhook/payhook/store/storetest"
 )
 
 // paddleVariant is the Paddle fixture file with event_type typ and, in
@@ -68,7 +69,7 @@ func TestPaddleSubscriptionStatusEvents(t *testing.T) {
 	// Applied: a subscription active, then past due later.
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
-		db := migrated(t, dbURL)
+		db := storetest.Migrated(t, dbURL)
 		later := "2024-04-13T10:49:38.771Z"
 		for _, p := range [][]byte{payload, paddleVariant(t, file, "subscription.past_due",
 			map[string]any{"status": "past_due", "updated_at": later})} {

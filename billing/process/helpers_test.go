@@ -3,6 +3,7 @@ package process_test
 import (
 	"context"
 	"errors"
+	"github.com/payhook/payhook/store/storetest"
 	"log/slog"
 	"testing"
 	"time"
@@ -18,14 +19,7 @@ import (
 func open(t testing.TB, dbURL string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Migrated(t, dbURL)
 	if err := jobs.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
