@@ -1,6 +1,8 @@
 package payhook
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -18,6 +20,9 @@ func NewEvent(src Source, env Envelope, body []byte, at time.Time) *Event {
 		OccurredAt: env.OccurredAt, ReceivedAt: at, Payload: body, SecretID: env.SecretID,
 		Status: StatusReceived,
 	}
+	if n, ok := src.Verifier.(DeliveryNamer); ok {
+		ev.DeliveryFields = n.DeliveryFields()
+	}
 	if src.Environment != "" && env.Environment != src.Environment {
 		ev.Status = StatusIgnored
 		ev.LastError = fmt.Sprintf("event of environment %q on a source of environment %q", env.Environment, src.Environment)
@@ -26,4 +31,35 @@ func NewEvent(src Source, env Envelope, body []byte, at time.Time) *Event {
 		}
 	}
 	return ev
+}
+
+// SameBody reports whether b, a body delivered again for an event stored
+// with body a, tells the same event: the same bytes or, when the provider
+// names its delivery in the body (deliveryFields), the same JSON object but for those top-level
+// members (DeliveryNamer). A redelivery that BTCPay numbers anew, or a
+// notification Paddle sends again, is then no conflicting body.
+func SameBody(a, b []byte, deliveryFields []string) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	if len(deliveryFields) == 0 {
+		return false
+	}
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil || ma == nil || mb == nil {
+		return false
+	}
+	for _, f := range deliveryFields {
+		delete(ma, f)
+		delete(mb, f)
+	}
+	if len(ma) != len(mb) {
+		return false
+	}
+	for k, va := range ma {
+		if vb, ok := mb[k]; !ok || !bytes.Equal(va, vb) {
+			return false
+		}
+	}
+	return true
 }

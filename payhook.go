@@ -78,6 +78,10 @@ type Event struct {
 	// the default when empty) or ViaBackfill (listed by the provider's
 	// API, trusted through the API key, unsigned).
 	ReceivedVia Via `json:"received_via"`
+	// DeliveryFields names the members of Payload that tell the delivery,
+	// not the event (DeliveryNamer; NewEvent sets them): a redelivery may
+	// differ there and still be the same body (SameBody). Not stored.
+	DeliveryFields []string `json:"-"`
 	// Resource is the current state of the resource the event is about,
 	// fetched from the provider's API just before processing (outside any
 	// transaction) when the source can ask it; nil otherwise. Not stored:

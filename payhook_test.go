@@ -116,3 +116,34 @@ func TestMuxDispatchBatch(t *testing.T) {
 		})
 	}
 }
+
+// SameBody tells a redelivery from a changed event: bytes first, then,
+// for a provider that names the delivery in the body, the object without
+// those members.
+func TestSameBody(t *testing.T) {
+	paddle := []string{"notification_id"}
+	first := `{"event_id":"evt_1","notification_id":"ntf_1","data":{"id":"txn_1","total":"100"}}`
+	for _, tc := range []struct {
+		name   string
+		b      string
+		fields []string
+		want   bool
+	}{
+		{"the same bytes", first, nil, true},
+		{"another notification, no fields named", `{"event_id":"evt_1","notification_id":"ntf_2","data":{"id":"txn_1","total":"100"}}`, nil, false},
+		{"another notification", `{"event_id":"evt_1","notification_id":"ntf_2","data":{"id":"txn_1","total":"100"}}`, paddle, true},
+		{"members in another order", `{"notification_id":"ntf_2","data":{"id":"txn_1","total":"100"},"event_id":"evt_1"}`, paddle, true},
+		{"no notification at all", `{"event_id":"evt_1","data":{"id":"txn_1","total":"100"}}`, paddle, true},
+		{"another total", `{"event_id":"evt_1","notification_id":"ntf_2","data":{"id":"txn_1","total":"999"}}`, paddle, false},
+		{"a member more", `{"event_id":"evt_1","notification_id":"ntf_1","data":{"id":"txn_1","total":"100"},"x":1}`, paddle, false},
+		{"a member less", `{"event_id":"evt_1","notification_id":"ntf_1"}`, paddle, false},
+		{"the field named inside data only", `{"event_id":"evt_1","notification_id":"ntf_1","data":{"id":"txn_1","total":"100","notification_id":"x"}}`, paddle, false},
+		{"not JSON", `{"event_id":`, paddle, false},
+		{"not an object", `["evt_1"]`, paddle, false},
+		{"null", `null`, paddle, false},
+	} {
+		if got := payhook.SameBody([]byte(first), []byte(tc.b), tc.fields); got != tc.want {
+			t.Errorf("%s: SameBody = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

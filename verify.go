@@ -40,6 +40,16 @@ type Verifier interface {
 	Verify(d Delivery) (Envelope, error)
 }
 
+// DeliveryNamer is a Verifier whose provider names each delivery in the
+// body, so that a redelivery of an event may carry other values in those
+// members and still tell the same event (SameBody).
+type DeliveryNamer interface {
+	// DeliveryFields returns the top-level members of a body that tell
+	// the delivery rather than the event (Paddle's notification_id,
+	// BTCPay's deliveryId).
+	DeliveryFields() []string
+}
+
 // Source is a configured way in: the {source} of POST /webhooks/{source}.
 type Source struct {
 	// Name is the URL segment identifying the source.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -426,7 +425,9 @@ func scanIDs(ctx context.Context, tx *sql.Tx, query string, args []any, ids map[
 }
 
 // noteConflictsTx raises AlertEventBodyConflict for each event of dups,
-// not inserted, whose body differs from the stored one: the one of first
+// not inserted, whose body is not the stored one (payhook.SameBody: the
+// same bytes, or the same but for the members that name a delivery,
+// Event.DeliveryFields): the one of first
 // when its key was inserted by this very batch, else the one in the
 // database, read for all of them with one query. A stored payload never
 // changes, so reading it is no race; the alerts' unique (kind, subject)
@@ -441,7 +442,7 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 	var read []*payhook.Event
 	for _, ev := range dups {
 		if f, ok := first[eventKey{ev.Source, ev.EventID}]; ok {
-			if f.ReceivedVia != payhook.ViaBackfill && !bytes.Equal(f.Payload, ev.Payload) {
+			if f.ReceivedVia != payhook.ViaBackfill && !payhook.SameBody(f.Payload, ev.Payload, ev.DeliveryFields) {
 				conflicts = append(conflicts, conflict{ev, f.Payload})
 			}
 			continue
@@ -458,7 +459,7 @@ func (db *DB) noteConflictsTx(ctx context.Context, tx *sql.Tx, dups []*payhook.E
 			if !ok {
 				return fmt.Errorf("compare event %s/%s with the stored one: %w", ev.Source, ev.EventID, sql.ErrNoRows)
 			}
-			if p != nil && !bytes.Equal(p, ev.Payload) {
+			if p != nil && !payhook.SameBody(p, ev.Payload, ev.DeliveryFields) {
 				conflicts = append(conflicts, conflict{ev, p})
 			}
 		}

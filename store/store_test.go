@@ -388,6 +388,63 @@ func TestConflictingRedeliveryAlertsOnce(t *testing.T) {
 	})
 }
 
+// A redelivery whose body differs from the stored one only in the
+// members that name a delivery (Event.DeliveryFields: Paddle's
+// notification_id) raises no event_body_conflict; one that differs
+// elsewhere does. Through InsertEventsTx, and on PostgreSQL through
+// StoreEvents, in one batch and in the next.
+func TestRedeliveryNamedAnewIsNoConflict(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		ctx := context.Background()
+		ways := []string{"tx"}
+		if db.Engine == store.Postgres {
+			ways = append(ways, "one-statement")
+		}
+		for _, way := range ways {
+			insert := insert
+			if way == "one-statement" {
+				insert = func(t *testing.T, db *store.DB, evs ...*payhook.Event) []bool {
+					t.Helper()
+					ins, err := db.StoreEvents(ctx, evs, store.With{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					return ins
+				}
+			}
+			delivery := func(id, ntf, total string) *payhook.Event {
+				ev := newEvent(id)
+				ev.Source, ev.DeliveryFields = way, []string{"notification_id"}
+				ev.Payload = fmt.Appendf(nil, `{"event_id":%q,"notification_id":%q,"data":{"total":%q}}`, id, ntf, total)
+				return ev
+			}
+			insert(t, db, delivery("evt_1", "ntf_1", "100"), delivery("evt_1", "ntf_2", "100"),
+				delivery("evt_2", "ntf_3", "100"), delivery("evt_2", "ntf_4", "999"))
+			insert(t, db, delivery("evt_1", "ntf_5", "100"), delivery("evt_2", "ntf_6", "100"))
+			rows, err := db.SQL.Query(`SELECT subject FROM payhook_alerts WHERE kind = $1 AND subject LIKE $2 ORDER BY subject`,
+				store.AlertEventBodyConflict, way+"/%")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var subjects []string
+			for rows.Next() {
+				var s string
+				if err := rows.Scan(&s); err != nil {
+					t.Fatal(err)
+				}
+				subjects = append(subjects, s)
+			}
+			if err := rows.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{way + "/evt_2"}; !slices.Equal(subjects, want) {
+				t.Errorf("%s: conflicts %q; want %q (another total), not evt_1 (another notification only)", way, subjects, want)
+			}
+		}
+	})
+}
+
 // TestLockTimeoutTx: the bound LockTimeoutTx sets holds for the rest of
 // the transaction until ClearLockTimeoutTx lifts it (before a commit,
 // which may queue on PostgreSQL's notify lock); SQLite has neither.

@@ -135,6 +135,16 @@ func TestSimStormAgainstServe(t *testing.T) {
 				if len(diffs) > 0 {
 					t.Fatalf("payhook's billing state differs from the provider's in %d places:\n%s", len(diffs), strings.Join(diffs[:min(len(diffs), 15)], "\n"))
 				}
+				// The storm's redeliveries differ at most in the members
+				// that name a delivery (Paddle's notification_id, BTCPay's
+				// deliveryId): none is a conflicting body.
+				var conflicts int
+				if err := db.SQL.QueryRow(`SELECT COUNT(*) FROM payhook_alerts WHERE kind = $1`, store.AlertEventBodyConflict).Scan(&conflicts); err != nil {
+					t.Fatal(err)
+				}
+				if conflicts != 0 {
+					t.Errorf("%d event_body_conflict alerts after a storm of redeliveries; want none", conflicts)
+				}
 				if name == "stripe" {
 					simRun.stop()
 					out := simRun.stdout.String()

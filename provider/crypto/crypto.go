@@ -30,7 +30,18 @@ type Verifier struct {
 	secrets []signing.Secret
 }
 
-var _ payhook.Verifier = (*Verifier)(nil)
+var (
+	_ payhook.Verifier      = (*Verifier)(nil)
+	_ payhook.DeliveryNamer = (*Verifier)(nil)
+)
+
+// DeliveryFields returns the members BTCPay sets anew for each delivery
+// of an event: deliveryId, originalDeliveryId and isRedelivery, and
+// timestamp (when the delivery was made). A redelivery of an event is
+// the same body but for them.
+func (v *Verifier) DeliveryFields() []string {
+	return []string{"deliveryId", "originalDeliveryId", "isRedelivery", "timestamp"}
+}
 
 // New returns a Verifier for cfg. It returns an error wrapping
 // payhook.ErrConfig when no secret is given or a secret is empty.

@@ -25,7 +25,15 @@ type Verifier struct {
 	v *signing.HeaderVerifier
 }
 
-var _ payhook.Verifier = (*Verifier)(nil)
+var (
+	_ payhook.Verifier      = (*Verifier)(nil)
+	_ payhook.DeliveryNamer = (*Verifier)(nil)
+)
+
+// DeliveryFields returns notification_id: Paddle numbers each
+// notification of an event, and a replay is a new notification of the
+// same event, with the same body but for it.
+func (v *Verifier) DeliveryFields() []string { return []string{"notification_id"} }
 
 // scheme is how Paddle signs: "ts=<unix>;h1=<hex>[;h1=...]", each h1
 // the HMAC-SHA256 of "<ts>:<raw body>".
