@@ -23,6 +23,12 @@ answered duplicate and not processed again; its body carries the time of
 sending, so it differs from the first, and payhook also raises an
 event_body_conflict alert, as it does for a provider that changed an event.
 
+Its event is made up: a source with api_url reads each event's resource
+from the provider's API before processing it, finds none, and retries the
+attempt until max_attempts. Send to a source without API credentials (the
+demo's), or ask the simulator for a test event (sim serve's POST
+/webhook_endpoints/{id}/test).
+
 Examples:
   payhook send --secret whsec_...
   payhook send --url http://127.0.0.1:8080/webhooks/demo --secret whsec_... --id evt_demo_1 --type checkout.completed`
