@@ -107,8 +107,9 @@ func TestMetricsAccess(t *testing.T) {
 }
 
 // TestServeRefusesBeforeWriting: serve refuses a short token in the
-// environment, an address that is no host:port or one in use, before it
-// creates the database or the demo secret's file.
+// environment, an address that is no host:port or one in use, and an
+// --admin-addr equal to --addr, before it creates the database or the
+// demo secret's file.
 func TestServeRefusesBeforeWriting(t *testing.T) {
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -116,6 +117,7 @@ func TestServeRefusesBeforeWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
+	free := freeLoopbackAddr(t)
 	for _, c := range []struct {
 		env  map[string]string
 		args []string
@@ -126,6 +128,7 @@ func TestServeRefusesBeforeWriting(t *testing.T) {
 		{nil, []string{"--addr", "8085"}, "(--addr (PAYHOOK_ADDR), host:port)"},
 		{nil, []string{"--addr", taken.Addr().String()}, "in use (another payhook serve?); give --addr (PAYHOOK_ADDR) another"},
 		{nil, []string{"--admin-addr", taken.Addr().String()}, "give --admin-addr (PAYHOOK_ADMIN_ADDR) another"},
+		{nil, []string{"--addr", free, "--admin-addr", free}, "--admin-addr (PAYHOOK_ADMIN_ADDR) " + free + " is --addr's"},
 	} {
 		dir := t.TempDir()
 		env := map[string]string{"PAYHOOK_DB": "sqlite://" + filepath.Join(dir, "payhook.db")}

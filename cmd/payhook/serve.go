@@ -105,7 +105,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	ln, err := listen(m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080"), "--addr (PAYHOOK_ADDR)")
+	at := m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080")
+	if a := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", ""); a == at {
+		return fmt.Errorf("--admin-addr (PAYHOOK_ADMIN_ADDR) %s is --addr's: give it another address, or leave it out to serve the console on --addr", a)
+	}
+	ln, err := listen(at, "--addr (PAYHOOK_ADDR)")
 	if err != nil {
 		return err
 	}
