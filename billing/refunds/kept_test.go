@@ -100,3 +100,32 @@ func TestRefundOnlyWhatThePaymentKeeps(t *testing.T) {
 		})
 	}
 }
+
+// TestRefundCountsBothAnUnpostedRequestAndARefundMadeElsewhere: what a
+// payment keeps is less both what billing's refunds took and what
+// payhook's completed requests took whose webhooks have not arrived yet.
+// A request of 400 answered by the provider, its webhook still on its way,
+// and a refund of 600 made elsewhere (the provider's dashboard) whose
+// webhook came: the payment of 1000 is refunded in full, and a third
+// refund must be refused before any call. Counting the larger of the two
+// (600) instead of both left 400 to refund: 1,300 paid out of 1,000.
+func TestRefundCountsBothAnUnpostedRequestAndARefundMadeElsewhere(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		applyFacts(t, db, billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}})
+		var provider acceptingRefunder
+		cfg := refunds.Config{DB: db, Refunder: &provider}
+		ctx := context.Background()
+		if _, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 400}); err != nil {
+			t.Fatal(err)
+		}
+		// A refund made at the provider's dashboard, told by its webhook;
+		// the request's own webhook has not arrived.
+		applyFacts(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_dashboard", Amount: 600, Currency: "EUR", At: t0})
+		_, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 300})
+		if !errors.Is(err, payhook.ErrInvalid) || len(provider.asked) != 1 {
+			t.Fatalf("third refund: %v, the provider asked %v; want refused (ErrInvalid) before any call: 400 + 600 of 1000 are refunded", err, provider.asked)
+		}
+	})
+}
