@@ -23,9 +23,9 @@
 //     run makes a new one.
 //
 // Refunding more than the payment keeps (its amount less what its
-// refunds took: billing's refunded amount, or the sum of payhook's
-// completed requests when their webhooks have not arrived yet, whichever
-// is more; less what its chargebacks not won took back) is refused
+// refunds took: billing's refunded amount, plus payhook's completed
+// requests whose refunds billing has not posted yet, their webhooks not
+// arrived; less what its chargebacks not won took back) is refused
 // before any call, and so is any refund of a crypto
 // payment (final once settled, never credited when rejected). The
 // request only records the call: the payment's refunded amount changes
@@ -240,16 +240,21 @@ func Prepare(ctx context.Context, db *store.DB, a Ask, at time.Time) (*Request, 
 	} else if a.Abandon {
 		return nil, fmt.Errorf("refund %s of %s: --abandon: no request of the payment is pending: %w", p.Ref, p.Source, payhook.ErrInvalid)
 	}
-	// What the payment keeps: billing's refunded amount, or what payhook's
-	// completed requests took when their webhooks have not arrived yet.
+	// What the payment keeps: billing's refunded amount, and what
+	// payhook's completed requests took whose refunds billing has not
+	// posted yet (their webhooks have not arrived): a refund made
+	// elsewhere (the provider's dashboard) is in the first and not in the
+	// second, so the larger of the two would count it in place of them.
+	posted := make(map[string]bool, len(p.Postings))
+	for _, post := range p.Postings {
+		posted[post.FactKey] = true
+	}
 	taken := p.RefundedAmount
-	var completed int64
 	for _, r := range reqs {
-		if r.Status == StatusCompleted {
-			completed += r.Amount
+		if r.Status == StatusCompleted && (r.ProviderRef == "" || !posted["refund:"+r.ProviderRef]) {
+			taken += r.Amount
 		}
 	}
-	taken = max(taken, completed)
 	// What its open chargebacks took back too: the receivable the payment
 	// keeps (the sum of its postings' movements, see billing.ApplyOutcome)
 	// falls short of its amount less its refunds by that much. Refunding
