@@ -129,3 +129,27 @@ func TestRefundCountsBothAnUnpostedRequestAndARefundMadeElsewhere(t *testing.T) 
 		}
 	})
 }
+
+// TestRefundCountsAPostedRequestOnce: a completed request whose webhook
+// came is counted once, in billing's refunds: the rest of the payment can
+// be refunded.
+func TestRefundCountsAPostedRequestOnce(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := openDB(t, dbURL)
+		applyFacts(t, db, billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}})
+		var provider acceptingRefunder
+		cfg := refunds.Config{DB: db, Refunder: &provider}
+		ctx := context.Background()
+		r, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 400})
+		if err != nil || r.ProviderRef == "" {
+			t.Fatalf("first refund: %+v, %v", r, err)
+		}
+		// The request's own webhook.
+		applyFacts(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: r.ProviderRef, Amount: 400, Currency: "EUR", At: t0})
+		if _, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1"}); err != nil ||
+			len(provider.asked) != 2 || provider.asked[1].Amount != 600 {
+			t.Fatalf("the rest: %v, the provider asked %v; want a refund of 600", err, provider.asked)
+		}
+	})
+}
