@@ -222,9 +222,20 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	if err := tx.Commit(); err != nil {
 		return false, nil
 	}
+	// Each delivery once: a second job of one (a resend's, a stand-in)
+	// goes with the first, or DeliverMany would send it twice, the second
+	// time reading it as it was before the first.
 	ids := []int64{id}
-	for _, t := range taken {
-		ids = append(ids, t.event)
+	index := map[int64]int{id: 0}
+	place := make([]int, len(taken)) // taken[i]'s delivery is ids[place[i]]
+	for i, t := range taken {
+		k, ok := index[t.event]
+		if !ok {
+			k = len(ids)
+			index[t.event] = k
+			ids = append(ids, t.event)
+		}
+		place[i] = k
 	}
 	errs, record, err := q.deliverMany(ctx, ids)
 	if err != nil {
@@ -234,7 +245,7 @@ func (q *Queue) deliverBatch(ctx context.Context, id int64) (bool, error) {
 	ctx = context.WithoutCancel(ctx)
 	var back, sent []int64
 	for i, t := range taken {
-		if errs[i+1] != nil {
+		if errs[place[i]] != nil {
 			back = append(back, t.job)
 			q.keepAlone(q.aloneDeliveries, t.event)
 		} else {
