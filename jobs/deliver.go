@@ -284,27 +284,30 @@ func (q *Queue) deliverMany(ctx context.Context, ids []int64) (errs []error, rec
 
 // deliverCommitted runs, just after a batch's commit and in its worker,
 // the first attempt of the after-commit deliveries the batch's handlers
-// wrote (DeliverMany), without writing a job for them, for half a SweepAge
-// at most: in one transaction it records their attempts and gives a job of
+// wrote (DeliverMany), without writing a job for them, until half a
+// SweepAge after written (before the batch's transaction wrote them, on
+// Now's clock, the sweep's) at most: in one transaction it records their
+// attempts and gives a job of
 // its own (Deliver, then DeliveryBackoff) to each one that failed or that
 // DeliverMany left alone (not sent in that time). Once the Queue is
 // stopping it sends nothing and gives each one its job. If the process
 // dies before that commit, or the commit fails, the deliveries are left
 // pending without a job, and the sweep (DeliverySweep) enqueues them
 // SweepAge after they were written: deliveries are at least once.
-func (q *Queue) deliverCommitted(ctx context.Context, ids []int64) {
+func (q *Queue) deliverCommitted(ctx context.Context, ids []int64, written time.Time) {
 	if len(ids) == 0 {
 		return
 	}
 	again := ids
 	var record func(context.Context, *sql.Tx) error
-	if !q.stopping.Load() {
-		// They have no job: the sweep gives one to each still pending
-		// SweepAge after it was written, and one sent here after that
-		// would be sent twice. So they are sent for half a SweepAge at
-		// most (a slow webhook, one timeout after the other), and those
-		// left get their job below, as failures do.
-		sctx, cancel := context.WithTimeout(ctx, q.cfg.SweepAge/2)
+	// They have no job: the sweep gives one to each still pending
+	// SweepAge after it was written, and one sent here after that would
+	// be sent twice. So they are sent until half a SweepAge after they
+	// were written at most (a slow webhook, one timeout after the other;
+	// a transaction that took long leaves less of it), and those left get
+	// their job below, as failures do.
+	if left := q.cfg.SweepAge/2 - q.cfg.Now().Sub(written); !q.stopping.Load() && left > 0 {
+		sctx, cancel := context.WithTimeout(ctx, left)
 		errs, rec, err := q.deliverMany(sctx, ids)
 		cancel()
 		if err != nil {

@@ -695,6 +695,9 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	after := &afterCommit{}
 	actx := context.WithValue(ctx, afterKey{}, after)
 	ran, sends := false, []int64(nil)
+	// Before the batch's transaction, which writes its deliveries: the
+	// sweep's SweepAge counts from their writing (deliverCommitted).
+	begun := q.cfg.Now()
 	if job.Attempt == 1 {
 		ran, sends = q.processBatch(actx, job.Args.EventID, final, behind, &err)
 	}
@@ -707,7 +710,7 @@ func (q *Queue) work(ctx context.Context, job *river.Job[processArgs]) error {
 	if len(sends) > 0 || len(after.items) > 0 {
 		q.ingestFirst(behind)
 	}
-	q.deliverCommitted(ctx, sends)
+	q.deliverCommitted(ctx, sends, begun)
 	q.afterCommitted(ctx, after)
 	if l, ok := asLater(err); ok {
 		return river.JobSnooze(l.after) // no attempt: its worker goes to other jobs
