@@ -285,11 +285,11 @@ func (q *Queue) deliverMany(ctx context.Context, ids []int64) (errs []error, rec
 // deliverCommitted runs, just after a batch's commit and in its worker,
 // the first attempt of the after-commit deliveries the batch's handlers
 // wrote (DeliverMany), without writing a job for them, until half a
-// SweepAge after written (before the batch's transaction wrote them, on
-// Now's clock, the sweep's) at most: in one transaction it records their
-// attempts and gives a job of
-// its own (Deliver, then DeliveryBackoff) to each one that failed or that
-// DeliverMany left alone (not sent in that time). Once the Queue is
+// SweepAge after written at most (a time before the batch's transaction
+// wrote them, on Now's clock, the sweep's): in one transaction it records
+// their attempts and gives a job of its own (Deliver, then
+// DeliveryBackoff) to each one that failed or that DeliverMany left alone
+// (not sent in that time). Once the Queue is
 // stopping it sends nothing and gives each one its job. If the process
 // dies before that commit, or the commit fails, the deliveries are left
 // pending without a job, and the sweep (DeliverySweep) enqueues them
