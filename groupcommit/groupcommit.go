@@ -205,8 +205,16 @@ func (c *Committer) Queued() int {
 // the provider's retry finds out (a duplicate then answers 200). An event
 // locked by another transaction is retried until ctx ends. While the store
 // fails as a whole (the last commit failed with an error WholeBatch
-// reports) and a commit is under way, it returns that error at once.
+// reports) and a commit is under way, it returns that error at once. A
+// nil event is refused, with a *payhook.EventError wrapping
+// payhook.ErrInvalid, before anything is queued: in a batch it would
+// panic in the committer's goroutine, ending the process.
 func (c *Committer) Ingest(ctx context.Context, evs []*payhook.Event) ([]bool, error) {
+	for i, ev := range evs {
+		if ev == nil {
+			return nil, &payhook.EventError{Index: i, Err: fmt.Errorf("group commit: event %d of %d is nil: %w", i, len(evs), payhook.ErrInvalid)}
+		}
+	}
 	r := &request{ctx: ctx, evs: evs, out: make(chan result, 1)}
 	c.mu.Lock()
 	if c.closed {

@@ -221,6 +221,25 @@ func gathered(t *testing.T, f *fake, cfg groupcommit.Config, ids ...string) (*gr
 // together into the next one; when it fails, the bad event fails and the
 // others are stored: each on its own after a plain error, in one batch
 // again after an error that names the event.
+// TestNilEventRefused: a nil event is refused before it is queued, as
+// jobs.Ingest refuses it, and the committer goes on.
+func TestNilEventRefused(t *testing.T) {
+	t.Parallel()
+	f := &fake{gate: make(chan struct{})}
+	close(f.gate)
+	c := groupcommit.New(f, groupcommit.Config{})
+	t.Cleanup(c.Close)
+	ctx := context.Background()
+	_, err := c.Ingest(ctx, []*payhook.Event{{Source: "src", EventID: "evt_1"}, nil})
+	var evErr *payhook.EventError
+	if !errors.Is(err, payhook.ErrInvalid) || !errors.As(err, &evErr) || evErr.Index != 1 || f.calls.Load() != 0 {
+		t.Fatalf("Ingest with a nil event = %v (%d calls of the inbox); want an EventError at 1 wrapping ErrInvalid, nothing stored", err, f.calls.Load())
+	}
+	if ins, err := c.Ingest(ctx, []*payhook.Event{{Source: "src", EventID: "evt_1"}}); err != nil || !slices.Equal(ins, []bool{true}) {
+		t.Fatalf("Ingest after = %v, %v; want stored", ins, err)
+	}
+}
+
 func TestOneBadEventFailsAlone(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
