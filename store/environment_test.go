@@ -1,7 +1,6 @@
 package store_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -20,23 +19,7 @@ import (
 func TestIgnoredEventRaisesEnvironmentAlert(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
-		ctx := context.Background()
-		ways := []string{"tx"}
-		if db.Engine == store.Postgres {
-			ways = append(ways, "one-statement")
-		}
-		for _, way := range ways {
-			insert := insert
-			if way == "one-statement" {
-				insert = func(t *testing.T, db *store.DB, evs ...*payhook.Event) []bool {
-					t.Helper()
-					ins, err := db.StoreEvents(ctx, evs, store.With{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return ins
-				}
-			}
+		eachWayIn(t, db, func(way string, insert func(*testing.T, *store.DB, ...*payhook.Event) []bool) {
 			src := payhook.Source{Name: way, Environment: "live"}
 			event := func(id, env string) *payhook.Event {
 				ev := newEvent(id)
@@ -69,6 +52,6 @@ func TestIgnoredEventRaisesEnvironmentAlert(t *testing.T) {
 					t.Fatalf("%s: %s: alert count %d, message %q; want %d, naming %q", way, step.name, count, msg, step.wantCount, step.wantMsg)
 				}
 			}
-		}
+		})
 	})
 }

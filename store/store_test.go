@@ -312,22 +312,7 @@ func TestConflictingRedeliveryAlertsOnce(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
 		ctx := context.Background()
-		ways := []string{"tx"}
-		if db.Engine == store.Postgres {
-			ways = append(ways, "one-statement")
-		}
-		for _, way := range ways {
-			insert := insert
-			if way == "one-statement" {
-				insert = func(t *testing.T, db *store.DB, evs ...*payhook.Event) []bool {
-					t.Helper()
-					ins, err := db.StoreEvents(ctx, evs, store.With{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return ins
-				}
-			}
+		eachWayIn(t, db, func(way string, insert func(*testing.T, *store.DB, ...*payhook.Event) []bool) {
 			withBody := func(id, body string) *payhook.Event {
 				ev := newEvent(id)
 				ev.Source, ev.Payload = way, []byte(body)
@@ -384,7 +369,7 @@ func TestConflictingRedeliveryAlertsOnce(t *testing.T) {
 			if ev, err := db.Event(ctx, first.ID); err != nil || string(ev.Payload) != `{"id":"evt_1","amount":100}` {
 				t.Fatalf("stored event = %+v, %v; want the first body kept", ev, err)
 			}
-		}
+		})
 	})
 }
 
@@ -396,23 +381,7 @@ func TestConflictingRedeliveryAlertsOnce(t *testing.T) {
 func TestRedeliveryNamedAnewIsNoConflict(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		db := openDB(t, dbURL)
-		ctx := context.Background()
-		ways := []string{"tx"}
-		if db.Engine == store.Postgres {
-			ways = append(ways, "one-statement")
-		}
-		for _, way := range ways {
-			insert := insert
-			if way == "one-statement" {
-				insert = func(t *testing.T, db *store.DB, evs ...*payhook.Event) []bool {
-					t.Helper()
-					ins, err := db.StoreEvents(ctx, evs, store.With{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					return ins
-				}
-			}
+		eachWayIn(t, db, func(way string, insert func(*testing.T, *store.DB, ...*payhook.Event) []bool) {
 			delivery := func(id, ntf, total string) *payhook.Event {
 				ev := newEvent(id)
 				ev.Source, ev.DeliveryFields = way, []string{"notification_id"}
@@ -441,7 +410,7 @@ func TestRedeliveryNamedAnewIsNoConflict(t *testing.T) {
 			if want := []string{way + "/evt_2"}; !slices.Equal(subjects, want) {
 				t.Errorf("%s: conflicts %q; want %q (another total), not evt_1 (another notification only)", way, subjects, want)
 			}
-		}
+		})
 	})
 }
 
@@ -617,5 +586,23 @@ func TestIdleTransactionEnded(t *testing.T) {
 		if _, err := db.SQL.ExecContext(wctx, `UPDATE payhook_ready SET probes = probes + 1 WHERE id = 1`); err != nil {
 			t.Fatalf("the row locked by a session idle in its transaction: %v", err)
 		}
+	})
+}
+
+// eachWayIn runs f for each way events are stored, with an insert for it:
+// InsertEventsTx ("tx"), and on PostgreSQL StoreEvents ("one-statement",
+// the ack path's one statement).
+func eachWayIn(t *testing.T, db *store.DB, f func(way string, insert func(*testing.T, *store.DB, ...*payhook.Event) []bool)) {
+	f("tx", insert)
+	if db.Engine != store.Postgres {
+		return
+	}
+	f("one-statement", func(t *testing.T, db *store.DB, evs ...*payhook.Event) []bool {
+		t.Helper()
+		ins, err := db.StoreEvents(context.Background(), evs, store.With{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ins
 	})
 }
