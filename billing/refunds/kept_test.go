@@ -101,55 +101,52 @@ func TestRefundOnlyWhatThePaymentKeeps(t *testing.T) {
 	}
 }
 
-// TestRefundCountsBothAnUnpostedRequestAndARefundMadeElsewhere: what a
-// payment keeps is less both what billing's refunds took and what
-// payhook's completed requests took whose webhooks have not arrived yet.
-// A request of 400 answered by the provider, its webhook still on its way,
-// and a refund of 600 made elsewhere (the provider's dashboard) whose
-// webhook came: the payment of 1000 is refunded in full, and a third
-// refund must be refused before any call. Counting the larger of the two
-// (600) instead of both left 400 to refund: 1,300 paid out of 1,000.
-func TestRefundCountsBothAnUnpostedRequestAndARefundMadeElsewhere(t *testing.T) {
+// TestRefundCountsCompletedRequests: what a payment of 1000 keeps after a
+// request of 400 the provider answered is less billing's refunds and the
+// completed requests whose refunds billing has not posted yet, each once:
+//   - the request's webhook came: counted once, 600 left to refund;
+//   - a refund of 600 made elsewhere (the provider's dashboard) came, the
+//     request's webhook not yet: refunded in full, a third refund refused
+//     before any call. Counting the larger of the two (600) instead of
+//     both left 400 to refund: 1,300 paid out of 1,000.
+func TestRefundCountsCompletedRequests(t *testing.T) {
 	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		db := openDB(t, dbURL)
-		applyFacts(t, db, billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}})
-		var provider acceptingRefunder
-		cfg := refunds.Config{DB: db, Refunder: &provider}
-		ctx := context.Background()
-		if _, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 400}); err != nil {
-			t.Fatal(err)
-		}
-		// A refund made at the provider's dashboard, told by its webhook;
-		// the request's own webhook has not arrived.
-		applyFacts(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: "re_dashboard", Amount: 600, Currency: "EUR", At: t0})
-		_, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 300})
-		if !errors.Is(err, payhook.ErrInvalid) || len(provider.asked) != 1 {
-			t.Fatalf("third refund: %v, the provider asked %v; want refused (ErrInvalid) before any call: 400 + 600 of 1000 are refunded", err, provider.asked)
-		}
-	})
-}
-
-// TestRefundCountsAPostedRequestOnce: a completed request whose webhook
-// came is counted once, in billing's refunds: the rest of the payment can
-// be refunded.
-func TestRefundCountsAPostedRequestOnce(t *testing.T) {
-	t.Parallel()
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		db := openDB(t, dbURL)
-		applyFacts(t, db, billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}})
-		var provider acceptingRefunder
-		cfg := refunds.Config{DB: db, Refunder: &provider}
-		ctx := context.Background()
-		r, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 400})
-		if err != nil || r.ProviderRef == "" {
-			t.Fatalf("first refund: %+v, %v", r, err)
-		}
-		// The request's own webhook.
-		applyFacts(t, db, billing.Refunded{PaymentRef: "pay_1", RefundRef: r.ProviderRef, Amount: 400, Currency: "EUR", At: t0})
-		if _, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1"}); err != nil ||
-			len(provider.asked) != 2 || provider.asked[1].Amount != 600 {
-			t.Fatalf("the rest: %v, the provider asked %v; want a refund of 600", err, provider.asked)
-		}
-	})
+	for _, tc := range []struct {
+		name      string
+		elsewhere bool  // the refund that came is one made elsewhere, not the request's
+		want      int64 // the amount asked of the provider for the rest; 0: refused before any call
+	}{
+		{name: "the request's webhook came", want: 600},
+		{name: "a refund made elsewhere came", elsewhere: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				db := openDB(t, dbURL)
+				applyFacts(t, db, billing.Captured{Payment: billing.Payment{Ref: "pay_1", Amount: 1000, Currency: "EUR", CapturedAt: t0}})
+				var provider acceptingRefunder
+				cfg := refunds.Config{DB: db, Refunder: &provider}
+				ctx := context.Background()
+				r, err := refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1", Amount: 400})
+				if err != nil || r.ProviderRef == "" {
+					t.Fatalf("first refund: %+v, %v", r, err)
+				}
+				came := billing.Refunded{PaymentRef: "pay_1", RefundRef: r.ProviderRef, Amount: 400, Currency: "EUR", At: t0}
+				if tc.elsewhere {
+					came.RefundRef, came.Amount = "re_dashboard", 600
+				}
+				applyFacts(t, db, came)
+				_, err = refunds.Refund(ctx, cfg, refunds.Ask{Source: "shop", Payment: "pay_1"})
+				if tc.want == 0 {
+					if !errors.Is(err, payhook.ErrInvalid) || len(provider.asked) != 1 {
+						t.Fatalf("the rest: %v, the provider asked %v; want refused (ErrInvalid) before any call", err, provider.asked)
+					}
+					return
+				}
+				if err != nil || len(provider.asked) != 2 || provider.asked[1].Amount != tc.want {
+					t.Fatalf("the rest: %v, the provider asked %v; want a refund of %d", err, provider.asked, tc.want)
+				}
+			})
+		})
+	}
 }
