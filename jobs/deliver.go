@@ -175,7 +175,9 @@ func (q *Queue) deliver(ctx context.Context, job *river.Job[deliverArgs]) error 
 		return river.JobCancel(errors.New("no Deliver configured for after-commit deliveries"))
 	}
 	final := job.Attempt >= job.MaxAttempts
-	if job.Attempt == 1 && !final && !job.Args.Alone {
+	// One that failed in another's batch was put back to run alone: a
+	// batch would send it once more before its alone attempt.
+	if job.Attempt == 1 && !final && !job.Args.Alone && !q.isAlone(q.aloneDeliveries, job.Args.Delivery) {
 		if done, err := q.deliverBatch(ctx, job.Args.Delivery); done {
 			return err
 		}

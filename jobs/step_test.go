@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +108,68 @@ func TestDeliveryBatchOldestFirst(t *testing.T) {
 		}
 		if len(batches) != 1 || !slices.Equal(batches[0], []int64{5, 1, 2, 3, 4}) {
 			t.Fatalf("DeliverMany got %v; want 5 (the job run) and then 1 to 4, oldest first", batches)
+		}
+	})
+}
+
+// TestDeliveryFailedInABatchRunsAlone: a delivery that failed in another's
+// batch is put back to run alone: its own job sends it once more, alone,
+// not in a batch of the deliveries waiting by then and then alone again.
+func TestDeliveryFailedInABatchRunsAlone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		now := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
+		var sends []string
+		db, q := setup(t, dbURL, jobs.Config{StampWithNow: true, Now: func() time.Time { return now },
+			Deliver: func(_ context.Context, id int64, _ bool) error {
+				sends = append(sends, fmt.Sprint("alone ", id))
+				return nil
+			},
+			DeliverMany: func(_ context.Context, ids []int64) ([]error, func(context.Context, *sql.Tx) error) {
+				errs := make([]error, len(ids))
+				for i, id := range ids {
+					sends = append(sends, fmt.Sprint("batch ", id))
+					if id == 2 {
+						errs[i] = errors.New("the sink refused it")
+					}
+				}
+				return errs, func(context.Context, *sql.Tx) error { return nil }
+			},
+			DeliverySweep: func(context.Context, *sql.Tx, time.Time, time.Time, int) ([]int64, error) { return nil, nil }})
+		enqueue := func(ids ...int64) {
+			tx, err := db.SQL.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.EnqueueDeliveriesTx(ctx, tx, ids, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enqueue(1, 2, 3)
+		if ran, err := q.Step(ctx); !ran || err != nil {
+			t.Fatalf("Step() = %v, %v; want a batch run", ran, err)
+		}
+		enqueue(4, 5) // waiting when delivery 2's job runs
+		for {
+			ran, err := q.Step(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ran {
+				break
+			}
+		}
+		var twos []string
+		for _, s := range sends {
+			if strings.HasSuffix(s, " 2") {
+				twos = append(twos, s)
+			}
+		}
+		if !slices.Equal(twos, []string{"batch 2", "alone 2"}) {
+			t.Fatalf("delivery 2 sent %q (all sends %q); want once in the first batch, then once alone", twos, sends)
 		}
 	})
 }
