@@ -106,7 +106,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		}
 	}
 	at := m.env(*addr, "PAYHOOK_ADDR", "127.0.0.1:8080")
-	if a := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", ""); a == at {
+	if a := m.env(*adminAddr, "PAYHOOK_ADMIN_ADDR", ""); a == at && !strings.HasSuffix(a, ":0") { // port 0: each its own
 		return fmt.Errorf("--admin-addr (PAYHOOK_ADMIN_ADDR) %s is --addr's: give it another address, or leave it out to serve the console on --addr", a)
 	}
 	ln, err := listen(at, "--addr (PAYHOOK_ADDR)")
