@@ -35,9 +35,10 @@ func NewEvent(src Source, env Envelope, body []byte, at time.Time) *Event {
 
 // SameBody reports whether b, a body delivered again for an event stored
 // with body a, tells the same event: the same bytes or, when the provider
-// names its delivery in the body (deliveryFields), the same JSON object but for those top-level
-// members (DeliveryNamer). A redelivery that BTCPay numbers anew, or a
-// notification Paddle sends again, is then no conflicting body.
+// names its delivery in the body (deliveryFields, see DeliveryNamer), the
+// same JSON object but for those top-level members. A redelivery that
+// BTCPay numbers anew, or a notification Paddle sends again, is then no
+// conflicting body.
 func SameBody(a, b []byte, deliveryFields []string) bool {
 	if bytes.Equal(a, b) {
 		return true

@@ -291,11 +291,11 @@ func (q *Queue) deliverMany(ctx context.Context, ids []int64) (errs []error, rec
 // wrote them, on Now's clock, the sweep's): in one transaction it records
 // their attempts and gives a job of its own (Deliver, then
 // DeliveryBackoff) to each one that failed or that DeliverMany left alone
-// (not sent in that time). Once the Queue is
-// stopping it sends nothing and gives each one its job. If the process
-// dies before that commit, or the commit fails, the deliveries are left
-// pending without a job, and the sweep (DeliverySweep) enqueues them
-// SweepAge after they were written: deliveries are at least once.
+// (not sent in that time). Once the Queue is stopping it sends nothing and
+// gives each one its job. If the process dies before that commit, or the
+// commit fails, the deliveries are left pending without a job, and the
+// sweep (DeliverySweep) enqueues them SweepAge after they were written:
+// deliveries are at least once.
 func (q *Queue) deliverCommitted(ctx context.Context, ids []int64, written time.Time) {
 	if len(ids) == 0 {
 		return

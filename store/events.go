@@ -427,9 +427,9 @@ func scanIDs(ctx context.Context, tx *sql.Tx, query string, args []any, ids map[
 // noteConflictsTx raises AlertEventBodyConflict for each event of dups,
 // not inserted, whose body is not the stored one (payhook.SameBody: the
 // same bytes, or the same but for the members that name a delivery,
-// Event.DeliveryFields): the one of first
-// when its key was inserted by this very batch, else the one in the
-// database, read for all of them with one query. A stored payload never
+// Event.DeliveryFields): the one of first when its key was inserted by
+// this very batch, else the one in the database, read for all of them
+// with one query. A stored payload never
 // changes, so reading it is no race; the alerts' unique (kind, subject)
 // index decides that the alert is raised once, whatever delivery brings a
 // conflicting body first.
