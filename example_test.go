@@ -155,3 +155,19 @@ func ExampleMux() {
 	// true false
 	// true
 }
+
+// SameBody tells a provider's redelivery of an event, numbered anew in
+// its body, from an event whose body changed.
+func ExampleSameBody() {
+	first := []byte(`{"event_id":"evt_1","notification_id":"ntf_1","data":{"total":"100"}}`)
+	replay := []byte(`{"event_id":"evt_1","notification_id":"ntf_2","data":{"total":"100"}}`)
+	changed := []byte(`{"event_id":"evt_1","notification_id":"ntf_3","data":{"total":"999"}}`)
+	paddle := []string{"notification_id"} // paddle.Verifier's DeliveryFields
+	fmt.Println(payhook.SameBody(first, replay, paddle))
+	fmt.Println(payhook.SameBody(first, changed, paddle))
+	fmt.Println(payhook.SameBody(first, replay, nil))
+	// Output:
+	// true
+	// false
+	// false
+}
