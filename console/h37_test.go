@@ -2,8 +2,10 @@ package console_test
 
 import (
 	"fmt"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"testing"
 
 	"github.com/payhook/payhook"
@@ -37,6 +39,65 @@ func TestBulkReplayFormTextNoColumnHolds(t *testing.T) {
 			if resp, body := c.do("GET", "/console/events/replay?"+q.Encode(), nil, nil); resp.StatusCode != http.StatusBadRequest {
 				t.Errorf("%s: dry run = %d; want 400: %.300s", tc.name, resp.StatusCode, body)
 			}
+		}
+	})
+}
+
+// TestAckHidesNoOccurrenceRaisedSinceThePage: an operator reads the
+// alerts page (count 1), the alert is raised again (count 2, open
+// again), then the operator's Acknowledge, the form as the page wrote
+// it, is sent. That acknowledges what the operator saw, not the
+// occurrence raised since, which must stay open: the ack is refused (or
+// leaves the alert open) rather than hiding the new occurrence.
+func TestAckHidesNoOccurrenceRaisedSinceThePage(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		id := e.alert("source_silent", "shop")
+		c := e.client()
+		c.login()
+		resp, page := c.do("GET", "/console/alerts", nil, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("alerts page = %d", resp.StatusCode)
+		}
+		formRE := regexp.MustCompile(`(?s)<form method="post" action="/console/alerts/` + fmt.Sprint(id) + `/ack"[^>]*>(.*?)</form>`)
+		m := formRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no ack form for alert %d on the page:\n%s", id, page)
+		}
+		form := url.Values{}
+		for _, in := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(m[1], -1) {
+			form.Add(in[1], html.UnescapeString(in[2]))
+		}
+		// Raised again while the operator reads the page.
+		e.alert("source_silent", "shop")
+		resp, body := c.do("POST", "/console/alerts/"+fmt.Sprint(id)+"/ack", form, nil)
+		var acked bool
+		var count int
+		if err := e.db.SQL.QueryRow(`SELECT acknowledged, count FROM payhook_alerts WHERE id = $1`, id).Scan(&acked, &count); err != nil {
+			t.Fatal(err)
+		}
+		if acked {
+			t.Errorf("ack sent from a page showing count 1 = %d, and alert %d (count %d) is acknowledged: the occurrence raised since is hidden",
+				resp.StatusCode, id, count)
+		}
+		if resp.StatusCode == http.StatusSeeOther || resp.StatusCode/100 == 5 {
+			t.Errorf("stale ack = %d; want a 4xx saying the alert was raised again: %.200s", resp.StatusCode, body)
+		}
+		// The ack of the page as it is now goes through.
+		_, page = c.do("GET", "/console/alerts", nil, nil)
+		m = formRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no ack form for alert %d on the page after the refused ack", id)
+		}
+		form = url.Values{}
+		for _, in := range regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`).FindAllStringSubmatch(m[1], -1) {
+			form.Add(in[1], html.UnescapeString(in[2]))
+		}
+		if resp, body := c.do("POST", "/console/alerts/"+fmt.Sprint(id)+"/ack", form, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("ack of the page as it is = %d; want 303: %.200s", resp.StatusCode, body)
+		}
+		if err := e.db.SQL.QueryRow(`SELECT acknowledged FROM payhook_alerts WHERE id = $1`, id).Scan(&acked); err != nil || !acked {
+			t.Errorf("after the fresh ack: acknowledged %v, %v; want true", acked, err)
 		}
 	})
 }
