@@ -297,14 +297,37 @@ func ListAlerts(ctx context.Context, db *store.DB, f AlertFilter) ([]AlertView, 
 // AckAlert acknowledges the alert with the id. It returns an error
 // wrapping payhook.ErrNotFound if there is none.
 func AckAlert(ctx context.Context, db *store.DB, id int64) error {
-	res, err := db.SQL.ExecContext(ctx, `UPDATE payhook_alerts SET acknowledged = TRUE WHERE id = $1`, id)
+	return AckAlertSeen(ctx, db, id, 0)
+}
+
+// AckAlertSeen acknowledges the alert with the id as an operator saw it:
+// raised count times (0: whatever its count). When it has been raised
+// again since, it is left open, so that an acknowledgement of what was
+// seen never hides an occurrence that was not, and the error wraps
+// payhook.ErrConflict. It returns an error wrapping payhook.ErrNotFound
+// if there is no such alert.
+func AckAlertSeen(ctx context.Context, db *store.DB, id int64, count int) error {
+	if count < 0 {
+		return fmt.Errorf("%w: acknowledge alert %d: count %d: want the count seen", payhook.ErrInvalid, id, count)
+	}
+	res, err := db.SQL.ExecContext(ctx, `UPDATE payhook_alerts SET acknowledged = TRUE WHERE id = $1 AND ($2 = 0 OR count = $2)`, id, count)
 	if err != nil {
 		return fmt.Errorf("acknowledge alert %d: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil {
 		return fmt.Errorf("acknowledge alert %d: %w", id, err)
-	} else if n == 0 {
-		return fmt.Errorf("alert %d: %w", id, payhook.ErrNotFound)
 	}
-	return nil
+	if n > 0 {
+		return nil
+	}
+	var now int
+	switch err := db.SQL.QueryRowContext(ctx, `SELECT count FROM payhook_alerts WHERE id = $1`, id).Scan(&now); {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("alert %d: %w", id, payhook.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("acknowledge alert %d: %w", id, err)
+	}
+	return fmt.Errorf("alert %d was raised again since it was seen (count %d, seen %d): it stays open; look at it again: %w",
+		id, now, count, payhook.ErrConflict)
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/payhook/payhook"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/payhook/payhook/billing"
@@ -115,7 +116,14 @@ func (c *Console) ack(w http.ResponseWriter, r *http.Request, s *session) (strin
 	if err != nil {
 		return "", err
 	}
-	if err := billing.AckAlert(r.Context(), c.cfg.DB, id); err != nil {
+	// The count the page showed: an alert raised again since stays open.
+	seen := 0
+	if v := r.PostFormValue("count"); v != "" {
+		if seen, err = strconv.Atoi(v); err != nil || seen <= 0 {
+			return "", invalid("alert %d: count %q: want the count the page showed", id, v)
+		}
+	}
+	if err := billing.AckAlertSeen(r.Context(), c.cfg.DB, id, seen); err != nil {
 		return "", err
 	}
 	c.log.Info("console acknowledged alert", "alert", id, "user", s.User)
