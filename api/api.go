@@ -18,7 +18,8 @@
 //	GET  /api/v1/subscriptions         ?source= &status= &customer= &limit=
 //	GET  /api/v1/ledger/balances       balances per currency and account, and each currency's sum (0)
 //	GET  /api/v1/alerts                ?acknowledged=false &kind= &limit= (most recently seen first)
-//	POST /api/v1/alerts/{id}/ack       acknowledge an alert
+//	POST /api/v1/alerts/{id}/ack       acknowledge an alert; ?count=N: only as seen with that count
+//	                                   (raised again since: 409, left open)
 //	GET  /api/v1/events/{id}           an event by payhook's row id, payload inline
 //	GET  /api/v1/events                ?source= &status= &event_id= &limit= (newest first, payload inline)
 //
@@ -376,7 +377,16 @@ func (a *api) ackAlert(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := billing.AckAlert(r.Context(), a.db, id); err != nil {
+	// ?count=N: the count the client saw; an alert raised again since
+	// stays open (409) rather than have the ack hide what was not seen.
+	seen := 0
+	if v := r.URL.Query().Get("count"); v != "" {
+		if seen, err = strconv.Atoi(v); err != nil || seen <= 0 {
+			a.fail(w, r, fmt.Errorf("%w: alert %d: count %q: want the count seen, a positive number", payhook.ErrInvalid, id, v))
+			return
+		}
+	}
+	if err := billing.AckAlertSeen(r.Context(), a.db, id, seen); err != nil {
 		a.fail(w, r, err)
 		return
 	}

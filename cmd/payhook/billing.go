@@ -468,7 +468,7 @@ func (m *Main) ledgerBalances(ctx context.Context, args []string) error {
 const alertsHelp = `Usage: payhook alerts list|ack [flags]
 
   payhook alerts list [--open] [--kind K] [--limit N] [--json]
-  payhook alerts ack ID
+  payhook alerts ack [--count N] ID
 
 Alerts are raised by processing (a reused crypto chain reference, an order
 paid twice, an event that failed its last attempt), by reconcile (a
@@ -477,13 +477,16 @@ source, refused signatures, a paused sink) and at ingest; raising one
 again counts it and makes it open (unacknowledged) again. --open lists
 only the unacknowledged ones; --kind only those of one kind: one of
 payhook's, or an application's own once an alert of it is stored (any
-other kind is refused, naming payhook's). Every subcommand takes --db
+other kind is refused, naming payhook's). ack --count N acknowledges the
+alert only as listed with COUNT N: one raised again since stays open, so
+that an ack does not hide what was not seen. Every subcommand takes --db
 URL (env PAYHOOK_DB) like serve.
 
 Examples:
   payhook alerts list --open
   payhook alerts list --kind event_failed --json
-  payhook alerts ack 3`
+  payhook alerts ack 3
+  payhook alerts ack --count 2 3`
 
 func (m *Main) alertsList(ctx context.Context, args []string) error {
 	fs := m.flags("alerts list", alertsHelp)
@@ -515,16 +518,20 @@ func (m *Main) alertsList(ctx context.Context, args []string) error {
 func (m *Main) alertsAck(ctx context.Context, args []string) error {
 	fs := m.flags("alerts ack", alertsHelp)
 	dbURL := fs.String("db", "", "database URL (env PAYHOOK_DB)")
+	count := fs.Int("count", 0, "acknowledge only if its count is still `N`, as alerts list showed it (raised again since: left open)")
 	id, err := idArg(fs, args, "alert", "alerts list")
 	if err != nil {
 		return err
+	}
+	if *count < 0 {
+		return fmt.Errorf("%w: alerts ack: --count %d: want the count alerts list showed", errUsage, *count)
 	}
 	db, err := m.openExisting(ctx, *dbURL)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := billing.AckAlert(ctx, db, id); err != nil {
+	if err := billing.AckAlertSeen(ctx, db, id, *count); err != nil {
 		return err
 	}
 	fmt.Fprintf(m.Stdout, "alert %d acknowledged\n", id)
