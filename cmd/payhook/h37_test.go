@@ -57,3 +57,27 @@ func TestAlertsAckCountSeen(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayArgsNoColumnHolds: events replay, like the read commands
+// (storableArgs), refuses as a usage error an argument or a flag no
+// column can hold (invalid UTF-8), on both engines: not a database error
+// on PostgreSQL where SQLite says "not found".
+func TestReplayArgsNoColumnHolds(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		db := storetest.Migrated(t, dbURL)
+		if err := jobs.Migrate(context.Background(), db); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"events", "replay", "evt_\xff"},
+			{"events", "replay", "--source", "shop\xff", "evt_1"},
+			{"events", "replay", "--source", "shop\xff", "--status", "failed", "--since", "1h"},
+			{"events", "replay", "--source", "shop", "--type", "t\xff", "--status", "failed", "--since", "1h"},
+		} {
+			_, err := cli(t, dbURL, args...)
+			if !errors.Is(err, errUsage) {
+				t.Errorf("%q = %v; want a usage error", args, err)
+			}
+		}
+	})
+}
