@@ -73,6 +73,8 @@ func TestReplayArgsNoColumnHolds(t *testing.T) {
 			{"events", "replay", "--source", "shop\xff", "evt_1"},
 			{"events", "replay", "--source", "shop\xff", "--status", "failed", "--since", "1h"},
 			{"events", "replay", "--source", "shop", "--type", "t\xff", "--status", "failed", "--since", "1h"},
+			{"payments", "refund", "pay_\xff"},
+			{"payments", "refund", "--source", "shop\xff", "pay_1"},
 		} {
 			_, err := cli(t, dbURL, args...)
 			if !errors.Is(err, errUsage) {
