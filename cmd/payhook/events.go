@@ -133,6 +133,11 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, arg := range append(pos, "") {
+		if err := storableArgs(fs, arg); err != nil {
+			return err
+		}
+	}
 	bulk := *status != "" || *since != 0 || *typ != "" || *dryRun || *rate != "" || *asJSON
 	switch {
 	case len(pos) > 1:

@@ -63,6 +63,9 @@ func (m *Main) paymentsRefund(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := storableArgs(fs, ref); err != nil {
+		return err
+	}
 	// --amount 0 is no amount to refund, not "all of it": only leaving the
 	// flag out asks for what the payment keeps.
 	amountSet := false
