@@ -45,6 +45,13 @@ const (
 	// payment, whose settlement is final; a settlement of a fiat
 	// payment). Nothing changes; subject is the payment ref.
 	AlertPaymentKindMismatch = "payment_kind_mismatch"
+	// AlertChargebackReversalAmbiguous: a chargeback reversal, which
+	// names no chargeback (Paddle's chargeback_reverse), was bound to
+	// the oldest of several chargebacks of the payment alike (the same
+	// amount, none or all won by their own record): if the provider won
+	// another, that one's own record wins it too later. Subject is the
+	// payment ref, raised once per reversal.
+	AlertChargebackReversalAmbiguous = "chargeback_reversal_ambiguous"
 	// AlertRefundExceedsPayment: refunds of a fiat payment (net of failed
 	// ones) add up to more than its amount; only what the payment still
 	// held was taken. Subject is the payment ref, raised once per refund
@@ -98,6 +105,7 @@ const (
 // finds every Alert constant of the module in it.
 var AlertKinds = []string{
 	AlertAPIVersionDrift,
+	AlertChargebackReversalAmbiguous,
 	AlertCryptoReferenceReused,
 	AlertCryptoSecondReference,
 	AlertEnvironmentMismatch,

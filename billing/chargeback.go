@@ -2,9 +2,8 @@ package billing
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/payhook/payhook/outbox"
@@ -129,23 +128,14 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 	// reversal of a second chargeback never caps the first's win; then
 	// chargebacks won by their own record (this reversal is the other
 	// report of such a win), then the oldest open one.
-	var cb, disputed int64
-	var cbKey string
-	err = a.tx.QueryRowContext(ctx, `SELECT c.id, c.fact_key, c.requested_amount FROM payhook_ledger_postings c
-		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
-		AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings b
-			WHERE b.reverses_id = c.id AND substr(b.fact_key, 1, 19) = 'chargeback_reverse:')
-		ORDER BY CASE WHEN c.requested_amount = $3 THEN 0 ELSE 1 END,
-			CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
-			WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 0 ELSE 1 END, c.id
-		LIMIT 1`, a.source, p.Ref, f.Amount).Scan(&cb, &cbKey, &disputed)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("%s: a chargeback of payment %s to reverse: %w", what, p.Ref, ErrNotSeenYet)
-	}
+	cands, err := a.reversible(ctx, p.Ref, f.Amount)
 	if err != nil {
 		return fmt.Errorf("%s: find the chargeback it reverses: %w", what, err)
 	}
-	dispute := cbKey[len("chargeback:"):]
+	if len(cands) == 0 {
+		return fmt.Errorf("%s: a chargeback of payment %s to reverse: %w", what, p.Ref, ErrNotSeenYet)
+	}
+	cb, disputed, dispute := cands[0].id, cands[0].disputed, cands[0].dispute
 	if err := a.win(ctx, what, p.Ref, cb, dispute, disputed, f.Amount, f.At); err != nil {
 		return err
 	}
@@ -168,6 +158,64 @@ func (a *applier) chargebackReversed(ctx context.Context, f ChargebackWon) error
 			}
 		}
 	}
-	_, err = a.move(ctx, p, key, "chargeback_won", cb, f.Amount, next)
-	return err
+	if _, err = a.move(ctx, p, key, "chargeback_won", cb, f.Amount, next); err != nil {
+		return err
+	}
+	// An open chargeback chosen among others alike (as open, the
+	// reversal's amount or not): the reversal may be another's, and if
+	// that one's own record says it was won later, both are given back.
+	// (Chosen among chargebacks won by their own record, it caps a win
+	// already told: any of them gives the same.)
+	var alike []string
+	for _, c := range cands[1:] {
+		if c.rank == cands[0].rank && c.rank%2 == 1 {
+			alike = append(alike, c.dispute)
+		}
+	}
+	if len(alike) == 0 {
+		return nil
+	}
+	return a.alert(ctx, AlertChargebackReversalAmbiguous, p.Ref, f.ReversalRef,
+		fmt.Sprintf("payment %s: reversal %s names no chargeback; it won %s, the oldest of the chargebacks alike (also %s): "+
+			"check at the provider which one was won, and if it was another, whether the payment keeps what it should",
+			p.Ref, f.ReversalRef, dispute, strings.Join(alike, ", ")))
+}
+
+// reversibleChargeback is a chargeback a reversal may bind to, and its
+// rank among them (lower first): 0 or 1 of the reversal's amount, 2 or 3
+// not; even when won by its own record, odd when open.
+type reversibleChargeback struct {
+	id, disputed int64
+	dispute      string
+	rank         int
+}
+
+// reversible returns the chargebacks of payRef not bound to a reversal
+// yet, in the order chargebackReversed binds one: of the reversal's
+// amount first, then those won by their own record, then the oldest.
+func (a *applier) reversible(ctx context.Context, payRef string, amount int64) ([]reversibleChargeback, error) {
+	rows, err := a.tx.QueryContext(ctx, `SELECT c.id, c.fact_key, c.requested_amount,
+			CASE WHEN c.requested_amount = $3 THEN 0 ELSE 2 END +
+			CASE WHEN EXISTS (SELECT 1 FROM payhook_ledger_postings w
+				WHERE w.reverses_id = c.id AND w.kind = 'chargeback_won') THEN 0 ELSE 1 END AS rank
+		FROM payhook_ledger_postings c
+		WHERE c.source = $1 AND c.payment_ref = $2 AND c.kind = 'chargeback'
+		AND NOT EXISTS (SELECT 1 FROM payhook_ledger_postings b
+			WHERE b.reverses_id = c.id AND substr(b.fact_key, 1, 19) = 'chargeback_reverse:')
+		ORDER BY rank, c.id`, a.source, payRef, amount)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []reversibleChargeback
+	for rows.Next() {
+		var c reversibleChargeback
+		var key string
+		if err := rows.Scan(&c.id, &key, &c.disputed, &c.rank); err != nil {
+			return nil, err
+		}
+		c.dispute = strings.TrimPrefix(key, "chargeback:")
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }

@@ -3,6 +3,7 @@ package billing_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -175,4 +176,50 @@ func TestChargebackReversal(t *testing.T) {
 			t.Fatalf("a reversal too many: %v; want ErrNotSeenYet", err)
 		}
 	})
+}
+
+// TestAmbiguousChargebackReversal: two chargebacks of one payment for the
+// same amount, the second won and reported both ways (its own record
+// reversed, and a reversal that names no chargeback). Its own record
+// first, the reversal binds to it and one chargeback stands. The reversal
+// first, it cannot tell them apart and wins the oldest; the second's own
+// record then wins that one too. payhook cannot know which one Paddle
+// won, so it says so: chargeback_reversal_ambiguous, once, there only.
+func TestAmbiguousChargebackReversal(t *testing.T) {
+	cb1 := billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_1", Amount: 1000}
+	cb2 := billing.ChargedBack{PaymentRef: "txn_1", DisputeRef: "adj_cb_2", Amount: 1000}
+	won2 := billing.ChargebackWon{PaymentRef: "txn_1", DisputeRef: "adj_cb_2"}
+	rev2 := billing.ChargebackWon{PaymentRef: "txn_1", ReversalRef: "adj_rev_2", Amount: 1000}
+	for _, c := range []struct {
+		name      string
+		facts     []billing.Fact
+		ambiguous bool
+	}{
+		{"own record first", []billing.Fact{cb1, cb2, won2, rev2}, false},
+		{"reversal first", []billing.Fact{cb1, cb2, rev2, won2}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, dbURL string) {
+				db := openDB(t, dbURL)
+				events := [][]billing.Fact{{billing.Captured{Payment: pay("txn_1", "", 3000, "USD")}}}
+				for _, f := range c.facts {
+					events = append(events, []billing.Fact{f}, []billing.Fact{f}) // each told twice
+				}
+				deliver(t, db, events)
+				checkLedger(t, db)
+				if got := kept(t, db, "USD"); !c.ambiguous && got != 2000 {
+					t.Errorf("kept %d; want 2000 (adj_cb_1 stands, adj_cb_2 won)", got)
+				}
+				var raised []string
+				for _, a := range alerts(t, db) {
+					if a.Kind == billing.AlertChargebackReversalAmbiguous {
+						raised = append(raised, fmt.Sprintf("%s %d", a.Subject, a.Count))
+					}
+				}
+				if want := map[bool][]string{true: {"txn_1 1"}}[c.ambiguous]; !slices.Equal(raised, want) {
+					t.Errorf("chargeback_reversal_ambiguous alerts %q; want %q", raised, want)
+				}
+			})
+		})
+	}
 }
