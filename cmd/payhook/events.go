@@ -9,6 +9,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/payhook/payhook"
@@ -133,10 +134,8 @@ func (m *Main) eventsReplay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, arg := range append(pos, "") {
-		if err := storableArgs(fs, arg); err != nil {
-			return err
-		}
+	if err := storableArgs(fs, strings.Join(pos, " ")); err != nil {
+		return err
 	}
 	bulk := *status != "" || *since != 0 || *typ != "" || *dryRun || *rate != "" || *asJSON
 	switch {
