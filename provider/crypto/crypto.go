@@ -55,7 +55,9 @@ func New(cfg Config) (*Verifier, error) {
 
 // Verify checks the BTCPay-Sig header over the raw body and, when a secret
 // matches, reads the event: EventID is "<invoiceId>:<type>" (stable across
-// redeliveries), OccurredAt the unix "timestamp". It returns an error
+// redeliveries; "<invoiceId>:<type>:<payment.id>" for the events of one
+// payment, InvoiceReceivedPayment and InvoicePaymentSettled, of which an
+// invoice paid in parts has several), OccurredAt the unix "timestamp". It returns an error
 // wrapping payhook.ErrSignature when the header is missing or malformed or
 // no secret matches, and payhook.ErrMalformed when the signed body is not
 // one strict JSON object (signing.ParseObject), lacks invoiceId or type,
@@ -90,6 +92,10 @@ func (v *Verifier) Verify(d payhook.Delivery) (payhook.Envelope, error) {
 	return env, nil
 }
 
+// paymentEvents are BTCPay's event types about one payment of an invoice,
+// which may have several: their event id names the payment too.
+var paymentEvents = map[string]bool{"InvoiceReceivedPayment": true, "InvoicePaymentSettled": true}
+
 // envelope reads a verified BTCPay event.
 func envelope(body []byte) (payhook.Envelope, error) {
 	o, err := signing.ParseObject(body)
@@ -110,6 +116,15 @@ func envelope(body []byte) (payhook.Envelope, error) {
 		return payhook.Envelope{}, err
 	}
 	env.EventID = invoice + ":" + env.Type
+	if paymentEvents[env.Type] {
+		// An invoice paid in parts tells each payment: one event each.
+		// A payment object payhook cannot read leaves the invoice's id.
+		if pay, err := o.Object("payment"); err == nil {
+			if id, err := pay.String("id"); err == nil && id != "" {
+				env.EventID += ":" + id
+			}
+		}
+	}
 	if env.OccurredAt, err = o.UnixTime("timestamp"); err != nil {
 		return payhook.Envelope{}, err
 	}

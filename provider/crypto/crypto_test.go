@@ -116,6 +116,32 @@ func TestRedelivery(t *testing.T) {
 	}
 }
 
+// TestPaymentEvents: the events of one payment of an invoice name the
+// payment, so that an invoice paid in two parts tells two events, each
+// redelivered as itself; without a payment id they keep the invoice's.
+func TestPaymentEvents(t *testing.T) {
+	t.Parallel()
+	v, err := crypto.New(crypto.Config{Secrets: []string{"s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1700000000, 0)
+	for _, tc := range []struct{ body, want string }{
+		{`{"deliveryId":"D1","type":"InvoiceReceivedPayment","timestamp":1700000000,"invoiceId":"I9","payment":{"id":"tx1-0","value":"0.5"}}`, "I9:InvoiceReceivedPayment:tx1-0"},
+		{`{"deliveryId":"D2","isRedelivery":true,"type":"InvoiceReceivedPayment","timestamp":1700000001,"invoiceId":"I9","payment":{"id":"tx1-0","value":"0.5"}}`, "I9:InvoiceReceivedPayment:tx1-0"},
+		{`{"deliveryId":"D3","type":"InvoiceReceivedPayment","timestamp":1700000002,"invoiceId":"I9","payment":{"id":"tx2-1","value":"0.5"}}`, "I9:InvoiceReceivedPayment:tx2-1"},
+		{`{"deliveryId":"D4","type":"InvoicePaymentSettled","timestamp":1700000003,"invoiceId":"I9","payment":{"id":"tx2-1"}}`, "I9:InvoicePaymentSettled:tx2-1"},
+		{`{"deliveryId":"D5","type":"InvoiceReceivedPayment","timestamp":1700000004,"invoiceId":"I9"}`, "I9:InvoiceReceivedPayment"},
+		{`{"deliveryId":"D6","type":"InvoiceReceivedPayment","timestamp":1700000005,"invoiceId":"I9","payment":"tx3"}`, "I9:InvoiceReceivedPayment"},
+		{`{"deliveryId":"D7","type":"InvoiceSettled","timestamp":1700000006,"invoiceId":"I9","payment":{"id":"tx2-1"}}`, "I9:InvoiceSettled"},
+	} {
+		env, err := v.Verify(payhook.Delivery{Header: sign(t, []byte(tc.body), "s", at), Body: []byte(tc.body), ReceivedAt: at})
+		if err != nil || env.EventID != tc.want {
+			t.Errorf("Verify(%s) = %q, %v; want %q", tc.body, env.EventID, err, tc.want)
+		}
+	}
+}
+
 // TestInvoiceWithColon: the event id joins invoiceId and type with ":",
 // so an invoiceId holding one could share a dedup key with another pair.
 func TestInvoiceWithColon(t *testing.T) {
