@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -32,10 +33,11 @@ type User struct {
 	Hash string
 }
 
-// Auth checks logins and sessions. Sessions are signed cookies, not server
-// state, so every instance sharing the config accepts them; the key comes
-// from the admin token and the users' hashes, so changing either ends
-// every session.
+// Auth checks logins and sessions. Sessions are signed cookies, so every
+// instance sharing the config accepts them; the key comes from the admin
+// token and the users' hashes, so changing either ends every session. A
+// logout ends its session in the database too (store.DB.EndSession), so
+// that a copy of its cookie is refused on every instance.
 type Auth struct {
 	tokenHash  [sha256.Size]byte
 	hasToken   bool
@@ -46,6 +48,9 @@ type Auth struct {
 	trustProxy bool
 	now        func() time.Time
 	limiter    *limiter
+	// ended reports whether a session's nonce was ended by a logout
+	// (store.DB.SessionEnded); nil: none is.
+	ended func(ctx context.Context, nonce string) (bool, error)
 }
 
 // sessionCookie is the name of the session cookie.
@@ -209,6 +214,13 @@ func (a *Auth) session(r *http.Request) *session {
 	exp, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
 		return nil
+	}
+	if a.ended != nil {
+		// Logged out: a copy of the cookie made before is no session. If
+		// the database cannot say, no session either.
+		if ended, err := a.ended(r.Context(), parts[2]); err != nil || ended {
+			return nil
+		}
 	}
 	return &session{User: parts[0], Expires: time.Unix(exp, 0), nonce: parts[2]}
 }

@@ -165,6 +165,7 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth.ended = cfg.DB.SessionEnded
 	c := &Console{cfg: cfg, reads: cfg.DB.Reader(), auth: auth, log: cfg.Logger, mux: http.NewServeMux()}
 	if c.pages, err = parsePages(); err != nil {
 		return nil, err

@@ -45,8 +45,13 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, d.Next, http.StatusSeeOther)
 }
 
-func (c *Console) logout(w http.ResponseWriter, r *http.Request, _ *session) (string, error) {
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session) (string, error) {
 	http.SetCookie(w, c.auth.cookie(r, "", c.cfg.Now()))
+	// The session ends here, not only in this browser: a copy of its
+	// cookie is refused too (Auth.session).
+	if err := c.cfg.DB.EndSession(r.Context(), s.nonce, s.Expires, c.cfg.Now()); err != nil {
+		return "", err
+	}
 	return "/console/login", nil
 }
 

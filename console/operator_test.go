@@ -101,3 +101,41 @@ func TestAckHidesNoOccurrenceRaisedSinceThePage(t *testing.T) {
 		}
 	})
 }
+
+// TestLogoutEndsTheSessionForItsCookie: after logout, the session's
+// cookie, as captured before (a shared machine's browser profile, a
+// proxy log, a stolen cookie), is no session any more: pages redirect
+// to the login and actions are refused. Logout must end the session, not
+// only ask the browser to forget its cookie.
+func TestLogoutEndsTheSessionForItsCookie(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		e := newEnv(t, dbURL)
+		c := e.client()
+		csrf := c.login()
+		u, _ := url.Parse(e.url)
+		var captured *http.Cookie
+		for _, ck := range c.jar.Cookies(u) {
+			if ck.Name == "payhook_session" {
+				captured = ck
+			}
+		}
+		if captured == nil {
+			t.Fatal("no session cookie after login")
+		}
+		if resp, _ := c.do("POST", "/console/logout", url.Values{"csrf": {csrf}}, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout = %d; want 303", resp.StatusCode)
+		}
+		thief := e.client()
+		thief.jar.SetCookies(u, []*http.Cookie{{Name: "payhook_session", Value: captured.Value}})
+		if resp, _ := thief.do("GET", "/console/events", nil, nil); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("GET /console/events with the logged-out session's cookie = %d; want 303 to the login", resp.StatusCode)
+		}
+		if resp, _ := thief.do("GET", "/api/v1/alerts", nil, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET /api/v1/alerts with the logged-out session's cookie = %d; want 401", resp.StatusCode)
+		}
+		id := e.alert("source_silent", "shop")
+		if resp, _ := thief.do("POST", fmt.Sprintf("/console/alerts/%d/ack", id), url.Values{"csrf": {csrf}}, nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("ack with the logged-out session's cookie and CSRF token = %d; want 401", resp.StatusCode)
+		}
+	})
+}
