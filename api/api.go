@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -132,11 +133,19 @@ func CheckText(r *http.Request) error {
 	if payhook.Storable(r.URL.Path) != r.URL.Path {
 		return fmt.Errorf("%w: the path is not valid UTF-8 or holds a NUL: no reference is", payhook.ErrInvalid)
 	}
-	for name, vs := range r.URL.Query() {
-		for _, v := range vs {
+	return CheckValues("parameter", r.URL.Query())
+}
+
+// CheckValues returns an error wrapping payhook.ErrInvalid when a name or
+// a value of vs (a query's parameters, a form's fields: what they are)
+// holds text no column can hold (not UTF-8, or a NUL): nothing stored
+// matches it, and PostgreSQL would fail a query comparing with it.
+func CheckValues(what string, vs url.Values) error {
+	for name, values := range vs {
+		for _, v := range values {
 			if payhook.Storable(name) != name || payhook.Storable(v) != v {
-				return fmt.Errorf("%w: parameter %q is not valid UTF-8 or holds a NUL: nothing stored matches it",
-					payhook.ErrInvalid, payhook.Storable(name))
+				return fmt.Errorf("%w: %s %q is not valid UTF-8 or holds a NUL: nothing stored matches it",
+					payhook.ErrInvalid, what, payhook.Storable(name))
 			}
 		}
 	}

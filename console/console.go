@@ -305,10 +305,10 @@ func (c *Console) action(fn func(w http.ResponseWriter, r *http.Request, s *sess
 			http.Error(w, "missing or wrong CSRF token: reload the page and try again", http.StatusForbidden)
 			return
 		}
-		// A form's text no column can hold is as bad a parameter as a
-		// query's (api.CheckText): PostgreSQL would fail the query
-		// comparing with it (a 500).
-		if err := checkForm(r.PostForm); err != nil {
+		// A form's text no column can hold is as bad as a query's
+		// (api.CheckText): PostgreSQL would fail the query comparing
+		// with it (a 500).
+		if err := api.CheckValues("form field", r.PostForm); err != nil {
 			c.fail(w, r, err)
 			return
 		}
@@ -319,19 +319,6 @@ func (c *Console) action(fn func(w http.ResponseWriter, r *http.Request, s *sess
 		}
 		http.Redirect(w, r, to, http.StatusSeeOther)
 	}
-}
-
-// checkForm returns an error wrapping payhook.ErrInvalid when a form
-// field holds text no column can hold (not UTF-8, or a NUL).
-func checkForm(form url.Values) error {
-	for name, vs := range form {
-		for _, v := range vs {
-			if payhook.Storable(name) != name || payhook.Storable(v) != v {
-				return invalid("form field %q is not valid UTF-8 or holds a NUL: nothing stored matches it", payhook.Storable(name))
-			}
-		}
-	}
-	return nil
 }
 
 // toLogin redirects to the login page, coming back to r's page after.
