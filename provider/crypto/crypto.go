@@ -38,10 +38,13 @@ var (
 // DeliveryFields returns the members BTCPay sets anew for each delivery
 // of an event: deliveryId, originalDeliveryId and isRedelivery, and
 // timestamp (when the delivery was made). A redelivery of an event is
-// the same body but for them.
-func (v *Verifier) DeliveryFields() []string {
-	return []string{"deliveryId", "originalDeliveryId", "isRedelivery", "timestamp"}
-}
+// the same body but for them. The slice is shared: it must not be
+// changed.
+func (v *Verifier) DeliveryFields() []string { return deliveryFields }
+
+// deliveryFields is DeliveryFields' answer, made once: NewEvent asks it
+// for every delivery.
+var deliveryFields = []string{"deliveryId", "originalDeliveryId", "isRedelivery", "timestamp"}
 
 // New returns a Verifier for cfg. It returns an error wrapping
 // payhook.ErrConfig when no secret is given or a secret is empty.

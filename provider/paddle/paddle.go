@@ -32,8 +32,13 @@ var (
 
 // DeliveryFields returns notification_id: Paddle numbers each
 // notification of an event, and a replay is a new notification of the
-// same event, with the same body but for it.
-func (v *Verifier) DeliveryFields() []string { return []string{"notification_id"} }
+// same event, with the same body but for it. The slice is shared: it must
+// not be changed.
+func (v *Verifier) DeliveryFields() []string { return deliveryFields }
+
+// deliveryFields is DeliveryFields' answer, made once: NewEvent asks it
+// for every delivery.
+var deliveryFields = []string{"notification_id"}
 
 // scheme is how Paddle signs: "ts=<unix>;h1=<hex>[;h1=...]", each h1
 // the HMAC-SHA256 of "<ts>:<raw body>".
